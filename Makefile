@@ -1,0 +1,53 @@
+# Developer entry points. Everything runs inside .venv, created on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: help env test test-unit test-e2e lint fmt generate verify-generated binaries cluster-up cluster-down demo bench clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@hack/ensure-python.sh $(PYTHON) $(VENV)
+	@touch $(STAMP)
+
+env: $(STAMP) ## create .venv with pykueue and its test tools
+
+binaries: ## build (or reuse cached) Kubernetes, etcd, kwok and helm binaries
+	@hack/build-binaries.sh
+
+test: lint test-unit test-e2e ## everything CI runs: lint, unit tests, e2e tests on a local cluster
+
+test-unit: $(STAMP) ## unit tests (no cluster)
+	$(PY) -m pytest tests/unit -q
+
+test-e2e: $(STAMP) binaries ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set
+	$(PY) -m pytest tests/e2e -q -x
+
+lint: $(STAMP) ## ruff + shellcheck + stale generated files
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/shellcheck hack/*.sh .ci/run
+
+fmt: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+generate: $(STAMP) ## regenerate CRDs and install manifests from the Python API
+	$(PY) -m pykueue.api.generate
+
+cluster-up: $(STAMP) binaries ## start the local cluster with pykueue running
+	$(PY) -m hack.localcluster up
+
+cluster-down: $(STAMP) ## stop the local cluster (only the processes it started)
+	$(PY) -m hack.localcluster down
+
+demo: cluster-up ## bring up the local cluster and show jobs queue and get admitted
+	$(PY) -m hack.demo
+
+bench: $(STAMP) ## run the benchmarks at a small scale
+	$(PY) -m bench.run_all --scale 0.05
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The pykueue controller: informers, the admission engine and the job integration."""

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Build the pinned control-plane binaries from the Go module proxy and cache them outside the repo.
+#
+# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl come from k8s.io/kubernetes
+# (every k8s.io/* staging module replaced with its published v0.<minor>.<patch>); etcd from
+# go.etcd.io/etcd/server/v3 through a tiny main calling etcdmain.Main; kwok (simulated nodes) and
+# helm with `go install`. A binary is rebuilt only when its pin changes: each pin has its own
+# cache directory and a finished build leaves a stamp file there.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=hack/versions.env
+source "$here/versions.env"
+
+cache=${PYKUEUE_CACHE:-$HOME/.cache/pykueue}
+bindir="$cache/bin"
+mkdir -p "$bindir"
+
+die() { printf 'build-binaries: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "Go is not installed. Install Go ${GO_MIN} or newer (https://go.dev/dl) and re-run."
+gov=$(go env GOVERSION | sed 's/^go//')
+if [ "$(printf '%s\n%s\n' "$GO_MIN" "$gov" | sort -V | head -1)" != "$GO_MIN" ]; then
+  die "Go $gov is too old; Kubernetes $K8S_VERSION needs Go ${GO_MIN} or newer."
+fi
+export GOTOOLCHAIN=local
+# Go 1.27+ switches encoding/json to v2 by default, which breaks the apiserver's OpenAPI output.
+if [ "$(printf '%s\n%s\n' "1.27" "$gov" | sort -V | head -1)" = "1.27" ]; then
+  export GOEXPERIMENT=nojsonv2
+fi
+export GOFLAGS="-trimpath"
+proxy=${GOPROXY:-https://proxy.golang.org}
+proxy=${proxy%%,*}
+
+check_proxy() {
+  if ! curl -fsS --max-time 20 "$proxy/k8s.io/kubernetes/@v/$K8S_VERSION.info" >/dev/null 2>&1; then
+    die "cannot reach the Go module proxy at $proxy (needed once to build Kubernetes $K8S_VERSION). Check the network or set GOPROXY."
+  fi
+}
+
+stamp_ok() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
+
+build_kubernetes() {
+  local out="$bindir/kubernetes-$K8S_VERSION"
+  stamp_ok "$out" "$K8S_VERSION" && return 0
+  check_proxy
+  echo "building Kubernetes $K8S_VERSION (first build takes several minutes)..." >&2
+  local work; work=$(mktemp -d)
+  local minor=${K8S_VERSION#v1.}
+  local staging_version="v0.$minor"
+  (
+    cd "$work"
+    go mod init pykueue.local/k8sbuild >/dev/null 2>&1
+    curl -fsS "$proxy/k8s.io/kubernetes/@v/$K8S_VERSION.mod" -o kubernetes.mod
+    {
+      echo "require k8s.io/kubernetes $K8S_VERSION"
+      grep -oE '^\s+k8s\.io/[a-z0-9-]+ => \./staging' kubernetes.mod | awk -v v="$staging_version" '{print "replace " $1 " => " $1 " " v}'
+    } >>go.mod
+    cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+    go mod tidy -e >/dev/null 2>&1 || true
+    go get k8s.io/kubernetes@"$K8S_VERSION" >/dev/null
+    mkdir -p "$out"
+    for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+      go build -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" -o "$out/$c" "k8s.io/kubernetes/cmd/$c"
+    done
+  )
+  rm -rf "$work"
+  echo "$K8S_VERSION" >"$out/.stamp"
+}
+
+build_etcd() {
+  local out="$bindir/etcd-$ETCD_VERSION"
+  stamp_ok "$out" "$ETCD_VERSION" && return 0
+  check_proxy
+  echo "building etcd $ETCD_VERSION..." >&2
+  local work; work=$(mktemp -d)
+  (
+    cd "$work"
+    go mod init pykueue.local/etcdbuild >/dev/null 2>&1
+    cat >main.go <<'GO'
+// Command etcd is the stock etcd server CLI.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
+    go mod tidy >/dev/null
+    mkdir -p "$out"
+    go build -ldflags "-s -w" -o "$out/etcd" .
+  )
+  rm -rf "$work"
+  echo "$ETCD_VERSION" >"$out/.stamp"
+}
+
+go_install() { # name module version
+  local out="$bindir/$1-$3"
+  stamp_ok "$out" "$3" && return 0
+  check_proxy
+  echo "building $1 $3..." >&2
+  mkdir -p "$out"
+  GOBIN="$out" go install -ldflags "-s -w" "$2@$3"
+  echo "$3" >"$out/.stamp"
+}
+
+targets=${*:-kubernetes etcd kwok helm}
+for t in $targets; do
+  case "$t" in
+    kubernetes) build_kubernetes ;;
+    etcd) build_etcd ;;
+    kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
+    helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+    *) die "unknown target $t" ;;
+  esac
+done
+
+# A stable directory of symlinks so callers need not know the pins.
+cur="$bindir/current"
+mkdir -p "$cur"
+ln -sf "$bindir/kubernetes-$K8S_VERSION"/* "$cur/" 2>/dev/null || true
+for d in "etcd-$ETCD_VERSION" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION"; do
+  [ -d "$bindir/$d" ] && ln -sf "$bindir/$d"/* "$cur/"
+done
+echo "$cur"

@@ -1,0 +1,197 @@
+"""Names shared by the webhook and the controller: API group, labels, annotations, conditions, reasons.
+
+Every string a user can see or set (a label on their Job, a condition reason on a Workload, an
+Event reason) is defined here once, with Kueue's spelling, so manifests and tooling written for
+Kueue keep working and the two programs never disagree on a name.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- API group and versions -------------------------------------------------------------------
+GROUP: Final = "kueue.x-k8s.io"
+VERSION: Final = "v1beta1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+CONFIG_GROUP: Final = "config.kueue.x-k8s.io"
+CONFIG_API_VERSION: Final = f"{CONFIG_GROUP}/v1beta1"
+AUTOSCALING_GROUP: Final = "autoscaling.x-k8s.io"
+PROVISIONING_REQUEST_API_VERSION: Final = f"{AUTOSCALING_GROUP}/v1"
+
+# --- Labels and annotations on user objects (inputs) ------------------------------------------
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
+PREBUILT_WORKLOAD_LABEL: Final = "kueue.x-k8s.io/prebuilt-workload-name"
+MAX_EXEC_TIME_LABEL: Final = "kueue.x-k8s.io/max-exec-time-seconds"
+ADMISSION_GATED_BY_ANNOTATION: Final = "kueue.x-k8s.io/admission-gated-by"
+PROVREQ_ANNOTATION_PREFIX: Final = "provreq.kueue.x-k8s.io/"
+DEFAULT_LOCAL_QUEUE: Final = "default"
+DEFAULT_PRIORITY_CLASS: Final = "default"
+
+# --- Labels, annotations and finalizers set by pykueue ----------------------------------------
+JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
+PODSET_LABEL: Final = "kueue.x-k8s.io/podset"
+WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/workload"
+CLUSTER_QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/cluster-queue-name"
+LOCAL_QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/local-queue-name"
+MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
+STOPPING_ANNOTATION: Final = "kueue.x-k8s.io/stopping"
+RESOURCE_IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
+CONCURRENT_ADMISSION_PARENT_LABEL: Final = "kueue.x-k8s.io/concurrent-admission-parent"
+# The job's pod template as it was before admission injected node selectors and tolerations, so
+# that eviction can restore it exactly (JSON of {nodeSelector, tolerations, labels, annotations}
+# per podSet).
+ORIGINAL_TEMPLATE_ANNOTATION: Final = "kueue.x-k8s.io/original-pod-template"
+CONSUME_PROVISIONING_REQUEST_ANNOTATION: Final = "autoscaling.x-k8s.io/consume-provisioning-request"
+PROVISIONING_CLASS_NAME_ANNOTATION: Final = "autoscaling.x-k8s.io/provisioning-class-name"
+MULTIKUEUE_ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
+MULTIKUEUE_ORIGIN_UID_ANNOTATION: Final = "kueue.x-k8s.io/multikueue-origin-uid"
+MULTIKUEUE_KUBECONFIG_SECRET_KEY: Final = "kubeconfig"
+DEFAULT_PODSET_NAME: Final = "main"
+
+# --- AdmissionCheck controllers ----------------------------------------------------------------
+PROVISIONING_REQUEST_CONTROLLER: Final = "kueue.x-k8s.io/provisioning-request"
+MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
+
+# --- Workload modes (seed 000) -----------------------------------------------------------------
+WORKLOAD_MODE_DEFAULT: Final = "Default"
+WORKLOAD_MODE_OPTION: Final = "ResourceFlavorOption"
+WORKLOAD_MODE_PARENT: Final = "Parent"
+OPTION_NAME_INFIX: Final = "-option-"
+
+# --- Concurrent admission policies (seed 000) --------------------------------------------------
+ON_SUCCESS_REMOVE_OTHER: Final = "RemoveOther"
+ON_SUCCESS_REMOVE_LOWER: Final = "RemoveLower"
+ON_SUCCESS_REMOVE_BELOW_TARGET: Final = "RemoveBelowTarget"
+
+# Option states in Workload.status.options[].status
+OPTION_PENDING: Final = "Pending"
+OPTION_QUOTA_RESERVED: Final = "QuotaReserved"
+OPTION_ADMITTED: Final = "Admitted"
+OPTION_EVICTED: Final = "Evicted"
+OPTION_REMOVED: Final = "Removed"
+
+# --- Fallback strategy (seed 002) --------------------------------------------------------------
+FALLBACK_DEACTIVATE: Final = "DeactivateWorkload"
+FALLBACK_RETRY_ALL: Final = "RetryAllFlavors"
+TRIGGER_PODS_READY_TIMEOUT: Final = "TimeoutForPodsReadyExceeded"
+TRIGGER_ADMISSION_CHECK_REJECTED: Final = "AdmissionCheckRejected"
+
+# --- Queueing ----------------------------------------------------------------------------------
+STRICT_FIFO: Final = "StrictFIFO"
+BEST_EFFORT_FIFO: Final = "BestEffortFIFO"
+STOP_POLICY_NONE: Final = "None"
+STOP_POLICY_HOLD: Final = "Hold"
+STOP_POLICY_HOLD_AND_DRAIN: Final = "HoldAndDrain"
+
+# Preemption policies
+PREEMPT_NEVER: Final = "Never"
+PREEMPT_LOWER_PRIORITY: Final = "LowerPriority"
+PREEMPT_LOWER_OR_NEWER_EQUAL_PRIORITY: Final = "LowerOrNewerEqualPriority"
+PREEMPT_ANY: Final = "Any"
+
+# Flavor fungibility
+FUNGIBILITY_BORROW: Final = "Borrow"
+FUNGIBILITY_PREEMPT: Final = "Preempt"
+FUNGIBILITY_MAY_STOP_SEARCH: Final = "MayStopSearch"
+FUNGIBILITY_TRY_NEXT_FLAVOR: Final = "TryNextFlavor"
+
+# --- Workload condition types --------------------------------------------------------------------
+COND_QUOTA_RESERVED: Final = "QuotaReserved"
+COND_ADMITTED: Final = "Admitted"
+COND_FINISHED: Final = "Finished"
+COND_PODS_READY: Final = "PodsReady"
+COND_EVICTED: Final = "Evicted"
+COND_PREEMPTED: Final = "Preempted"
+COND_REQUEUED: Final = "Requeued"
+COND_DEACTIVATION_TARGET: Final = "DeactivationTarget"
+# ClusterQueue / LocalQueue / AdmissionCheck / MultiKueueCluster
+COND_ACTIVE: Final = "Active"
+
+# --- Workload condition reasons ------------------------------------------------------------------
+# QuotaReserved
+REASON_QUOTA_RESERVED: Final = "QuotaReserved"
+REASON_PENDING: Final = "Pending"
+REASON_NO_MATCHING_FLAVOR: Final = "NoMatchingFlavor"
+REASON_WAITING_FOR_QUOTA: Final = "WaitingForQuota"
+REASON_EXCEEDS_MAX_QUOTA: Final = "ExceedsMaxQuota"
+REASON_WAITING_FOR_PREEMPTED: Final = "WaitingForPreemptedWorkloads"
+REASON_MISCONFIGURED: Final = "Misconfigured"
+REASON_SUSPENDED: Final = "Suspended"
+REASON_INADMISSIBLE: Final = "Inadmissible"
+REASON_ADMISSION_GATED: Final = "AdmissionGated"
+# Admitted
+REASON_ADMITTED: Final = "Admitted"
+REASON_NO_RESERVATION: Final = "NoReservation"
+REASON_UNSATISFIED_CHECKS: Final = "UnsatisfiedAdmissionChecks"
+# Finished
+REASON_SUCCEEDED: Final = "Succeeded"
+REASON_FAILED: Final = "Failed"
+REASON_OUT_OF_SYNC: Final = "OutOfSync"
+REASON_OWNER_NOT_FOUND: Final = "OwnerNotFound"
+# PodsReady
+REASON_STARTED: Final = "Started"
+REASON_RECOVERED: Final = "Recovered"
+REASON_WAIT_FOR_START: Final = "WaitForStart"
+REASON_WAIT_FOR_RECOVERY: Final = "WaitForRecovery"
+# Evicted
+REASON_PREEMPTED: Final = "Preempted"
+REASON_PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
+REASON_ADMISSION_CHECK: Final = "AdmissionCheck"
+REASON_CLUSTER_QUEUE_STOPPED: Final = "ClusterQueueStopped"
+REASON_LOCAL_QUEUE_STOPPED: Final = "LocalQueueStopped"
+REASON_DEACTIVATED: Final = "Deactivated"
+REASON_FLAVOR_MIGRATION: Final = "FlavorMigration"
+REASON_FLAVOR_FALLBACK: Final = "FlavorFallback"
+REASON_DEACTIVATED_DUE_TO_ADMISSION_CHECK: Final = "DeactivatedDueToAdmissionCheck"
+REASON_DEACTIVATED_DUE_TO_REQUEUING_LIMIT: Final = "DeactivatedDueToRequeuingLimitExceeded"
+REASON_DEACTIVATED_DUE_TO_FLAVORS_EXHAUSTED: Final = "DeactivatedDueToFlavorsExhausted"
+# Preempted (detail)
+REASON_IN_CLUSTER_QUEUE: Final = "InClusterQueue"
+REASON_IN_COHORT_RECLAMATION: Final = "InCohortReclamation"
+REASON_IN_COHORT_RECLAIM_WHILE_BORROWING: Final = "InCohortReclaimWhileBorrowing"
+# Requeued
+REASON_BACKOFF_FINISHED: Final = "BackoffFinished"
+REASON_REACTIVATED: Final = "Reactivated"
+REASON_CLUSTER_QUEUE_RESTARTED: Final = "ClusterQueueRestarted"
+REASON_LOCAL_QUEUE_RESTARTED: Final = "LocalQueueRestarted"
+# DeactivationTarget causes
+REASON_REQUEUING_LIMIT_EXCEEDED: Final = "RequeuingLimitExceeded"
+
+# AdmissionCheckState.state
+CHECK_PENDING: Final = "Pending"
+CHECK_READY: Final = "Ready"
+CHECK_RETRY: Final = "Retry"
+CHECK_REJECTED: Final = "Rejected"
+
+# ClusterQueue / LocalQueue Active condition reasons
+REASON_READY: Final = "Ready"
+REASON_CQ_STOPPED: Final = "Stopped"
+REASON_FLAVOR_NOT_FOUND: Final = "FlavorNotFound"
+REASON_ADMISSION_CHECK_NOT_FOUND: Final = "AdmissionCheckNotFound"
+REASON_ADMISSION_CHECK_INACTIVE: Final = "AdmissionCheckInactive"
+REASON_CLUSTER_QUEUE_DOES_NOT_EXIST: Final = "ClusterQueueDoesNotExist"
+REASON_CLUSTER_QUEUE_IS_INACTIVE: Final = "ClusterQueueIsInactive"
+REASON_TERMINATING: Final = "Terminating"
+
+# --- Event reasons ---------------------------------------------------------------------------------
+EVENT_CREATED_WORKLOAD: Final = "CreatedWorkload"
+EVENT_UPDATED_WORKLOAD: Final = "UpdatedWorkload"
+EVENT_DELETED_WORKLOAD: Final = "DeletedWorkload"
+EVENT_FINISHED_WORKLOAD: Final = "FinishedWorkload"
+EVENT_STARTED: Final = "Started"
+EVENT_SUSPENDED: Final = "Suspended"
+EVENT_STOPPED: Final = "Stopped"
+EVENT_QUOTA_RESERVED: Final = "QuotaReserved"
+EVENT_ADMITTED: Final = "Admitted"
+EVENT_PREEMPTED: Final = "Preempted"
+EVENT_PREEMPTED_WORKLOAD: Final = "PreemptedWorkload"
+EVENT_ADMISSION_CHECK_REJECTED: Final = "AdmissionCheckRejected"
+EVENT_ADMISSION_CHECK_UPDATED: Final = "AdmissionCheckUpdated"
+EVENT_ERR_WORKLOAD_COMPOSE: Final = "ErrWorkloadCompose"
+EVENT_PRIORITY_CLASS_NOT_FOUND: Final = "WorkloadPriorityClassNotFound"
+
+
+def evicted_event_reason(reason: str) -> str:
+    """Kueue's Event reason for an eviction: ``EvictedDueTo<reason>``."""
+    return f"EvictedDueTo{reason}"

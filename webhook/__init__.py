@@ -1,0 +1,1 @@
+"""The pykueue admission webhook (Flask under gunicorn)."""
