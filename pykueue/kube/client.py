@@ -1,0 +1,568 @@
+"""KubeClient: the one place pykueue talks to the Kubernetes API.
+
+Objects go in and come out as plain JSON dicts, exactly as the apiserver serves them, so the same
+client handles built-in kinds and CRDs (see :mod:`pykueue.kube.resources`). The client owns the
+cross-cutting policy every caller would otherwise re-implement:
+
+* a QPS/burst token bucket, so a burst of reconciles cannot flood the apiserver;
+* retries with jittered backoff on 429 (honouring ``Retry-After``), 5xx and connection errors;
+* one credential reload on 401, because service-account tokens and kubeconfig credentials rotate;
+* typed errors (:mod:`pykueue.kube.errors`) so a 409 surfaces as :class:`Conflict` and the caller
+  re-reads instead of overwriting somebody else's write.
+
+It is thread-safe: the controller shares one instance between reflectors and workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pykueue.kube import metrics
+from pykueue.kube.backoff import Backoff, Sleep, TokenBucket
+from pykueue.kube.errors import (
+    ApiError,
+    Conflict,
+    ConnectionFailed,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unauthorized,
+    error_from_response,
+    error_from_status,
+)
+from pykueue.kube.resources import EVENTS, Resource
+from pykueue.kube.transport import (
+    ApiClientTransport,
+    HttpResponse,
+    RawStream,
+    Timeout,
+    Transport,
+    configuration_factory,
+)
+
+log = logging.getLogger(__name__)
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+# Connect fast, but give the apiserver (and the admission webhooks it calls) time to answer.
+DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)
+# A Retry-After longer than this is capped: the caller's own deadline matters more.
+MAX_RETRY_AFTER = 30.0
+
+
+class WatchStream(Iterator[dict[str, Any]]):
+    """An open watch: iterate to get raw watch events, ``close()`` from any thread to stop.
+
+    Events are the apiserver's JSON lines (``{"type": ..., "object": {...}}``), including
+    ``BOOKMARK`` and ``ERROR`` events; interpreting them is the reflector's job. Iteration ends when
+    the server closes the stream (its ``timeoutSeconds`` elapsed) or after :meth:`close`. A stall
+    longer than the read timeout raises :class:`pykueue.kube.transport.StreamTimeout`; a broken
+    connection raises :class:`ConnectionFailed`.
+    """
+
+    def __init__(self, raw: RawStream) -> None:
+        self._raw = raw
+        self._chunks = raw.chunks()
+        self._buffer = b""
+        self._lines: list[bytes] = []
+        self._closed = False
+
+    def __iter__(self) -> WatchStream:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        while True:
+            while self._lines:
+                line = self._lines.pop(0).strip()
+                if not line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError as exc:
+                    raise ConnectionFailed(f"watch stream sent a line that is not JSON: {line[:200]!r}") from exc
+                if isinstance(event, dict):
+                    return event
+                raise ConnectionFailed(f"watch stream sent a non-object event: {line[:200]!r}")
+            if self._closed:
+                raise StopIteration
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                self._closed = True
+                if self._buffer.strip():
+                    self._lines.append(self._buffer)
+                    self._buffer = b""
+                    continue
+                raise
+            parts = (self._buffer + chunk).split(b"\n")
+            self._buffer = parts.pop()
+            self._lines.extend(parts)
+
+    def close(self) -> None:
+        self._closed = True
+        self._raw.close()
+
+
+class _EventAggregator:
+    """Remembers recently emitted Events so a repeat bumps ``count`` instead of adding an object.
+
+    This is the useful half of client-go's EventCorrelator: a workload that stays inadmissible
+    for an hour produces one Event with a growing count, not 3,600 Events.
+    """
+
+    def __init__(self, capacity: int = 4096, window_seconds: float = 600.0) -> None:
+        self._capacity = capacity
+        self._window = window_seconds
+        self._seen: OrderedDict[tuple[str, ...], tuple[str, str, int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def lookup(self, key: tuple[str, ...], now: float) -> tuple[str, str, int] | None:
+        with self._lock:
+            entry = self._seen.get(key)
+            if entry is None or now - entry[3] > self._window:
+                return None
+            return entry[0], entry[1], entry[2]
+
+    def remember(self, key: tuple[str, ...], namespace: str, name: str, count: int, now: float) -> None:
+        with self._lock:
+            self._seen[key] = (namespace, name, count, now)
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+
+    def forget(self, key: tuple[str, ...]) -> None:
+        with self._lock:
+            self._seen.pop(key, None)
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class KubeClient:
+    """Thread-safe JSON client for any Kubernetes resource. Build with :meth:`from_config`."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        max_retries: int = 5,
+        retry_backoff: Backoff | None = None,
+        sleep: Sleep = time.sleep,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._transport = transport
+        self._bucket = TokenBucket(qps, burst, sleep=sleep)
+        self._max_retries = max_retries
+        self._retry_backoff_factory: Callable[[], Backoff] = (
+            (lambda: retry_backoff) if retry_backoff is not None else (lambda: Backoff(0.2, 5.0, 2.0))
+        )
+        self._sleep = sleep
+        self._timeout = timeout
+        self._events = _EventAggregator()
+        self._event_serial = itertools.count()
+
+    @classmethod
+    def from_config(
+        cls,
+        kubeconfig: str | None = None,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        user_agent: str = "pykueue",
+    ) -> KubeClient:
+        """Client for a kubeconfig path, else in-cluster credentials, else the default kubeconfig."""
+        transport = ApiClientTransport(configuration_factory(kubeconfig), user_agent=user_agent)
+        return cls(transport, qps=qps, burst=burst)
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    def close(self) -> None:
+        self._transport.close()
+
+    # --- the request loop ---------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        stream: bool = False,
+        timeout: Timeout = None,
+        max_retries: int | None = None,
+    ) -> HttpResponse:
+        retries_left = self._max_retries if max_retries is None else max_retries
+        backoff = self._retry_backoff_factory()
+        reloaded_credentials = False
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        while True:
+            waited = self._bucket.acquire()
+            metrics.RATE_LIMITER_WAIT.observe(waited)
+            started = time.monotonic()
+            try:
+                response = self._transport.request(
+                    method,
+                    path,
+                    query=query or [],
+                    body=body,
+                    headers=dict(headers),
+                    timeout=timeout or self._timeout,
+                    stream=stream,
+                )
+            except ConnectionFailed as exc:
+                error: ApiError = exc
+                metrics.REQUESTS.labels(method, "0").inc()
+            else:
+                metrics.REQUESTS.labels(method, str(response.status)).inc()
+                metrics.REQUEST_DURATION.labels(method).observe(time.monotonic() - started)
+                if response.status < 400:
+                    return response
+                error = error_from_response(response.status, response.data, response.headers.get("Retry-After"))
+
+            if isinstance(error, Unauthorized) and not reloaded_credentials:
+                # Rotated tokens/certificates: re-read them once, then retry straight away.
+                reloaded_credentials = True
+                metrics.RETRIES.labels("unauthorized").inc()
+                log.info("credentials rejected; reloading them", extra={"path": path})
+                self._transport.reload_credentials()
+                continue
+            if retries_left <= 0 or not isinstance(error, TooManyRequests | ServerError | ConnectionFailed):
+                raise error
+            retries_left -= 1
+            delay = backoff.next_delay()
+            if error.retry_after is not None:
+                delay = min(MAX_RETRY_AFTER, max(delay, error.retry_after))
+            metrics.RETRIES.labels(type(error).__name__).inc()
+            log.debug(
+                "retrying request",
+                extra={"method": method, "path": path, "status": error.status, "delay": round(delay, 3)},
+            )
+            self._sleep(delay)
+
+    @staticmethod
+    def _json(response: HttpResponse) -> dict[str, Any]:
+        if not response.data:
+            return {}
+        decoded = json.loads(response.data)
+        if not isinstance(decoded, dict):
+            raise ApiError(response.status, "BadResponse", "the apiserver answered with JSON that is not an object")
+        return decoded
+
+    @staticmethod
+    def _namespace_of(res: Resource, obj: dict[str, Any], namespace: str | None) -> str | None:
+        if not res.namespaced:
+            return None
+        found = namespace or (obj.get("metadata") or {}).get("namespace")
+        if not found:
+            raise ValueError(f"{res.kind} is namespaced: metadata.namespace is required")
+        return str(found)
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or ``None`` when it does not exist."""
+        try:
+            return self._json(self._request("GET", res.path(namespace, name)))
+        except NotFound:
+            return None
+
+    def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of the raw list object (``items``, ``metadata.resourceVersion``/``continue``).
+
+        ``resource_version="0"`` lets the apiserver answer from its watch cache (cheap, possibly
+        slightly stale); leaving it unset asks for a consistent read from etcd.
+        """
+        query: list[tuple[str, str]] = []
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if limit:
+            query.append(("limit", str(limit)))
+        if continue_token:
+            query.append(("continue", continue_token))
+        if resource_version is not None:
+            query.append(("resourceVersion", resource_version))
+        return self._json(self._request("GET", res.path(namespace), query=query))
+
+    def list_all(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every item (following ``continue`` tokens) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = self.list(
+                res,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=page_size,
+                continue_token=token,
+            )
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        read_timeout: float,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> WatchStream:
+        """Open a watch from ``resource_version``; see :class:`WatchStream`.
+
+        ``timeout_seconds`` makes the server end the watch cleanly; ``read_timeout`` bounds the
+        wait for the next bytes on the socket so a silently dropped connection cannot hang the
+        caller forever (bookmarks arrive about once a minute on a quiet stream, so the read
+        timeout should exceed that). Opening is not retried here: the reflector owns reconnects.
+        """
+        query: list[tuple[str, str]] = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("timeoutSeconds", str(int(timeout_seconds))),
+        ]
+        if allow_bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        connect_timeout = self._timeout[0] if isinstance(self._timeout, tuple) else 10.0
+        response = self._request(
+            "GET",
+            res.path(namespace),
+            query=query,
+            stream=True,
+            timeout=(connect_timeout, read_timeout),
+            max_retries=0,
+        )
+        if response.stream is None:
+            raise ApiError(response.status, "BadResponse", "the apiserver did not stream the watch")
+        return WatchStream(response.stream)
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        """Create ``obj``; :class:`AlreadyExists` when the name is taken."""
+        ns = self._namespace_of(res, obj, namespace)
+        return self._json(self._request("POST", res.path(ns), body=obj, content_type="application/json"))
+
+    def replace(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; its ``metadata.resourceVersion`` makes this a compare-and-swap."""
+        meta = obj.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise ValueError(f"{res.kind}: metadata.name is required to replace an object")
+        ns = self._namespace_of(res, obj, None)
+        return self._json(self._request("PUT", res.path(ns, name), body=obj, content_type="application/json"))
+
+    def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: dict[str, Any] | list[dict[str, Any]],
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str = "pykueue",
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Patch one object (``subresource="status"`` for status). ``apply`` is server-side apply.
+
+        For optimistic concurrency put ``metadata.resourceVersion`` in a merge patch: the
+        apiserver then answers :class:`Conflict` if the object moved on since it was read.
+        """
+        if patch_type not in PATCH_CONTENT_TYPES:
+            raise ValueError(f"patch_type must be one of {sorted(PATCH_CONTENT_TYPES)}, not {patch_type!r}")
+        if patch_type == "json" and not isinstance(patch, list):
+            raise ValueError("a JSON patch is a list of operations")
+        if patch_type != "json" and not isinstance(patch, dict):
+            raise ValueError(f"a {patch_type} patch is an object")
+        query = [("fieldManager", field_manager)]
+        if patch_type == "apply" and force:
+            query.append(("force", "true"))
+        return self._json(
+            self._request(
+                "PATCH",
+                res.path(namespace, name, subresource),
+                query=query,
+                body=patch,
+                content_type=PATCH_CONTENT_TYPES[patch_type],
+            )
+        )
+
+    def patch_status(
+        self,
+        res: Resource,
+        name: str,
+        patch: dict[str, Any] | list[dict[str, Any]],
+        namespace: str | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        """Patch the status subresource (spec changes in the patch are ignored by the server)."""
+        return self.patch(res, name, patch, namespace, subresource="status", **kw)
+
+    def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str = "Background",
+        preconditions: dict[str, str] | None = None,
+    ) -> bool:
+        """Delete; ``False`` when it was already gone. ``preconditions`` ({uid, resourceVersion})
+        make sure we delete the object we looked at, not a successor with the same name."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if preconditions:
+            options["preconditions"] = dict(preconditions)
+        try:
+            self._request("DELETE", res.path(namespace, name), body=options, content_type="application/json")
+        except NotFound:
+            return False
+        return True
+
+    # --- events ------------------------------------------------------------------------------
+
+    def emit_event(
+        self,
+        involved: dict[str, Any],
+        type_: str,
+        reason: str,
+        message: str,
+        component: str = "pykueue",
+    ) -> dict[str, Any] | None:
+        """Record a core/v1 Event about ``involved``; a repeat within 10 minutes bumps ``count``.
+
+        Events are best effort (like client-go's recorder): failures are logged, never raised, so
+        an Event can never fail a reconcile.
+        """
+        meta = involved.get("metadata") or {}
+        involved_ns = meta.get("namespace") or ""
+        event_ns = involved_ns or "default"
+        key = (str(meta.get("uid") or ""), event_ns, str(meta.get("name") or ""), type_, reason, message, component)
+        now = time.monotonic()
+        timestamp = _rfc3339(datetime.now(UTC))
+        try:
+            previous = self._events.lookup(key, now)
+            if previous is not None:
+                prev_ns, prev_name, prev_count = previous
+                try:
+                    updated = self.patch(
+                        EVENTS,
+                        prev_name,
+                        {"count": prev_count + 1, "lastTimestamp": timestamp},
+                        prev_ns,
+                    )
+                except NotFound:
+                    self._events.forget(key)
+                else:
+                    self._events.remember(key, prev_ns, prev_name, prev_count + 1, now)
+                    return updated
+            event = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{meta.get('name', 'unknown')}.{time.time_ns():x}{next(self._event_serial) % 1000:03d}",
+                    "namespace": event_ns,
+                },
+                "involvedObject": {
+                    "apiVersion": involved.get("apiVersion", ""),
+                    "kind": involved.get("kind", ""),
+                    "name": meta.get("name", ""),
+                    "namespace": involved_ns,
+                    "uid": meta.get("uid", ""),
+                    "resourceVersion": meta.get("resourceVersion", ""),
+                },
+                "type": type_,
+                "reason": reason,
+                "message": message[:1024],
+                "source": {"component": component},
+                "reportingComponent": component,
+                "firstTimestamp": timestamp,
+                "lastTimestamp": timestamp,
+                "count": 1,
+            }
+            created = self.create(EVENTS, event, event_ns)
+            self._events.remember(key, event_ns, created["metadata"]["name"], 1, now)
+            return created
+        except (ApiError, ValueError, KeyError) as exc:
+            log.warning(
+                "could not record event",
+                extra={"reason": reason, "involved": f"{involved_ns}/{meta.get('name')}", "error": str(exc)},
+            )
+            return None
+
+
+def retry_on_conflict(operation: Callable[[], Any], *, attempts: int = 5) -> Any:
+    """Run ``operation`` (which must re-read what it writes) until it does not hit a Conflict.
+
+    Like client-go's ``retry.RetryOnConflict``: the operation re-reads fresh state on each call,
+    so a lost race is resolved by redoing the decision, never by overwriting.
+    """
+    for attempt in range(attempts):
+        try:
+            return operation()
+        except Conflict:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+__all__ = [
+    "PATCH_CONTENT_TYPES",
+    "KubeClient",
+    "WatchStream",
+    "error_from_status",
+    "retry_on_conflict",
+]
