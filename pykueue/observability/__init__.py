@@ -1,0 +1,1 @@
+"""Observability shared by the webhook and the controller: structured logging setup."""
