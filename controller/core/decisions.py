@@ -1,0 +1,295 @@
+"""What the workload controller does with one Workload, decided from its state alone.
+
+Kueue's workload controller (kueue-engine.md §1.10-§1.11) handles deactivation, admission checks,
+stop policies, the PodsReady timeout, requeue backoff and "missing queue" reasons. Here that logic
+is one pure function, :func:`plan_workload`, taking the Workload, the queues it refers to and the
+time, and returning a :class:`~controller.core.plan.WorkloadPlan`. It makes **one step at a time**
+(e.g. deactivate, then on the next reconcile evict): each write produces a watch event that
+re-runs the reconcile with fresh state, so a conflicting writer can never make us act on a stale
+picture for more than one step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pykueue.api import constants as C
+
+from . import checks
+from . import workload_view as wv
+from .backoff import DEFAULT_BACKOFF_BASE_SECONDS, DEFAULT_BACKOFF_MAX_SECONDS, next_requeue
+from .clock import format_time, parse_time
+from .plan import EVENT_NORMAL, EVENT_WARNING, ConditionSpec, EventSpec, Eviction, WorkloadPlan
+
+# Messages (Kueue's wording where it has one).
+MSG_ADMITTED = "The workload is admitted"
+MSG_CHECKS_PENDING = "The workload has not all admission checks"
+MSG_NO_RESERVATION = "The workload has no reservation"
+MSG_CQ_STOPPED = "The ClusterQueue is stopped"
+MSG_LQ_STOPPED = "The LocalQueue is stopped"
+MSG_BACKOFF_FINISHED = "The workload backoff was finished"
+MSG_REACTIVATED = "The workload was reactivated"
+MSG_DEACTIVATED = "The workload is deactivated"
+MSG_CHECK_RETRY = "At least one admission check is false"
+
+
+@dataclass(frozen=True, slots=True)
+class PodsReadyPolicy:
+    """``waitForPodsReady`` from the Configuration (only what the workload controller needs)."""
+
+    timeout_seconds: float
+    recovery_timeout_seconds: float | None = None
+    backoff_base_seconds: float = DEFAULT_BACKOFF_BASE_SECONDS
+    backoff_max_seconds: float = DEFAULT_BACKOFF_MAX_SECONDS
+    backoff_limit_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadContext:
+    """The objects a workload decision depends on, as the informers currently see them.
+
+    ``cluster_queue`` is the queue holding the reservation when there is one, else the queue the
+    LocalQueue points at. ``None`` means "does not exist".
+    """
+
+    local_queue: Mapping[str, Any] | None
+    cluster_queue: Mapping[str, Any] | None
+    pods_ready: PodsReadyPolicy | None = None
+
+
+def _stop_policy(obj: Mapping[str, Any] | None) -> str:
+    if obj is None:
+        return C.STOP_POLICY_NONE
+    value = wv.spec(obj).get("stopPolicy")
+    return value if isinstance(value, str) and value else C.STOP_POLICY_NONE
+
+
+def _set(plan: WorkloadPlan, type_: str, status: bool, reason: str, message: str) -> None:
+    plan.set_conditions.append(ConditionSpec(type_, "True" if status else "False", reason, message))
+
+
+def _condition_differs(wl: Mapping[str, Any], type_: str, status: str, reason: str) -> bool:
+    cond = wv.condition(wl, type_)
+    return cond is None or cond.get("status") != status or cond.get("reason") != reason
+
+
+def evict(
+    plan: WorkloadPlan,
+    wl: Mapping[str, Any],
+    reason: str,
+    message: str,
+    now: datetime,
+    *,
+    underlying_cause: str = "",
+    requeue_not_before: datetime | None = None,
+    event_reason: str | None = None,
+) -> None:
+    """Mark ``wl`` evicted: ``Evicted=True``, checks reset to Pending, ``Requeued`` False while a
+    backoff applies (else True), and the eviction Event. The quota stays reserved until the
+    reservation is cleared (by us for standalone workloads, by the job integration otherwise)."""
+    _set(plan, C.COND_EVICTED, True, reason, message)
+    waits = requeue_not_before is not None and requeue_not_before > now
+    deactivated = reason.startswith(C.REASON_DEACTIVATED)
+    _set(plan, C.COND_REQUEUED, not (waits or deactivated), reason, message)
+    reset = checks.reset_after_eviction(wv.status(wl).get("admissionChecks"), now)
+    if reset is not None:
+        plan.admission_checks = reset
+    plan.events.append(EventSpec(EVENT_NORMAL, event_reason or C.evicted_event_reason(reason), message))
+    plan.eviction = Eviction(wv.admitted_cluster_queue(wl), reason, underlying_cause)
+
+
+def clear_reservation(plan: WorkloadPlan, wl: Mapping[str, Any]) -> None:
+    """Release the quota of an evicted workload: drop ``status.admission``, ``QuotaReserved=False``
+    (reason ``Pending`` with the eviction message) and ``Admitted=False``."""
+    evicted = wv.condition(wl, C.COND_EVICTED) or {}
+    message = str(evicted.get("message") or "The workload was evicted")
+    plan.admission = None
+    _set(plan, C.COND_QUOTA_RESERVED, False, C.REASON_PENDING, message)
+    if wv.condition(wl, C.COND_ADMITTED) is not None:
+        _set(plan, C.COND_ADMITTED, False, C.REASON_NO_RESERVATION, MSG_NO_RESERVATION)
+
+
+def plan_workload(wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime) -> WorkloadPlan:
+    """Decide the next step for one Workload. Never raises on malformed input."""
+    plan = WorkloadPlan()
+    if wv.is_finished(wl) or wv.meta(wl).get("deletionTimestamp"):
+        return plan
+    reserved = wv.has_reservation(wl)
+    evicted = wv.is_evicted(wl)
+    active = wv.is_active(wl)
+    target = wv.condition(wl, C.COND_DEACTIVATION_TARGET)
+
+    # Deactivation requested (by a rejected check, the requeuing limit...): flip spec.active.
+    if active and target is not None and target.get("status") == "True":
+        plan.deactivate = True
+        return plan
+
+    if not active:
+        if reserved and not evicted:
+            cause = str((target or {}).get("reason") or "")
+            reason = f"{C.REASON_DEACTIVATED}DueTo{cause}" if cause else C.REASON_DEACTIVATED
+            message = str((target or {}).get("message") or MSG_DEACTIVATED)
+            evict(plan, wl, reason, message, now, underlying_cause=cause)
+            if target is not None:
+                plan.remove_conditions.append(C.COND_DEACTIVATION_TARGET)
+            return plan
+        if reserved and evicted and wv.is_standalone(wl):
+            clear_reservation(plan, wl)
+            return plan
+        if target is not None:
+            plan.remove_conditions.append(C.COND_DEACTIVATION_TARGET)
+        return plan
+
+    if reserved and evicted:
+        if wv.is_standalone(wl):
+            clear_reservation(plan, wl)
+        return plan
+
+    if not reserved:
+        _plan_pending(plan, wl, ctx, now, evicted)
+        return plan
+
+    _plan_reserved(plan, wl, ctx, now)
+    return plan
+
+
+def _plan_pending(
+    plan: WorkloadPlan, wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime, evicted: bool
+) -> None:
+    """A pending, active workload: finish reactivation and backoff, explain missing queues."""
+    evicted_cond = wv.condition(wl, C.COND_EVICTED) or {}
+    if evicted and str(evicted_cond.get("reason") or "").startswith(C.REASON_DEACTIVATED):
+        _set(plan, C.COND_EVICTED, False, C.REASON_REACTIVATED, MSG_REACTIVATED)
+        _set(plan, C.COND_REQUEUED, True, C.REASON_REACTIVATED, MSG_REACTIVATED)
+        if wv.status(wl).get("requeueState") is not None:
+            plan.requeue_state = None
+        return
+
+    if wv.is_false(wl, C.COND_REQUEUED):
+        requeue_at = parse_time(wv.requeue_state(wl).get("requeueAt"))
+        if requeue_at is not None and requeue_at > now:
+            plan.wake_in((requeue_at - now).total_seconds())
+        else:
+            _set(plan, C.COND_REQUEUED, True, C.REASON_BACKOFF_FINISHED, MSG_BACKOFF_FINISHED)
+
+    queue = wv.queue_name(wl)
+    if ctx.local_queue is None:
+        _pending_reason(plan, wl, C.REASON_MISCONFIGURED, f"LocalQueue {queue} doesn't exist")
+    elif ctx.cluster_queue is None:
+        cq_name = str(wv.spec(ctx.local_queue).get("clusterQueue") or "")
+        _pending_reason(plan, wl, C.REASON_MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist")
+
+
+def _pending_reason(plan: WorkloadPlan, wl: Mapping[str, Any], reason: str, message: str) -> None:
+    """``QuotaReserved=False`` with ``reason``, only when reason or message changed."""
+    cond = wv.condition(wl, C.COND_QUOTA_RESERVED)
+    if (
+        cond is None
+        or cond.get("status") != "False"
+        or cond.get("reason") != reason
+        or cond.get("message") != message
+    ):
+        _set(plan, C.COND_QUOTA_RESERVED, False, reason, message)
+        plan.events.append(EventSpec(EVENT_WARNING, reason, message))
+
+
+def _plan_reserved(plan: WorkloadPlan, wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime) -> None:
+    """A workload holding quota and not evicted: drain, checks, PodsReady timeout."""
+    if _stop_policy(ctx.cluster_queue) == C.STOP_POLICY_HOLD_AND_DRAIN:
+        evict(plan, wl, C.REASON_CLUSTER_QUEUE_STOPPED, MSG_CQ_STOPPED, now)
+        return
+    if _stop_policy(ctx.local_queue) == C.STOP_POLICY_HOLD_AND_DRAIN:
+        evict(plan, wl, C.REASON_LOCAL_QUEUE_STOPPED, MSG_LQ_STOPPED, now)
+        return
+
+    if ctx.cluster_queue is not None and _plan_checks(plan, wl, ctx.cluster_queue, now):
+        return
+    _plan_pods_ready(plan, wl, ctx.pods_ready, now)
+
+
+def _plan_checks(plan: WorkloadPlan, wl: Mapping[str, Any], cq: Mapping[str, Any], now: datetime) -> bool:
+    """Sync ``status.admissionChecks`` and act on their verdict; True when the step is done."""
+    required = checks.required_checks(wv.spec(cq), wv.admission(wl))
+    existing = wv.status(wl).get("admissionChecks")
+    synced = checks.sync_check_states(existing if isinstance(existing, list) else None, required, now)
+    states = synced if synced is not None else (existing if isinstance(existing, list) else [])
+    if synced is not None:
+        plan.admission_checks = synced
+    verdict = checks.evaluate(states, required)
+
+    if verdict.verdict is checks.Verdict.REJECTED:
+        message = f"Admission check(s) rejected: {verdict.message}"
+        _set(plan, C.COND_DEACTIVATION_TARGET, True, C.REASON_ADMISSION_CHECK, message)
+        plan.events.append(EventSpec(EVENT_WARNING, C.EVENT_ADMISSION_CHECK_REJECTED, message))
+        return True
+    if verdict.verdict is checks.Verdict.RETRY:
+        not_before = checks.retry_not_before(states)
+        evict(plan, wl, C.REASON_ADMISSION_CHECK, MSG_CHECK_RETRY, now, requeue_not_before=not_before)
+        if not_before is not None and not_before > now:
+            plan.requeue_state = {"count": wv.requeue_count(wl), "requeueAt": format_time(not_before)}
+        return True
+    if verdict.verdict is checks.Verdict.READY:
+        if not wv.is_admitted(wl):
+            _set(plan, C.COND_ADMITTED, True, C.REASON_ADMITTED, MSG_ADMITTED)
+            plan.events.append(
+                EventSpec(EVENT_NORMAL, C.EVENT_ADMITTED, f"Admitted by ClusterQueue {wv.name(cq)}")
+            )
+            plan.newly_admitted = True
+        return synced is not None or plan.newly_admitted
+    # Pending: not admitted (again) until every check is Ready.
+    if _condition_differs(wl, C.COND_ADMITTED, "False", C.REASON_UNSATISFIED_CHECKS):
+        _set(plan, C.COND_ADMITTED, False, C.REASON_UNSATISFIED_CHECKS, MSG_CHECKS_PENDING)
+    return True
+
+
+def _plan_pods_ready(
+    plan: WorkloadPlan, wl: Mapping[str, Any], policy: PodsReadyPolicy | None, now: datetime
+) -> None:
+    """Evict a workload whose pods did not become ready within the timeout of its admission."""
+    if (
+        policy is None
+        or policy.timeout_seconds <= 0
+        or not wv.is_admitted(wl)
+        or wv.is_true(wl, C.COND_PODS_READY)
+    ):
+        return
+    pods_ready = wv.condition(wl, C.COND_PODS_READY) or {}
+    admitted = wv.condition(wl, C.COND_ADMITTED) or {}
+    timeout = policy.timeout_seconds
+    since = parse_time(admitted.get("lastTransitionTime"))
+    if pods_ready.get("reason") == C.REASON_WAIT_FOR_RECOVERY:
+        if policy.recovery_timeout_seconds is not None:
+            if policy.recovery_timeout_seconds <= 0:
+                return
+            timeout = policy.recovery_timeout_seconds
+        since = parse_time(pods_ready.get("lastTransitionTime")) or since
+    if since is None:
+        return
+    elapsed = (now - since).total_seconds()
+    if elapsed < timeout:
+        plan.wake_in(timeout - elapsed)
+        return
+    decision = next_requeue(
+        wv.requeue_count(wl),
+        now,
+        base_seconds=policy.backoff_base_seconds,
+        max_seconds=policy.backoff_max_seconds,
+        limit_count=policy.backoff_limit_count,
+    )
+    message = f"Exceeded the PodsReady timeout {wv.key(wl)}"
+    if decision.limit_exceeded:
+        _set(
+            plan,
+            C.COND_DEACTIVATION_TARGET,
+            True,
+            C.REASON_REQUEUING_LIMIT_EXCEEDED,
+            "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
+        )
+        plan.requeue_state = {"count": decision.count}
+        return
+    assert decision.requeue_at is not None
+    plan.requeue_state = {"count": decision.count, "requeueAt": format_time(decision.requeue_at)}
+    evict(plan, wl, C.REASON_PODS_READY_TIMEOUT, message, now, requeue_not_before=decision.requeue_at)

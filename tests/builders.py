@@ -1,0 +1,348 @@
+"""Fluent builders for the API objects tests create (plain JSON dicts, as the API serves them).
+
+Shared by every area's unit and e2e tests. Each area keeps its builders in its own clearly marked
+section; a builder returns a fresh dict from ``.obj()`` so tests can keep mutating the builder.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Self
+
+from pykueue.api.constants import API_VERSION, QUEUE_NAME_LABEL
+
+Obj = dict[str, Any]
+
+
+# =================================================================================================
+# Kueue core objects: Workload, ClusterQueue, LocalQueue, ResourceFlavor, AdmissionCheck,
+# WorkloadPriorityClass (core controllers area)
+# =================================================================================================
+
+
+def condition(
+    type_: str,
+    status: bool | str,
+    reason: str,
+    message: str = "",
+    *,
+    at: str = "2026-01-01T00:00:00Z",
+    generation: int = 1,
+) -> Obj:
+    """A metav1.Condition dict."""
+    value = status if isinstance(status, str) else ("True" if status else "False")
+    return {
+        "type": type_,
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": at,
+        "observedGeneration": generation,
+    }
+
+
+class _Builder:
+    def __init__(self, obj: Obj) -> None:
+        self._obj = obj
+
+    def obj(self) -> Obj:
+        return copy.deepcopy(self._obj)
+
+    def label(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def annotation(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
+    def generation(self, generation: int) -> Self:
+        self._obj["metadata"]["generation"] = generation
+        return self
+
+    def condition(
+        self, type_: str, status: bool | str, reason: str, message: str = "", at: str = "2026-01-01T00:00:00Z"
+    ) -> Self:
+        conds = self._obj.setdefault("status", {}).setdefault("conditions", [])
+        conds[:] = [c for c in conds if c["type"] != type_]
+        conds.append(condition(type_, status, reason, message, at=at))
+        return self
+
+
+class WorkloadBuilder(_Builder):
+    """``WorkloadBuilder("wl", "ns").queue("lq").podset(count=2, cpu="1").obj()``."""
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        super().__init__(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "Workload",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "generation": 1,
+                    "creationTimestamp": "2026-01-01T00:00:00Z",
+                    "uid": f"uid-{namespace}-{name}",
+                },
+                "spec": {"queueName": "", "podSets": []},
+            }
+        )
+
+    def queue(self, name: str) -> Self:
+        self._obj["spec"]["queueName"] = name
+        return self
+
+    def priority(self, value: int, class_name: str | None = None) -> Self:
+        self._obj["spec"]["priority"] = value
+        if class_name:
+            self._obj["spec"]["priorityClassName"] = class_name
+        return self
+
+    def priority_class(self, name: str, source: str = "kueue.x-k8s.io/workloadpriorityclass") -> Self:
+        self._obj["spec"]["priorityClassName"] = name
+        self._obj["spec"]["priorityClassSource"] = source
+        return self
+
+    def active(self, active: bool) -> Self:
+        self._obj["spec"]["active"] = active
+        return self
+
+    def created(self, timestamp: str) -> Self:
+        self._obj["metadata"]["creationTimestamp"] = timestamp
+        return self
+
+    def podset(self, name: str = "main", count: int = 1, **requests: str) -> Self:
+        """A pod set whose single container requests ``requests`` (``cpu="1", memory="1Gi"``)."""
+        self._obj["spec"]["podSets"].append(
+            {
+                "name": name,
+                "count": count,
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "registry.k8s.io/pause:3.9",
+                                "resources": {"requests": dict(requests)},
+                            }
+                        ],
+                    }
+                },
+            }
+        )
+        return self
+
+    def owner(self, kind: str, name: str, uid: str, api_version: str = "batch/v1") -> Self:
+        self._obj["metadata"]["ownerReferences"] = [
+            {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "controller": True}
+        ]
+        return self
+
+    def reserved(
+        self,
+        cluster_queue: str,
+        flavors: dict[str, str] | None = None,
+        usage: dict[str, str] | None = None,
+        at: str = "2026-01-01T00:00:00Z",
+    ) -> Self:
+        """Quota reserved in ``cluster_queue`` (one assignment per pod set)."""
+        status = self._obj.setdefault("status", {})
+        status["admission"] = {
+            "clusterQueue": cluster_queue,
+            "podSetAssignments": [
+                {
+                    "name": ps["name"],
+                    "flavors": dict(flavors or {}),
+                    "resourceUsage": dict(usage or {}),
+                    "count": ps.get("count", 1),
+                }
+                for ps in self._obj["spec"]["podSets"]
+            ],
+        }
+        return self.condition(
+            "QuotaReserved", True, "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}", at
+        )
+
+    def admitted(self, at: str = "2026-01-01T00:00:00Z") -> Self:
+        return self.condition("Admitted", True, "Admitted", "The workload is admitted", at)
+
+    def finished(self, reason: str = "Succeeded") -> Self:
+        return self.condition("Finished", True, reason, "done")
+
+    def check(
+        self,
+        name: str,
+        state: str,
+        *,
+        message: str = "",
+        at: str = "2026-01-01T00:00:00Z",
+        requeue_after: int | None = None,
+        retry_count: int | None = None,
+    ) -> Self:
+        checks = self._obj.setdefault("status", {}).setdefault("admissionChecks", [])
+        checks[:] = [c for c in checks if c["name"] != name]
+        entry: Obj = {"name": name, "state": state, "lastTransitionTime": at, "message": message}
+        if requeue_after is not None:
+            entry["requeueAfterSeconds"] = requeue_after
+        if retry_count is not None:
+            entry["retryCount"] = retry_count
+        checks.append(entry)
+        return self
+
+    def requeue_state(self, count: int | None = None, requeue_at: str | None = None) -> Self:
+        state: Obj = {}
+        if count is not None:
+            state["count"] = count
+        if requeue_at is not None:
+            state["requeueAt"] = requeue_at
+        self._obj.setdefault("status", {})["requeueState"] = state
+        return self
+
+
+class ClusterQueueBuilder(_Builder):
+    """``ClusterQueueBuilder("cq").cohort("co").flavor("default", cpu="4").obj()``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "ClusterQueue",
+                "metadata": {"name": name, "generation": 1},
+                "spec": {"namespaceSelector": {}, "resourceGroups": []},
+            }
+        )
+
+    def cohort(self, name: str) -> Self:
+        self._obj["spec"]["cohort"] = name
+        return self
+
+    def flavor(
+        self,
+        flavor: str,
+        *,
+        borrowing_limit: dict[str, str] | None = None,
+        lending_limit: dict[str, str] | None = None,
+        **nominal: str,
+    ) -> Self:
+        """Add ``flavor`` with nominal quotas; flavors with the same resources share a group."""
+        resources = sorted(nominal)
+        quotas = []
+        for res in resources:
+            quota: Obj = {"name": res, "nominalQuota": nominal[res]}
+            if borrowing_limit and res in borrowing_limit:
+                quota["borrowingLimit"] = borrowing_limit[res]
+            if lending_limit and res in lending_limit:
+                quota["lendingLimit"] = lending_limit[res]
+            quotas.append(quota)
+        for group in self._obj["spec"]["resourceGroups"]:
+            if sorted(group["coveredResources"]) == resources:
+                group["flavors"].append({"name": flavor, "resources": quotas})
+                return self
+        self._obj["spec"]["resourceGroups"].append(
+            {"coveredResources": resources, "flavors": [{"name": flavor, "resources": quotas}]}
+        )
+        return self
+
+    def preemption(
+        self,
+        within_cluster_queue: str | None = None,
+        reclaim_within_cohort: str | None = None,
+        borrow_within_cohort: str | None = None,
+    ) -> Self:
+        preemption = self._obj["spec"].setdefault("preemption", {})
+        if within_cluster_queue:
+            preemption["withinClusterQueue"] = within_cluster_queue
+        if reclaim_within_cohort:
+            preemption["reclaimWithinCohort"] = reclaim_within_cohort
+        if borrow_within_cohort:
+            preemption["borrowWithinCohort"] = {"policy": borrow_within_cohort}
+        return self
+
+    def strategy(self, strategy: str) -> Self:
+        self._obj["spec"]["queueingStrategy"] = strategy
+        return self
+
+    def stop_policy(self, policy: str) -> Self:
+        self._obj["spec"]["stopPolicy"] = policy
+        return self
+
+    def admission_checks(self, *names: str) -> Self:
+        self._obj["spec"]["admissionChecks"] = list(names)
+        return self
+
+    def admission_check_strategy(self, name: str, *on_flavors: str) -> Self:
+        strategy = self._obj["spec"].setdefault("admissionChecksStrategy", {"admissionChecks": []})
+        rule: Obj = {"name": name}
+        if on_flavors:
+            rule["onFlavors"] = list(on_flavors)
+        strategy["admissionChecks"].append(rule)
+        return self
+
+    def namespace_selector(self, selector: Obj | None) -> Self:
+        self._obj["spec"]["namespaceSelector"] = selector
+        return self
+
+
+class LocalQueueBuilder(_Builder):
+    def __init__(self, name: str, namespace: str, cluster_queue: str) -> None:
+        super().__init__(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "LocalQueue",
+                "metadata": {"name": name, "namespace": namespace, "generation": 1},
+                "spec": {"clusterQueue": cluster_queue},
+            }
+        )
+
+    def stop_policy(self, policy: str) -> Self:
+        self._obj["spec"]["stopPolicy"] = policy
+        return self
+
+
+class ResourceFlavorBuilder(_Builder):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "ResourceFlavor",
+                "metadata": {"name": name, "generation": 1},
+                "spec": {},
+            }
+        )
+
+    def node_labels(self, **labels: str) -> Self:
+        self._obj["spec"]["nodeLabels"] = dict(labels)
+        return self
+
+
+class AdmissionCheckBuilder(_Builder):
+    def __init__(self, name: str, controller_name: str = "pykueue.dev/test-check") -> None:
+        super().__init__(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "AdmissionCheck",
+                "metadata": {"name": name, "generation": 1},
+                "spec": {"controllerName": controller_name},
+            }
+        )
+
+    def active(self, active: bool = True, reason: str = "Active") -> Self:
+        return self.condition("Active", active, reason, "set by test")
+
+
+class WorkloadPriorityClassBuilder(_Builder):
+    def __init__(self, name: str, value: int) -> None:
+        super().__init__(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
+
+
+def job_queue_label(name: str) -> dict[str, str]:
+    """Labels putting a Job into LocalQueue ``name``."""
+    return {QUEUE_NAME_LABEL: name}
