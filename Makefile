@@ -36,6 +36,7 @@ fmt: $(STAMP)
 
 generate: $(STAMP) ## regenerate CRDs and install manifests from the Python API
 	$(PY) -m pykueue.api.generate
+	$(PY) -m hack.render_install
 
 cluster-up: $(STAMP) binaries ## start the local cluster with pykueue running
 	$(PY) -m hack.localcluster up
