@@ -1,0 +1,98 @@
+"""Turn decisions into merge patches for the status subresource, and only when something changes.
+
+Every patch carries ``metadata.resourceVersion``: the apiserver then rejects it with 409 Conflict
+if the object changed since we read it, and the caller re-reads and re-decides. That is how a
+full ``status.conditions`` list (merge patches replace lists wholesale) can be written without
+ever erasing a condition another controller (e.g. the job integration's ``PodsReady``) set in the
+meantime.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from . import workload_view as wv
+from .clock import format_time
+from .plan import UNSET, ConditionSpec, WorkloadPlan
+
+
+def apply_conditions(
+    existing: Sequence[Any] | None,
+    changes: Sequence[ConditionSpec],
+    remove: Sequence[str],
+    generation: int,
+    now: datetime,
+) -> list[dict[str, Any]] | None:
+    """The new conditions list, or ``None`` when equal to ``existing``.
+
+    ``lastTransitionTime`` moves only when the status flips (metav1 semantics);
+    ``observedGeneration`` is the generation the decision was made from.
+    """
+    current = [dict(c) for c in existing or [] if isinstance(c, Mapping)]
+    result = [c for c in current if c.get("type") not in set(remove)]
+    for change in changes:
+        new = {
+            "type": change.type,
+            "status": change.status,
+            "reason": change.reason,
+            "message": change.message,
+            "observedGeneration": generation,
+        }
+        for index, cond in enumerate(result):
+            if cond.get("type") == change.type:
+                new["lastTransitionTime"] = (
+                    cond.get("lastTransitionTime")
+                    if cond.get("status") == change.status and cond.get("lastTransitionTime")
+                    else format_time(now)
+                )
+                result[index] = new
+                break
+        else:
+            new["lastTransitionTime"] = format_time(now)
+            result.append(new)
+    return None if result == current else result
+
+
+def with_resource_version(obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """A status merge patch guarded by the object's resourceVersion (see module docstring)."""
+    patch: dict[str, Any] = {"status": status}
+    rv = wv.meta(obj).get("resourceVersion")
+    if isinstance(rv, str) and rv:
+        patch["metadata"] = {"resourceVersion": rv}
+    return patch
+
+
+def workload_status_patch(wl: Mapping[str, Any], plan: WorkloadPlan, now: datetime) -> dict[str, Any] | None:
+    """The status merge patch for ``plan`` on ``wl``, or ``None`` when it changes nothing."""
+    status: dict[str, Any] = {}
+    conditions = apply_conditions(
+        wv.status(wl).get("conditions"), plan.set_conditions, plan.remove_conditions, wv.generation(wl), now
+    )
+    if conditions is not None:
+        status["conditions"] = conditions
+    current = wv.status(wl)
+    for field, value in (
+        ("admission", plan.admission),
+        ("admissionChecks", plan.admission_checks),
+        ("requeueState", plan.requeue_state),
+    ):
+        if value is UNSET:
+            continue
+        if current.get(field) != value:
+            status[field] = copy.deepcopy(value)
+    return with_resource_version(wl, status) if status else None
+
+
+def queue_status_patch(
+    obj: Mapping[str, Any], fields: Mapping[str, Any], active: ConditionSpec, now: datetime
+) -> dict[str, Any] | None:
+    """Status patch for a ClusterQueue/LocalQueue: only the fields whose value differs."""
+    current = wv.status(obj)
+    status: dict[str, Any] = {k: copy.deepcopy(v) for k, v in fields.items() if current.get(k) != v}
+    conditions = apply_conditions(current.get("conditions"), [active], [], wv.generation(obj), now)
+    if conditions is not None:
+        status["conditions"] = conditions
+    return with_resource_version(obj, status) if status else None

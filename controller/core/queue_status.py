@@ -1,0 +1,225 @@
+"""ClusterQueue and LocalQueue status, computed from the workloads the informers hold.
+
+Pure functions: given the queue and the workloads that reference it, produce the status fields
+Kueue publishes (counts, per-flavor reservation and usage, the ``Active`` condition). The status
+controller diffs the result against the object and writes only what changed.
+
+Counting rules (Kueue): *pending* = active, unfinished workloads without a reservation whose
+LocalQueue points at the queue; *reserving* = unfinished workloads holding a reservation in it;
+*admitted* = those of the reserving ones that are also ``Admitted``. ``flavorsReservation`` sums
+the reserving workloads' ``resourceUsage``, ``flavorsUsage`` only the admitted ones'; ``borrowed``
+is the part above the flavor's nominal quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pykueue.api import constants as C
+from pykueue.api.quantity import QuantityError, format_quantity, parse_quantity
+
+from . import workload_view as wv
+from .checks import cluster_queue_checks
+from .plan import ConditionSpec
+
+FlavorResource = tuple[str, str]
+Usage = dict[FlavorResource, int]
+
+MSG_CQ_READY = "Can admit new workloads"
+MSG_LQ_READY = "Can submit new workloads to localQueue"
+
+
+def workload_usage(wl: Mapping[str, Any]) -> Usage:
+    """Quota a workload holds, per (flavor, resource), from ``status.admission``. Malformed
+    assignments and unparsable quantities contribute nothing (they are logged by the caller)."""
+    usage: Usage = {}
+    adm = wv.admission(wl)
+    for assignment in (adm or {}).get("podSetAssignments") or []:
+        if not isinstance(assignment, Mapping):
+            continue
+        flavors = assignment.get("flavors") if isinstance(assignment.get("flavors"), Mapping) else {}
+        resources = (
+            assignment.get("resourceUsage") if isinstance(assignment.get("resourceUsage"), Mapping) else {}
+        )
+        for resource, quantity in resources.items():
+            flavor = flavors.get(resource)
+            if not isinstance(flavor, str):
+                continue
+            try:
+                amount = parse_quantity(quantity, resource)
+            except (QuantityError, TypeError):
+                continue
+            usage[(flavor, resource)] = usage.get((flavor, resource), 0) + amount
+    return usage
+
+
+def add_usage(total: Usage, more: Usage) -> None:
+    for fr, amount in more.items():
+        total[fr] = total.get(fr, 0) + amount
+
+
+def nominal_quotas(cq_spec: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Flavor → resource → nominal quota, in spec order (dicts keep insertion order)."""
+    quotas: dict[str, dict[str, int]] = {}
+    for group in cq_spec.get("resourceGroups") or []:
+        if not isinstance(group, Mapping):
+            continue
+        for flavor in group.get("flavors") or []:
+            if not isinstance(flavor, Mapping) or not isinstance(flavor.get("name"), str):
+                continue
+            per_resource = quotas.setdefault(flavor["name"], {})
+            for quota in flavor.get("resources") or []:
+                if not isinstance(quota, Mapping) or not isinstance(quota.get("name"), str):
+                    continue
+                try:
+                    per_resource[quota["name"]] = parse_quantity(quota.get("nominalQuota", 0), quota["name"])
+                except (QuantityError, TypeError):
+                    per_resource[quota["name"]] = 0
+    return quotas
+
+
+def cluster_queue_flavor_usage(cq_spec: Mapping[str, Any], usage: Usage) -> list[dict[str, Any]]:
+    """``[{name, resources: [{name, total, borrowed}]}]`` for every flavor and resource of the
+    queue (zeros included, so the status shows the whole quota table)."""
+    result = []
+    for flavor, resources in nominal_quotas(cq_spec).items():
+        entries = []
+        for resource, nominal in resources.items():
+            total = usage.get((flavor, resource), 0)
+            entries.append(
+                {
+                    "name": resource,
+                    "total": format_quantity(total, resource),
+                    "borrowed": format_quantity(max(0, total - nominal), resource),
+                }
+            )
+        result.append({"name": flavor, "resources": entries})
+    return result
+
+
+def local_queue_flavor_usage(usage: Usage) -> list[dict[str, Any]]:
+    """``[{name, resources: [{name, total}]}]`` for the flavors the queue's workloads use."""
+    by_flavor: dict[str, list[dict[str, str]]] = {}
+    for (flavor, resource), total in sorted(usage.items()):
+        by_flavor.setdefault(flavor, []).append({"name": resource, "total": format_quantity(total, resource)})
+    return [{"name": flavor, "resources": resources} for flavor, resources in by_flavor.items()]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCounts:
+    pending: int
+    reserving: int
+    admitted: int
+    reservation: Usage
+    usage: Usage
+
+
+def count_workloads(reserving: Iterable[Mapping[str, Any]], pending: int) -> QueueCounts:
+    """Tally the workloads holding a reservation (finished ones are skipped)."""
+    reservation: Usage = {}
+    admitted_usage: Usage = {}
+    n_reserving = n_admitted = 0
+    for wl in reserving:
+        if wv.is_finished(wl) or not wv.has_reservation(wl):
+            continue
+        n_reserving += 1
+        used = workload_usage(wl)
+        add_usage(reservation, used)
+        if wv.is_admitted(wl):
+            n_admitted += 1
+            add_usage(admitted_usage, used)
+    return QueueCounts(pending, n_reserving, n_admitted, reservation, admitted_usage)
+
+
+def is_pending(wl: Mapping[str, Any]) -> bool:
+    """Counted as pending: active, unfinished, without a reservation."""
+    return wv.is_active(wl) and not wv.is_finished(wl) and not wv.has_reservation(wl)
+
+
+def cluster_queue_active(
+    cq: Mapping[str, Any],
+    existing_flavors: Iterable[str],
+    check_active: Mapping[str, bool],
+) -> ConditionSpec:
+    """The ``Active`` condition with Kueue's reasons; the first reason wins, the message lists all.
+
+    ``check_active`` maps each existing AdmissionCheck to whether its ``Active`` condition is
+    True; a check the queue uses that is absent from it does not exist.
+    """
+    spec = wv.spec(cq)
+    problems: list[tuple[str, str]] = []
+    if wv.meta(cq).get("deletionTimestamp"):
+        problems.append((C.REASON_TERMINATING, "is terminating"))
+    stop = spec.get("stopPolicy")
+    if isinstance(stop, str) and stop and stop != C.STOP_POLICY_NONE:
+        problems.append((C.REASON_CQ_STOPPED, "is stopped"))
+    flavors = set(existing_flavors)
+    missing = [f for f in nominal_quotas(spec) if f not in flavors]
+    if missing:
+        problems.append(
+            (C.REASON_FLAVOR_NOT_FOUND, f"references missing ResourceFlavor(s): {', '.join(missing)}")
+        )
+    used_checks = list(cluster_queue_checks(spec))
+    absent = [c for c in used_checks if c not in check_active]
+    if absent:
+        problems.append(
+            (C.REASON_ADMISSION_CHECK_NOT_FOUND, f"references missing AdmissionCheck(s): {', '.join(absent)}")
+        )
+    inactive = [c for c in used_checks if c in check_active and not check_active[c]]
+    if inactive:
+        problems.append(
+            (
+                C.REASON_ADMISSION_CHECK_INACTIVE,
+                f"references inactive AdmissionCheck(s): {', '.join(inactive)}",
+            )
+        )
+    if not problems:
+        return ConditionSpec(C.COND_ACTIVE, "True", C.REASON_READY, MSG_CQ_READY)
+    message = "Can't admit new workloads: " + "; ".join(text for _, text in problems) + "."
+    return ConditionSpec(C.COND_ACTIVE, "False", problems[0][0], message)
+
+
+def local_queue_active(lq: Mapping[str, Any], cq: Mapping[str, Any] | None, cq_active: bool) -> ConditionSpec:
+    """The LocalQueue ``Active`` condition: stopped, missing or inactive ClusterQueue, or Ready."""
+    stop = wv.spec(lq).get("stopPolicy")
+    if isinstance(stop, str) and stop and stop != C.STOP_POLICY_NONE:
+        return ConditionSpec(C.COND_ACTIVE, "False", C.REASON_CQ_STOPPED, "LocalQueue is stopped")
+    if cq is None:
+        return ConditionSpec(
+            C.COND_ACTIVE,
+            "False",
+            C.REASON_CLUSTER_QUEUE_DOES_NOT_EXIST,
+            "Can't submit new workloads to clusterQueue",
+        )
+    if not cq_active:
+        return ConditionSpec(
+            C.COND_ACTIVE,
+            "False",
+            C.REASON_CLUSTER_QUEUE_IS_INACTIVE,
+            "Can't submit new workloads to clusterQueue",
+        )
+    return ConditionSpec(C.COND_ACTIVE, "True", C.REASON_READY, MSG_LQ_READY)
+
+
+def cluster_queue_status_fields(cq: Mapping[str, Any], counts: QueueCounts) -> dict[str, Any]:
+    spec = wv.spec(cq)
+    return {
+        "pendingWorkloads": counts.pending,
+        "reservingWorkloads": counts.reserving,
+        "admittedWorkloads": counts.admitted,
+        "flavorsReservation": cluster_queue_flavor_usage(spec, counts.reservation),
+        "flavorsUsage": cluster_queue_flavor_usage(spec, counts.usage),
+    }
+
+
+def local_queue_status_fields(counts: QueueCounts) -> dict[str, Any]:
+    """v1beta1 spells the admitted usage ``flavorUsage`` (v1beta2 renamed it ``flavorsUsage``)."""
+    return {
+        "pendingWorkloads": counts.pending,
+        "reservingWorkloads": counts.reserving,
+        "admittedWorkloads": counts.admitted,
+        "flavorsReservation": local_queue_flavor_usage(counts.reservation),
+        "flavorUsage": local_queue_flavor_usage(counts.usage),
+    }
