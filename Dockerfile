@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+# One image, two programs: the chart runs `pykueue-webhook` or `pykueue-controller` as the command.
+#
+# The builder turns the pinned dependencies (hack/requirements.lock, regenerated with
+# hack/lock-requirements.sh) and pykueue itself into wheels and installs them into a virtualenv at
+# /opt/pykueue. The runtime stage copies only that virtualenv onto the same slim base, so no
+# compiler, pip cache or source tree ships. It runs as an unprivileged numeric user (Kubernetes can
+# verify runAsNonRoot only for numeric users) and writes nothing outside the emptyDir volumes the
+# chart mounts, so it works with a read-only root filesystem.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+# Dependencies first: this layer is reused until the lock file changes.
+COPY hack/requirements.lock hack/requirements.lock
+RUN python -m pip wheel --only-binary=:all: --wheel-dir /wheels -r hack/requirements.lock
+COPY pyproject.toml README.md ./
+COPY pykueue ./pykueue
+COPY webhook ./webhook
+COPY controller ./controller
+RUN python -m pip wheel --no-deps --wheel-dir /wheels .
+RUN python -m venv --without-pip /opt/pykueue \
+    && python -m pip --python /opt/pykueue/bin/python install --no-index --find-links /wheels \
+         --constraint hack/requirements.lock pykueue \
+    && /opt/pykueue/bin/python -m compileall -q /opt/pykueue/lib
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="pykueue" \
+      org.opencontainers.image.description="Kueue-compatible job queueing: admission webhook and controller" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# The runtime needs no package manager either.
+RUN python -m pip uninstall -y -q pip setuptools wheel 2>/dev/null; \
+    rm -rf /root/.cache /usr/local/lib/python3.11/ensurepip
+COPY --from=builder /opt/pykueue /opt/pykueue
+ENV PATH=/opt/pykueue/bin:${PATH} \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    TMPDIR=/tmp
+USER 65532:65532
+WORKDIR /tmp
+EXPOSE 9443 8080 8081
+CMD ["pykueue-controller"]
