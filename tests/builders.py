@@ -346,3 +346,155 @@ class WorkloadPriorityClassBuilder(_Builder):
 def job_queue_label(name: str) -> dict[str, str]:
     """Labels putting a Job into LocalQueue ``name``."""
     return {QUEUE_NAME_LABEL: name}
+
+
+# =================================================================================================
+# batch/v1 Job (jobs area)
+# =================================================================================================
+
+SIM_RUN_SECONDS_ANNOTATION = "pykueue.dev/sim-run-seconds"
+
+
+class JobBuilder:
+    """``JobBuilder("job", "ns").queue("lq").parallelism(2).requests(cpu="1").obj()``.
+
+    A batch/v1 Job whose single container requests nothing until told; ``.obj()`` is what a test
+    sends to the apiserver (no uid unless :meth:`uid` was called: unit tests set one, the
+    apiserver assigns its own).
+    """
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._obj: Obj = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "parallelism": 1,
+                "completions": 1,
+                "template": {
+                    "metadata": {},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {}}
+                        ],
+                    },
+                },
+            },
+        }
+
+    def obj(self) -> Obj:
+        return copy.deepcopy(self._obj)
+
+    # --- metadata ---
+    def label(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def annotation(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
+    def queue(self, name: str) -> Self:
+        return self.label(QUEUE_NAME_LABEL, name)
+
+    def workload_priority_class(self, name: str) -> Self:
+        return self.label("kueue.x-k8s.io/priority-class", name)
+
+    def uid(self, uid: str) -> Self:
+        self._obj["metadata"]["uid"] = uid
+        return self
+
+    def resource_version(self, value: str) -> Self:
+        self._obj["metadata"]["resourceVersion"] = value
+        return self
+
+    def owner(self, kind: str, name: str, uid: str, api_version: str = "batch/v1") -> Self:
+        self._obj["metadata"]["ownerReferences"] = [
+            {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "controller": True}
+        ]
+        return self
+
+    # --- spec ---
+    def suspend(self, suspend: bool = True) -> Self:
+        self._obj["spec"]["suspend"] = suspend
+        return self
+
+    def parallelism(self, value: int) -> Self:
+        self._obj["spec"]["parallelism"] = value
+        return self
+
+    def completions(self, value: int | None) -> Self:
+        if value is None:
+            self._obj["spec"].pop("completions", None)
+        else:
+            self._obj["spec"]["completions"] = value
+        return self
+
+    def _pod_spec(self) -> Obj:
+        return self._obj["spec"]["template"]["spec"]
+
+    def requests(self, **requests: str) -> Self:
+        """Requests of the main container (``cpu="1", memory="1Gi"``)."""
+        self._pod_spec()["containers"][0].setdefault("resources", {})["requests"] = dict(requests)
+        return self
+
+    def limits(self, **limits: str) -> Self:
+        self._pod_spec()["containers"][0].setdefault("resources", {})["limits"] = dict(limits)
+        return self
+
+    def container(self, name: str, **requests: str) -> Self:
+        self._pod_spec()["containers"].append(
+            {"name": name, "image": "registry.k8s.io/pause:3.9", "resources": {"requests": dict(requests)}}
+        )
+        return self
+
+    def init_container(self, name: str, *, sidecar: bool = False, **requests: str) -> Self:
+        container: Obj = {"name": name, "image": "registry.k8s.io/pause:3.9", "resources": {"requests": dict(requests)}}
+        if sidecar:
+            container["restartPolicy"] = "Always"
+        self._pod_spec().setdefault("initContainers", []).append(container)
+        return self
+
+    def overhead(self, **overhead: str) -> Self:
+        self._pod_spec()["overhead"] = dict(overhead)
+        return self
+
+    def node_selector(self, **selector: str) -> Self:
+        self._pod_spec()["nodeSelector"] = dict(selector)
+        return self
+
+    def toleration(self, key: str, value: str = "", effect: str = "NoSchedule", operator: str = "Equal") -> Self:
+        toleration: Obj = {"key": key, "operator": operator, "effect": effect}
+        if operator == "Equal":
+            toleration["value"] = value
+        self._pod_spec().setdefault("tolerations", []).append(toleration)
+        return self
+
+    def pod_priority_class(self, name: str) -> Self:
+        self._pod_spec()["priorityClassName"] = name
+        return self
+
+    def pod_label(self, key: str, value: str) -> Self:
+        self._obj["spec"]["template"].setdefault("metadata", {}).setdefault("labels", {})[key] = value
+        return self
+
+    def pod_annotation(self, key: str, value: str) -> Self:
+        self._obj["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})[key] = value
+        return self
+
+    def run_seconds(self, seconds: float) -> Self:
+        """How long each simulated pod runs before it succeeds (``-1``: forever)."""
+        return self.pod_annotation(SIM_RUN_SECONDS_ANNOTATION, str(seconds))
+
+    # --- status (unit tests play the Job controller) ---
+    def status(self, **fields: Any) -> Self:
+        """Set status fields, e.g. ``.status(active=2, ready=2, startTime="2026-01-01T00:00:00Z")``."""
+        self._obj.setdefault("status", {}).update(fields)
+        return self
+
+    def job_condition(self, type_: str, status: str = "True", reason: str = "", message: str = "") -> Self:
+        conds = self._obj.setdefault("status", {}).setdefault("conditions", [])
+        conds[:] = [c for c in conds if c["type"] != type_]
+        conds.append({"type": type_, "status": status, "reason": reason, "message": message})
+        return self

@@ -1,0 +1,124 @@
+"""Read-only accessors on a batch/v1 Job as the apiserver serves it (a plain JSON dict).
+
+These are the answers Kueue's ``GenericJob`` interface gives for a batch Job (``IsSuspended``,
+``IsActive``, ``PodsReady``, ``Finished``, the pod count), kept in one place so the reconciler
+and the tests agree on, for example, how parallelism and completions combine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+JOB_API_VERSION = "batch/v1"
+JOB_KIND = "Job"
+JOB_GROUP = "batch"
+
+Obj = dict[str, Any]
+
+
+def metadata(obj: Obj) -> Obj:
+    """``metadata`` of any object, ``{}`` when missing (a strange object never raises here)."""
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def labels(obj: Obj) -> dict[str, str]:
+    value = metadata(obj).get("labels")
+    return value if isinstance(value, dict) else {}
+
+
+def annotations(obj: Obj) -> dict[str, str]:
+    value = metadata(obj).get("annotations")
+    return value if isinstance(value, dict) else {}
+
+
+def spec(obj: Obj) -> Obj:
+    value = obj.get("spec")
+    return value if isinstance(value, dict) else {}
+
+
+def status(obj: Obj) -> Obj:
+    value = obj.get("status")
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any, default: int) -> int:
+    """An int field, or ``default`` when absent or not an integer (bools are not integers)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default
+    return value
+
+
+def is_suspended(job: Obj) -> bool:
+    return spec(job).get("suspend") is True
+
+
+def pods_count(job: Obj) -> int:
+    """How many pods the Job runs at once: ``parallelism``, capped by ``completions``.
+
+    The apiserver defaults ``parallelism`` to 1, so an absent value only appears in objects
+    that never went through it (tests, dry runs); it is treated the same way.
+    """
+    job_spec = spec(job)
+    count = max(_int(job_spec.get("parallelism"), 1), 0)
+    completions = job_spec.get("completions")
+    if completions is not None:
+        count = min(count, max(_int(completions, count), 0))
+    return count
+
+
+def active_pods(job: Obj) -> int:
+    return max(_int(status(job).get("active"), 0), 0)
+
+
+def is_active(job: Obj) -> bool:
+    """Whether the Job controller still counts running (or terminating) pods for the Job."""
+    return active_pods(job) > 0 or _int(status(job).get("terminating"), 0) > 0
+
+
+def pods_ready(job: Obj) -> bool:
+    """Kueue's test for a batch Job: ready plus succeeded pods reach the pod count."""
+    job_status = status(job)
+    ready = _int(job_status.get("ready"), 0) + _int(job_status.get("succeeded"), 0)
+    return ready >= pods_count(job)
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """How a Job ended: ``success`` and the message of its terminal condition."""
+
+    success: bool
+    message: str
+
+
+def finished(job: Obj) -> Finish | None:
+    """``Finish`` when the Job has a true ``Complete`` or ``Failed`` condition, else ``None``."""
+    for cond in status(job).get("conditions") or []:
+        if not isinstance(cond, dict) or cond.get("status") != "True":
+            continue
+        if cond.get("type") == "Complete":
+            return Finish(True, str(cond.get("message") or "Job finished successfully"))
+        if cond.get("type") == "Failed":
+            reason = cond.get("reason") or "Failed"
+            return Finish(False, str(cond.get("message") or f"Job failed: {reason}"))
+    return None
+
+
+def controller_owner(obj: Obj) -> Obj | None:
+    """The ownerReference with ``controller: true``, if any."""
+    for ref in metadata(obj).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def pod_template(job: Obj) -> Obj:
+    value = spec(job).get("template")
+    return value if isinstance(value, dict) else {}
+
+
+def key(obj: Obj) -> str:
+    """``namespace/name``, the work-queue key of a namespaced object."""
+    meta = metadata(obj)
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

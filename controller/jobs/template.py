@@ -1,0 +1,88 @@
+"""The Job's pod template as the user wrote it, saved across a start and restored on a stop.
+
+Starting a Job injects scheduling directives into its pod template (the admitted flavors' node
+labels and tolerations, admission-check updates, the podset label). Before that, the four parts
+a start may touch — ``nodeSelector``, ``tolerations``, ``labels``, ``annotations`` — are saved per
+podSet as JSON in the Job annotation ``kueue.x-k8s.io/original-pod-template``. Stopping the Job
+puts them back exactly and drops the annotation, so a Job evicted and re-admitted on another
+flavor never carries the first flavor's node selector.
+
+Keeping the snapshot on the Job itself (rather than only in controller memory) means a restart
+of the controller between start and stop loses nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from pykueue.api.constants import DEFAULT_PODSET_NAME, ORIGINAL_TEMPLATE_ANNOTATION
+
+from . import job as jobs
+
+Obj = dict[str, Any]
+
+SAVED_METADATA_FIELDS = ("labels", "annotations")
+SAVED_SPEC_FIELDS = ("nodeSelector", "tolerations")
+
+
+def snapshot(template: Obj) -> Obj:
+    """The parts of a pod template a start may change (absent parts are recorded as empty)."""
+    meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    pod_spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+    return {
+        "nodeSelector": copy.deepcopy(pod_spec.get("nodeSelector") or {}),
+        "tolerations": copy.deepcopy(pod_spec.get("tolerations") or []),
+        "labels": copy.deepcopy(meta.get("labels") or {}),
+        "annotations": copy.deepcopy(meta.get("annotations") or {}),
+    }
+
+
+def saved_snapshot(job: Obj) -> Obj | None:
+    """The snapshot saved on the Job by a start, or ``None`` (never started, or unreadable)."""
+    raw = jobs.annotations(job).get(ORIGINAL_TEMPLATE_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError):
+        return None
+    podset = data.get(DEFAULT_PODSET_NAME) if isinstance(data, dict) else None
+    if not isinstance(podset, dict):
+        return None
+    result = {}
+    for field, kind in (("nodeSelector", dict), ("tolerations", list), ("labels", dict), ("annotations", dict)):
+        value = podset.get(field)
+        result[field] = value if isinstance(value, kind) else kind()
+    return result
+
+
+def encode_snapshot(snap: Obj) -> str:
+    """The annotation value: ``{"<podset>": {nodeSelector, tolerations, labels, annotations}}``."""
+    return json.dumps({DEFAULT_PODSET_NAME: snap}, sort_keys=True, separators=(",", ":"))
+
+
+def apply_snapshot(template: Obj, snap: Obj) -> Obj:
+    """A copy of ``template`` with the four saved parts replaced by ``snap``."""
+    result = copy.deepcopy(template)
+    meta = result.setdefault("metadata", {})
+    pod_spec = result.setdefault("spec", {})
+    for field in SAVED_METADATA_FIELDS:
+        if snap.get(field):
+            meta[field] = copy.deepcopy(snap[field])
+        else:
+            meta.pop(field, None)
+    for field in SAVED_SPEC_FIELDS:
+        if snap.get(field):
+            pod_spec[field] = copy.deepcopy(snap[field])
+        else:
+            pod_spec.pop(field, None)
+    return result
+
+
+def original_pod_template(job: Obj) -> Obj:
+    """The Job's pod template with anything a start injected taken out again."""
+    template = jobs.pod_template(job)
+    snap = saved_snapshot(job)
+    return apply_snapshot(template, snap) if snap is not None else copy.deepcopy(template)
