@@ -284,6 +284,25 @@ def test_webhook_entries_fail_closed_and_target_the_service(default_objects: lis
             assert ref["path"].startswith(("/mutate-", "/validate-"))
 
 
+def test_webhook_entries_are_the_paths_the_webhook_serves(default_objects: list[Obj]) -> None:
+    from webhook.handlers import WebhookContext, build_endpoints
+
+    # The handlers are closures over the context; building them touches none of its fields.
+    context = WebhookContext(state=None, job_policy=None, controller_username="", schema_errors=None)  # type: ignore[arg-type]
+    served = {(e.path, e.group, e.kind, e.mutating) for e in build_endpoints(context)}
+    mutating, validating = webhook_configurations(default_objects)
+    kinds = {"jobs": "Job", "clusterqueues": "ClusterQueue", "resourceflavors": "ResourceFlavor",
+             "workloads": "Workload", "cohorts": "Cohort", "localqueues": "LocalQueue",
+             "admissionchecks": "AdmissionCheck"}
+    registered = {
+        (hook["clientConfig"]["service"]["path"], hook["rules"][0]["apiGroups"][0],
+         kinds[hook["rules"][0]["resources"][0]], configuration is mutating)
+        for configuration in (mutating, validating)
+        for hook in configuration["webhooks"]
+    }
+    assert registered == served
+
+
 def test_job_hooks_exclude_the_release_namespace(default_objects: list[Obj]) -> None:
     mutating, validating = webhook_configurations(default_objects)
     job_hooks = [h for c in (mutating, validating) for h in c["webhooks"] if h["rules"][0]["resources"] == ["jobs"]]
@@ -396,7 +415,9 @@ def test_webhook_rbac_is_scoped_to_its_own_objects(default_objects: list[Obj]) -
     for resource in ["localqueues", "clusterqueues", "resourceflavors"]:
         assert allowed(default_objects, sa, "list", "kueue.x-k8s.io", resource)
         assert not allowed(default_objects, sa, "update", "kueue.x-k8s.io", resource)
+    assert allowed(default_objects, sa, "get", "kueue.x-k8s.io", "cohorts")
     assert allowed(default_objects, sa, "get", "", "namespaces")
+    assert allowed(default_objects, sa, "get", "batch", "jobs")
     assert not allowed(default_objects, sa, "patch", "batch", "jobs")
     assert not allowed(default_objects, sa, "patch", "kueue.x-k8s.io", "workloads/status")
 
