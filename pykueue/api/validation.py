@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
+
 
 def format_value(value: Any) -> str:
     """Render a bad value the way apimachinery does: strings quoted, numbers bare.
@@ -108,3 +110,141 @@ def invalid_object_message(kind: str, name: str, errors: Sequence[FieldError], g
         raise ValueError("invalid_object_message needs at least one error")
     body = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
     return f'{kind}.{group} "{name}" is invalid: {body}'
+
+
+# --- schema validation ----------------------------------------------------------------------------
+# Imported late so that FieldError stays importable without building every schema.
+
+from pykueue.api.dsl import RULES, Schema  # noqa: E402
+from pykueue.api.schema import apply_defaults, cached_object_schema  # noqa: E402
+from pykueue.api.schemas.common import NON_NEGATIVE_QUANTITY_PATTERN  # noqa: E402
+
+_VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
+
+
+def _validator(kind: str) -> jsonschema.protocols.Validator:
+    if kind not in _VALIDATORS:
+        _VALIDATORS[kind] = jsonschema.Draft7Validator(cached_object_schema(kind))
+    return _VALIDATORS[kind]
+
+
+def _from_jsonschema(error: jsonschema.ValidationError) -> list[FieldError]:
+    """Translate one jsonschema error into apiserver wording."""
+    path = path_of(list(error.absolute_path))
+    rule, limit, value = error.validator, error.validator_value, error.instance
+    if rule == "required":
+        present = value if isinstance(value, dict) else {}
+        return [FieldError.required(join_path(path, name)) for name in limit if name not in present]
+    if rule == "enum":
+        return [FieldError.not_supported(path, value, limit)]
+    if rule == "type":
+        return [FieldError.invalid(path, value, f"must be of type {limit}")]
+    if rule == "pattern" and limit == NON_NEGATIVE_QUANTITY_PATTERN and str(value).startswith("-"):
+        return [FieldError.invalid(path, value, "must be greater than or equal to 0")]
+    if rule == "anyOf":
+        return [FieldError.invalid(path, value, "must be an integer or a quantity string such as 500m or 4Gi")]
+    if rule == "pattern":
+        return [FieldError.invalid(path, value, f"should match '{limit}'")]
+    if rule == "maxLength":
+        return [FieldError.too_long(path, limit)]
+    if rule == "minLength":
+        return [FieldError.invalid(path, value, f"should be at least {limit} chars long")]
+    if rule in ("maxItems", "maxProperties"):
+        return [FieldError.too_many(path, len(value), limit)]
+    if rule == "minItems":
+        return [FieldError(path, f"Invalid value: {len(value)}: should have at least {limit} items")]
+    if rule == "minimum":
+        return [FieldError.invalid(path, value, f"should be greater than or equal to {limit}")]
+    if rule == "maximum":
+        return [FieldError.invalid(path, value, f"should be less than or equal to {limit}")]
+    return [FieldError.invalid(path, value, error.message)]
+
+
+def _rule_errors(schema: Schema, value: Any, path: str) -> list[FieldError]:
+    """Errors of the CEL rules on this node that have a Python twin (transition rules are skipped)."""
+    errors: list[FieldError] = []
+    for entry in schema.get("x-kubernetes-validations", []):
+        rule = RULES.get(entry["rule"])
+        if rule is None or rule.check is None:
+            continue
+        try:
+            ok = rule.check(value)
+        except (TypeError, AttributeError, KeyError, ValueError):
+            continue  # ill-typed input: the type errors already say what is wrong
+        if not ok:
+            # The apiserver reports a failed CEL rule without the value: "<path>: Invalid value: <message>".
+            errors.append(FieldError(path + (entry.get("fieldPath") or ""), f"Invalid value: {rule.message}"))
+    return errors
+
+
+def _list_errors(schema: Schema, items: list[Any], path: str) -> list[FieldError]:
+    """Duplicate keys in map lists and duplicate entries in set lists, as the apiserver reports them."""
+    errors: list[FieldError] = []
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "set":
+        seen_values: list[Any] = []
+        for i, item in enumerate(items):
+            if item in seen_values:
+                errors.append(FieldError.duplicate(join_path(path, i), item))
+            seen_values.append(item)
+    elif list_type == "map":
+        keys = schema.get("x-kubernetes-list-map-keys", [])
+        seen: set[str] = set()
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            key = json.dumps([item.get(k) for k in keys])
+            if key in seen:
+                if len(keys) == 1:
+                    errors.append(FieldError.duplicate(join_path(join_path(path, i), keys[0]), item.get(keys[0])))
+                else:
+                    shown = "{" + ", ".join(f"{k}: {format_value(item.get(k))}" for k in keys) + "}"
+                    errors.append(FieldError(join_path(path, i), f"Duplicate value: {shown}"))
+            seen.add(key)
+    return errors
+
+
+def _walk(schema: Schema, value: Any, path: str, unknown_fields: bool) -> list[FieldError]:
+    """Checks jsonschema cannot express: CEL twins, list-map keys, unknown fields."""
+    errors = _rule_errors(schema, value, path)
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for name, child in props.items():
+            if name in value:
+                errors += _walk(child, value[name], join_path(path, name), unknown_fields)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key, item in value.items():
+                errors += _walk(extra, item, f"{path}[{key}]", unknown_fields)
+        elif unknown_fields and props and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            errors += [
+                FieldError(join_path(path, name), f'Invalid value: {format_value(value[name])}: unknown field "{name}"')
+                for name in value
+                if name not in props
+            ]
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        errors += _list_errors(schema, value, path)
+        for i, item in enumerate(value):
+            errors += _walk(schema["items"], item, join_path(path, i), unknown_fields)
+    return errors
+
+
+def schema_errors(kind: str, obj: Any, *, unknown_fields: bool = True) -> list[FieldError]:
+    """Everything the apiserver's CRD schema (and the Python twins of its CEL rules) rejects in ``obj``.
+
+    Defaults are applied first, as the apiserver does before it validates.  With
+    ``unknown_fields`` a field the schema does not know is reported (kubectl's strict field
+    validation does the same; the apiserver itself would silently prune it).  Never raises on
+    malformed input: a non-object is one error.
+    """
+    if not isinstance(obj, dict):
+        return [FieldError.invalid("", obj, "must be of type object")]
+    defaulted = apply_defaults(kind, obj)
+    errors: list[FieldError] = []
+    for error in sorted(_validator(kind).iter_errors(defaulted), key=lambda e: list(map(str, e.absolute_path))):
+        errors += _from_jsonschema(error)
+    errors += _walk(cached_object_schema(kind), defaulted, "", unknown_fields)
+    unique: dict[str, FieldError] = {}
+    for err in errors:
+        unique.setdefault(str(err), err)
+    return list(unique.values())

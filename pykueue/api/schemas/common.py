@@ -1,0 +1,283 @@
+"""Schema pieces shared by several kinds: names, quotas, conditions and embedded core types.
+
+Embedded Kubernetes core types (Condition, LabelSelector, Taint, Toleration) are written out
+field by field as upstream publishes them, so the apiserver validates them; a PodTemplateSpec
+body is kept with ``x-kubernetes-preserve-unknown-fields`` (the kube-scheduler and kubelet
+validate it when the Job's pods are created).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykueue.api.dsl import (
+    DNS1123_LABEL,
+    QUANTITY_PATTERN,
+    Rule,
+    Schema,
+    array,
+    free_form,
+    integer,
+    map_of,
+    name_ref,
+    obj,
+    quantity,
+    string,
+    timestamp,
+)
+
+# --- names ---------------------------------------------------------------------------------------
+
+
+def flavor_ref(description: str) -> Schema:
+    return name_ref(description)
+
+
+def cluster_queue_ref(description: str) -> Schema:
+    return name_ref(description)
+
+
+def cohort_ref(description: str) -> Schema:
+    return name_ref(description)
+
+
+def local_queue_name(description: str) -> Schema:
+    return name_ref(description)
+
+
+def podset_ref(description: str, *, default: str | None = None) -> Schema:
+    return name_ref(description, max_length=63, pattern=DNS1123_LABEL, default=default)
+
+
+def admission_check_ref(description: str) -> Schema:
+    return string(description, min_length=1, max_length=316)
+
+
+def resource_name(description: str) -> Schema:
+    return string(description)
+
+
+# --- quantities ----------------------------------------------------------------------------------
+
+
+# A quantity pattern without the minus sign: the apiserver rejects negative quantities itself.
+# (A CEL rule would do the same, but its estimated cost inside the nested quota lists is far
+# beyond the apiserver's budget.)
+NON_NEGATIVE_QUANTITY_PATTERN = QUANTITY_PATTERN.replace(r"^(\+|-)?", r"^\+?", 1)
+
+
+def non_negative_quantity(description: str) -> Schema:
+    schema = quantity(description)
+    schema["pattern"] = NON_NEGATIVE_QUANTITY_PATTERN
+    schema["minimum"] = 0
+    return schema
+
+
+def resource_list(description: str) -> Schema:
+    return map_of(description, quantity("Amount of the resource named by the key."))
+
+
+# --- conditions ----------------------------------------------------------------------------------
+
+CONDITION = obj(
+    "Condition contains details for one aspect of the current state of this object.",
+    {
+        "type": string(
+            "Type of condition in CamelCase, e.g. Active, QuotaReserved, Admitted.",
+            max_length=316,
+            pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+        ),
+        "status": string("Status of the condition.", enum=["True", "False", "Unknown"]),
+        "observedGeneration": integer(
+            "The .metadata.generation that the condition was set based upon; a condition whose "
+            "observedGeneration is older than the object's generation is out of date.",
+            minimum=0,
+            fmt="int64",
+        ),
+        "lastTransitionTime": timestamp("Last time the condition transitioned from one status to another."),
+        "reason": string(
+            "Programmatic identifier of the reason for the condition's last transition, in CamelCase.",
+            min_length=1,
+            max_length=1024,
+            pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        ),
+        "message": string("Human readable message with details about the transition.", max_length=32768),
+    },
+    required=["type", "status", "lastTransitionTime", "reason", "message"],
+)
+
+
+def conditions(description: str) -> Schema:
+    return array(description, CONDITION, max_items=16, list_type="map", map_keys=["type"])
+
+
+# --- selectors, taints and tolerations ------------------------------------------------------------
+
+LABEL_SELECTOR = obj(
+    "A label query over a set of resources. An empty selector matches everything; a null one "
+    "matches nothing.",
+    {
+        "matchLabels": map_of(
+            "A map of {key,value} pairs; each is equivalent to a matchExpressions element whose "
+            "operator is In with a single value.",
+            string("Label value to match."),
+        ),
+        "matchExpressions": array(
+            "A list of label selector requirements; they are ANDed.",
+            obj(
+                "A selector requirement: a key, an operator and values.",
+                {
+                    "key": string("The label key that the selector applies to."),
+                    "operator": string(
+                        "Relationship of the key to the values: In, NotIn, Exists or DoesNotExist.",
+                        enum=["In", "NotIn", "Exists", "DoesNotExist"],
+                    ),
+                    "values": array(
+                        "Values for In and NotIn (non-empty); must be empty for Exists and DoesNotExist.",
+                        string("A label value."),
+                        list_type="atomic",
+                    ),
+                },
+                required=["key", "operator"],
+            ),
+            list_type="atomic",
+        ),
+    },
+    map_type="atomic",
+)
+
+TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+TAINT = obj(
+    "A node taint the flavor's nodes carry; pods must tolerate it to run there.",
+    {
+        "key": string("The taint key to be applied to a node."),
+        "value": string("The taint value corresponding to the taint key."),
+        "effect": string("The effect of the taint on pods that do not tolerate it.", enum=TAINT_EFFECTS),
+        "timeAdded": timestamp("The time at which the taint was added (only for NoExecute taints)."),
+    },
+    required=["key", "effect"],
+)
+
+
+def _rule(cel: str, message: str, check: Any) -> Rule:
+    return Rule(cel=cel, message=message, check=check)
+
+
+TOLERATION_RULES = [
+    _rule(
+        "!has(self.key) || self.key != '' || (has(self.operator) && self.operator == 'Exists')",
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+        lambda t: bool(t.get("key")) or t.get("operator") == "Exists",
+    ),
+    _rule(
+        "!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",
+        "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+        lambda t: "tolerationSeconds" not in t or t.get("effect") == "NoExecute",
+    ),
+    _rule(
+        "!has(self.operator) || self.operator in ['Equal', 'Exists']",
+        "supported toleration values: 'Equal'(default), 'Exists'",
+        lambda t: t.get("operator", "Equal") in ("Equal", "Exists"),
+    ),
+    _rule(
+        "!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",
+        "a value must be empty when 'operator' is 'Exists'",
+        lambda t: t.get("operator") != "Exists" or not t.get("value"),
+    ),
+    _rule(
+        "!has(self.effect) || self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",
+        "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+        lambda t: t.get("effect", "NoSchedule") in TAINT_EFFECTS,
+    ),
+]
+
+TOLERATION = obj(
+    "A toleration injected into the pods that use this flavor (or admission check update).",
+    {
+        "key": string("The taint key that the toleration applies to; empty matches all taint keys."),
+        "operator": string("Exists or Equal (default); Exists matches any value of the key."),
+        "value": string("The taint value the toleration matches (empty with Exists)."),
+        "effect": string("The taint effect to match; empty matches all effects."),
+        "tolerationSeconds": integer(
+            "How long a NoExecute taint is tolerated before eviction; unset means forever.", fmt="int64"
+        ),
+    },
+    rules=TOLERATION_RULES,
+)
+
+
+def tolerations(description: str, max_items: int = 8) -> Schema:
+    return array(description, TOLERATION, max_items=max_items, list_type="atomic")
+
+
+# --- pod templates -------------------------------------------------------------------------------
+
+
+def pod_template(description: str) -> Schema:
+    """A core/v1 PodTemplateSpec: metadata and spec are kept whole, the containers list is required."""
+    return free_form(
+        description,
+        {
+            "metadata": free_form("Labels and annotations of the pods (other metadata is ignored)."),
+            "spec": obj(
+                "The pod specification (core/v1 PodSpec); validated by Kubernetes when pods are created.",
+                {
+                    "containers": array(
+                        "The pod's containers; requests (or limits when requests are absent) count "
+                        "towards quota.",
+                        free_form("A core/v1 Container."),
+                        min_items=1,
+                    ),
+                    "initContainers": array(
+                        "The pod's init containers; they count towards quota like Kubernetes' "
+                        "effective pod request.",
+                        free_form("A core/v1 Container."),
+                    ),
+                },
+                required=["containers"],
+            )
+            | {"x-kubernetes-preserve-unknown-fields": True},
+        },
+    )
+
+
+# --- fair sharing -------------------------------------------------------------------------------
+
+FAIR_SHARING = obj(
+    "Fair sharing settings; only used when fair sharing is enabled in the configuration.",
+    {
+        "weight": non_negative_quantity(
+            "The share of unused resources this object gets relative to its siblings; 0 means an "
+            "infinite share (it is always preempted first). Defaults to 1.",
+        )
+        | {"default": 1},
+    },
+)
+
+FAIR_SHARING_STATUS = obj(
+    "The fair sharing state of this object.",
+    {
+        "weightedShare": integer(
+            "The maximum of the ratios of usage above nominal quota to the lendable resources in the "
+            "cohort, over all resources, divided by the weight; 0 when not borrowing.",
+            fmt="int64",
+        ),
+        "admissionFairSharingStatus": obj(
+            "Admission fair sharing usage (v1beta1 shares this type with LocalQueue).",
+            {
+                "consumedResources": resource_list("Aggregated, decayed resource usage."),
+                "lastUpdate": timestamp("When consumedResources was last updated."),
+            },
+            required=["consumedResources", "lastUpdate"],
+        ),
+    },
+    required=["weightedShare"],
+)
+
+STOP_POLICY = string(
+    "Whether the queue is held: None (default) admits normally; Hold stops new admissions and lets "
+    "admitted workloads finish; HoldAndDrain also evicts admitted workloads.",
+    enum=["None", "Hold", "HoldAndDrain"],
+    default="None",
+)

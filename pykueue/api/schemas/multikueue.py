@@ -1,0 +1,80 @@
+"""MultiKueueConfig and MultiKueueCluster (cluster-scoped): worker clusters for MultiKueue (seed 003)."""
+
+from __future__ import annotations
+
+from pykueue.api.dsl import Rule, array, obj, string
+from pykueue.api.kindinfo import AGE_COLUMN, KindInfo, PrinterColumn
+from pykueue.api.schemas.common import conditions
+
+
+def _unique(values: list[str]) -> bool:
+    return len(set(values)) == len(values)
+
+
+CONFIG_SPEC = obj(
+    "The worker clusters of a MultiKueue admission check.",
+    {
+        "clusters": array(
+            "Names of MultiKueueClusters the workloads are dispatched to, most preferred first.",
+            string("Name of a MultiKueueCluster.", max_length=256),
+            min_items=1,
+            max_items=20,
+            list_type="atomic",
+            rules=[Rule("self.all(x, self.exists_one(y, x == y))", "must be unique", check=_unique)],
+        ),
+    },
+    required=["clusters"],
+)
+
+CONFIG_KIND = KindInfo(
+    kind="MultiKueueConfig",
+    plural="multikueueconfigs",
+    description="MultiKueueConfig is the Schema for the multikueue API: the parameters of a "
+    "kueue.x-k8s.io/multikueue admission check.",
+    properties={"spec": CONFIG_SPEC},
+    short_names=("mkconf",),
+)
+
+CLUSTER_SPEC = obj(
+    "How to connect to the worker cluster.",
+    {
+        "kubeConfig": obj(
+            "Where the worker's kubeconfig is. Kubeconfigs with exec plugins, token files or insecure "
+            "TLS are rejected.",
+            {
+                "location": string(
+                    "Name of a Secret (key kubeconfig) in the pykueue namespace, or an absolute path "
+                    "on the controller's file system.",
+                    min_length=1,
+                    max_length=256,
+                ),
+                "locationType": string(
+                    "Secret (default) or Path.", enum=["Secret", "Path"], default="Secret"
+                ),
+            },
+            required=["location", "locationType"],
+        ),
+    },
+    required=["kubeConfig"],
+)
+
+CLUSTER_STATUS = obj(
+    "The observed state of the connection.",
+    {"conditions": conditions("Conditions of the cluster; Active is True while connected.")},
+)
+
+CLUSTER_KIND = KindInfo(
+    kind="MultiKueueCluster",
+    plural="multikueueclusters",
+    description="MultiKueueCluster is the Schema for the multikueue API: one worker cluster and "
+    "how to reach it.",
+    properties={"spec": CLUSTER_SPEC, "status": CLUSTER_STATUS},
+    required=("spec",),
+    short_names=("mkc",),
+    status_subresource=True,
+    printer_columns=(
+        PrinterColumn("Connected", ".status.conditions[?(@.type=='Active')].status",
+                      description="MultiKueueCluster is connected"),
+        AGE_COLUMN,
+    ),
+)

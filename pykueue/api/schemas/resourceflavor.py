@@ -1,0 +1,40 @@
+"""ResourceFlavor (cluster-scoped): a kind of node, described by labels, taints and tolerations."""
+
+from __future__ import annotations
+
+from pykueue.api.dsl import array, map_of, name_ref, obj, string
+from pykueue.api.kindinfo import KindInfo
+from pykueue.api.schemas.common import TAINT, tolerations
+
+SPEC = obj(
+    "The node labels, taints and tolerations that describe this flavor.",
+    {
+        "nodeLabels": map_of(
+            "Labels of the nodes of this flavor. They are added to the node selector of admitted "
+            "pods, and a workload whose pods select other values for these keys cannot use the flavor.",
+            string("Label value."),
+            max_properties=8,
+        )
+        | {"x-kubernetes-map-type": "atomic"},
+        "nodeTaints": array(
+            "Taints of the nodes of this flavor. A workload must tolerate every NoSchedule and "
+            "NoExecute taint (unless the flavor tolerates it itself) to be assigned the flavor.",
+            TAINT,
+            max_items=8,
+            list_type="atomic",
+        ),
+        "tolerations": tolerations(
+            "Tolerations added to the pods admitted with this flavor, so they can run on its tainted nodes."
+        ),
+        "topologyName": name_ref("Name of the Topology for topology-aware scheduling on this flavor."),
+    },
+)
+
+KIND = KindInfo(
+    kind="ResourceFlavor",
+    plural="resourceflavors",
+    description="ResourceFlavor is the Schema for the resourceflavors API: a kind of node that "
+    "ClusterQueues give quota for.",
+    properties={"spec": SPEC},
+    short_names=("flavor", "flavors", "rf"),
+)
