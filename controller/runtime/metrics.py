@@ -1,0 +1,67 @@
+"""Prometheus metrics of the informers, reconcilers and leader election.
+
+Names follow what Kueue exports through controller-runtime and client-go where such a metric
+exists (``controller_runtime_reconcile_*``, ``leader_election_master_status``; the work queue's
+``workqueue_*`` live in :mod:`controller.runtime.workqueue`); informer internals have no Kueue
+counterpart and carry the ``pykueue_`` prefix.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+# --- reflectors / informers -------------------------------------------------------------------
+RELISTS = Counter(
+    "pykueue_reflector_relists_total",
+    "Full lists after the initial one, by cause (expired: 410 Gone).",
+    ["resource", "reason"],
+)
+WATCH_RESTARTS = Counter(
+    "pykueue_reflector_watch_restarts_total",
+    "Watches re-opened, by cause (timeout: the server closed it; stalled: no bytes within the read "
+    "timeout; disconnected: connection error; expired: 410; error: other API errors).",
+    ["resource", "reason"],
+)
+WATCH_EVENTS = Counter(
+    "pykueue_reflector_watch_events_total", "Watch events received, by type.", ["resource", "type"]
+)
+LIST_DURATION = Histogram(
+    "pykueue_reflector_list_duration_seconds",
+    "Time to list (all pages) and replace the store.",
+    ["resource"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+CACHED_OBJECTS = Gauge("pykueue_informer_cached_objects", "Objects in the informer's store.", ["resource"])
+SYNCED = Gauge("pykueue_informer_synced", "1 once the informer completed its first list.", ["resource"])
+HANDLER_QUEUE = Gauge(
+    "pykueue_informer_handler_queue_depth",
+    "Notifications waiting for the informer's handler thread.",
+    ["resource"],
+)
+HANDLER_ERRORS = Counter(
+    "pykueue_informer_handler_errors_total", "Exceptions raised by event handlers.", ["resource"]
+)
+
+# --- reconcile loops (controller-runtime names) -------------------------------------------------
+RECONCILE_TOTAL = Counter(
+    "controller_runtime_reconcile_total",
+    "Reconciliations per controller, by result (success, error, requeue, requeue_after).",
+    ["controller", "result"],
+)
+RECONCILE_ERRORS = Counter(
+    "controller_runtime_reconcile_errors_total", "Reconciliations that returned an error.", ["controller"]
+)
+RECONCILE_TIME = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Time per reconciliation.",
+    ["controller"],
+    buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers", "Workers currently reconciling, per controller.", ["controller"]
+)
+
+# --- leader election (client-go name) ----------------------------------------------------------
+LEADER = Gauge(
+    "leader_election_master_status", "1 while this process holds the lease, else 0.", ["name"]
+)

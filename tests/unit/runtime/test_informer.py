@@ -1,0 +1,124 @@
+"""Informer: handlers run off the watch thread, late handlers get a replay, failures are contained."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from controller.runtime.informer import FuncHandler, Informer, InformerSet, enqueue_keys
+from controller.runtime.store import label_index
+from controller.runtime.workqueue import WorkQueue
+from pykueue.kube.resources import CONFIG_MAPS, SECRETS
+from tests.unit.runtime.scripted_source import Block, ScriptedSource, cm, event, page
+
+
+def wait_until(predicate, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def test_slow_handler_does_not_block_the_watch() -> None:
+    release = threading.Event()
+    seen: list[str] = []
+    source = ScriptedSource(
+        lists=[page([cm("a", "1")], "10")],
+        watches=[[event("ADDED", cm(f"n{i}", str(11 + i))) for i in range(50)] + [Block()]],
+    )
+    informer = Informer(source, CONFIG_MAPS)
+    informer.add_handler(FuncHandler(add=lambda o: (release.wait(10), seen.append(o["metadata"]["name"]))))
+    informer.start()
+    try:
+        assert wait_until(lambda: len(informer.store) == 51), "store must advance while the handler is stuck"
+        assert seen == []
+        release.set()
+        assert wait_until(lambda: len(seen) == 51)
+        assert seen[0] == "a" and seen[-1] == "n49", "notifications keep their order"
+    finally:
+        release.set()
+        informer.stop()
+
+
+def test_handler_added_after_start_gets_current_objects_then_changes() -> None:
+    source = ScriptedSource(
+        lists=[page([cm("a", "1"), cm("b", "2")], "10")],
+        watches=[[Block()]],
+    )
+    informer = Informer(source, CONFIG_MAPS)
+    informer.start()
+    try:
+        assert informer.wait_for_sync(5)
+        added: list[str] = []
+        informer.add_handler(FuncHandler(add=lambda o: added.append(o["metadata"]["name"])))
+        assert wait_until(lambda: sorted(added) == ["a", "b"])
+    finally:
+        informer.stop()
+
+
+def test_handler_exception_is_contained() -> None:
+    calls: list[str] = []
+
+    def explode(obj: dict) -> None:
+        calls.append(obj["metadata"]["name"])
+        raise RuntimeError("handler bug")
+
+    source = ScriptedSource(lists=[page([cm("a", "1")], "10")], watches=[[event("ADDED", cm("b", "2")), Block()]])
+    informer = Informer(source, CONFIG_MAPS)
+    informer.add_handler(FuncHandler(add=explode))
+    informer.start()
+    try:
+        assert wait_until(lambda: calls == ["a", "b"])
+        assert informer.alive()
+    finally:
+        informer.stop()
+
+
+def test_enqueue_keys_feeds_a_work_queue_and_indexers_answer_queries() -> None:
+    labelled = cm("a", "1")
+    labelled["metadata"]["labels"] = {"q": "lq"}
+    source = ScriptedSource(lists=[page([labelled, cm("b", "2")], "10")], watches=[[event("DELETED", cm("b", "3")), Block()]])
+    informer = Informer(source, CONFIG_MAPS, indexers={"queue": label_index("q")})
+    work: WorkQueue[str] = WorkQueue("test-informer")
+    informer.add_handler(enqueue_keys(work))
+    informer.start()
+    try:
+        assert wait_until(lambda: len(informer.store) == 1)
+        assert [o["metadata"]["name"] for o in informer.store.by_index("queue", "lq")] == ["a"]
+        got = set()
+        while (key := work.get(timeout=0.5)) is not None:
+            got.add(key)
+            work.done(key)
+        assert got == {"ns/a", "ns/b"}
+    finally:
+        informer.stop()
+
+
+def test_resync_redelivers_cached_objects_as_updates() -> None:
+    updates: list[tuple[str, bool]] = []
+    source = ScriptedSource(lists=[page([cm("a", "1")], "10")], watches=[[Block()]])
+    informer = Informer(source, CONFIG_MAPS, resync_period=0.05)
+    informer.add_handler(FuncHandler(update=lambda old, new: updates.append((new["metadata"]["name"], old is new))), resync=True)
+    informer.start()
+    try:
+        assert wait_until(lambda: len(updates) >= 2)
+        assert updates[0] == ("a", True)
+    finally:
+        informer.stop()
+
+
+def test_informer_set_shares_informers_and_reports_sync() -> None:
+    source = ScriptedSource(lists=[page([], "1"), page([], "2")], watches=[[Block()], [Block()]])
+    informers = InformerSet(source)
+    first = informers.get(CONFIG_MAPS)
+    assert informers.get(CONFIG_MAPS) is first
+    informers.get(SECRETS)
+    assert not informers.has_synced()
+    informers.start()
+    try:
+        assert informers.wait_for_sync(timeout=5)
+        assert informers.has_synced() and informers.alive()
+    finally:
+        informers.stop()
