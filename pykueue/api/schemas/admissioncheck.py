@@ -27,7 +27,7 @@ SPEC = obj(
             {
                 "apiGroup": string("API group of the parameters object.", max_length=253, pattern=DNS1123_SUBDOMAIN),
                 "kind": string(
-                    "Kind of the parameters object.", max_length=63, pattern=r"^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$"
+                    "Kind of the parameters object.", max_length=63, pattern=r"^[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?$"
                 ),
                 "name": string("Name of the parameters object.", max_length=63, pattern=DNS1123_LABEL),
             },
