@@ -1,0 +1,89 @@
+"""ClusterQueue semantic rules: Kueue's webhook rules (kueue-api.md §3.2) plus the seeds' extensions.
+
+The structural schema (types, enums, required fields) is checked separately with the CRD's own
+schema; everything here needs more than one field to decide.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykueue.api import constants as c
+from pykueue.api.validation import FieldError, join_path
+from webhook.rules.common import as_dict, as_list, enumerate_dicts, label_selector_errors
+from webhook.rules.concurrent import concurrent_admission_errors
+from webhook.rules.fallback import fallback_strategy_errors
+from webhook.rules.quota import fair_sharing_errors, flavor_names, resource_groups_errors
+
+# Defaults the CRD schema applies before admission; used when a field is absent anyway.
+DEFAULT_WHEN_CAN_BORROW = c.FUNGIBILITY_MAY_STOP_SEARCH
+DEFAULT_WHEN_CAN_PREEMPT = c.FUNGIBILITY_TRY_NEXT_FLAVOR
+
+
+def validate_cluster_queue(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    spec = as_dict(obj.get("spec"))
+    errors: list[FieldError] = []
+    errors += resource_groups_errors(
+        "spec.resourceGroups", spec.get("resourceGroups"),
+        has_parent=bool(spec.get("cohort") or spec.get("cohortName")),
+        parent_word="cohort",
+        lending_within_nominal=True,
+    )
+    if spec.get("namespaceSelector") is not None:
+        errors += label_selector_errors("spec.namespaceSelector", spec["namespaceSelector"])
+    errors += _preemption_errors(as_dict(spec.get("preemption")))
+    errors += _fungibility_errors(as_dict(spec.get("flavorFungibility")))
+    errors += fair_sharing_errors("spec.fairSharing", spec.get("fairSharing"))
+    errors += _admission_checks_errors(spec)
+    errors += concurrent_admission_errors(spec)
+    errors += fallback_strategy_errors(spec)
+    if old is not None:
+        old_policy = as_dict(old.get("spec")).get("concurrentAdmission")
+        if spec.get("concurrentAdmission") != old_policy:
+            errors.append(FieldError.invalid("spec.concurrentAdmission", spec.get("concurrentAdmission"), "field is immutable"))
+    return errors
+
+
+def _preemption_errors(preemption: dict[str, Any]) -> list[FieldError]:
+    reclaim = preemption.get("reclaimWithinCohort", c.PREEMPT_NEVER)
+    borrow_policy = as_dict(preemption.get("borrowWithinCohort")).get("policy", c.PREEMPT_NEVER)
+    if reclaim == c.PREEMPT_NEVER and borrow_policy != c.PREEMPT_NEVER:
+        return [
+            FieldError.invalid(
+                "spec.preemption", preemption,
+                "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+            )
+        ]
+    return []
+
+
+def _fungibility_errors(fungibility: dict[str, Any]) -> list[FieldError]:
+    if fungibility.get("preference") is None:
+        return []
+    borrow = fungibility.get("whenCanBorrow", DEFAULT_WHEN_CAN_BORROW)
+    preempt = fungibility.get("whenCanPreempt", DEFAULT_WHEN_CAN_PREEMPT)
+    if borrow != c.FUNGIBILITY_TRY_NEXT_FLAVOR or preempt != c.FUNGIBILITY_TRY_NEXT_FLAVOR:
+        return [
+            FieldError.invalid(
+                "spec.flavorFungibility.preference", fungibility["preference"],
+                "may only be set when whenCanBorrow and whenCanPreempt are both TryNextFlavor",
+            )
+        ]
+    return []
+
+
+def _admission_checks_errors(spec: dict[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    strategy = as_dict(spec.get("admissionChecksStrategy"))
+    if as_list(spec.get("admissionChecks")) and strategy:
+        errors.append(
+            FieldError.invalid("spec", "object", "Either admissionChecks or admissionChecksStrategy can be set, but not both")
+        )
+    cq_flavors = flavor_names(spec.get("resourceGroups"))
+    checks_path = "spec.admissionChecksStrategy.admissionChecks"
+    for index, rule in enumerate_dicts(strategy.get("admissionChecks")):
+        on_flavors_path = join_path(join_path(checks_path, index), "onFlavors")
+        for flavor_index, flavor in enumerate(as_list(rule.get("onFlavors"))):
+            if flavor not in cq_flavors:
+                errors.append(FieldError.not_supported(join_path(on_flavors_path, flavor_index), flavor, cq_flavors))
+    return errors

@@ -1,0 +1,218 @@
+"""Building blocks shared by the per-kind rules: name formats, labels, selectors, quantities.
+
+Messages follow k8s.io/apimachinery/pkg/util/validation so users see the words they already know
+from the apiserver ("a lowercase RFC 1123 label must consist of ...").
+
+Every helper tolerates any JSON value where it expects a particular type: type errors belong to the
+structural schema, and a semantic rule must never raise on a badly typed object (it would turn a
+user's typo into an internal-error denial).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pykueue.api.validation import FieldError, join_path
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+LABEL_VALUE_MAX = 63
+QUALIFIED_NAME_MAX = 63
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+DNS1123_LABEL_HELP = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+DNS1123_SUBDOMAIN_HELP = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+QUALIFIED_NAME_HELP = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character"
+)
+LABEL_VALUE_HELP = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def enumerate_dicts(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(index, item)`` for each object in a list, skipping items of the wrong type."""
+    for index, item in enumerate(as_list(value)):
+        if isinstance(item, dict):
+            yield index, item
+
+
+def is_dns1123_label(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= DNS1123_LABEL_MAX and bool(_DNS1123_LABEL.match(value))
+
+
+def dns1123_label_errors(path: str, value: Any) -> list[FieldError]:
+    if not isinstance(value, str) or value == "":
+        return [FieldError.required(path)]
+    errors: list[FieldError] = []
+    if len(value) > DNS1123_LABEL_MAX:
+        errors.append(FieldError.invalid(path, value, f"must be no more than {DNS1123_LABEL_MAX} characters"))
+    if not _DNS1123_LABEL.match(value):
+        errors.append(FieldError.invalid(path, value, DNS1123_LABEL_HELP))
+    return errors
+
+
+def dns1123_subdomain_errors(path: str, value: Any) -> list[FieldError]:
+    if not isinstance(value, str) or value == "":
+        return [FieldError.required(path)]
+    errors: list[FieldError] = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        errors.append(FieldError.invalid(path, value, f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters"))
+    if not _DNS1123_SUBDOMAIN.match(value):
+        errors.append(FieldError.invalid(path, value, DNS1123_SUBDOMAIN_HELP))
+    return errors
+
+
+def qualified_name_errors(path: str, value: Any) -> list[FieldError]:
+    """A label key / resource name: optional DNS-subdomain prefix, ``/``, and a name part."""
+    if not isinstance(value, str) or value == "":
+        return [FieldError.required(path)]
+    prefix, _, name = value.rpartition("/")
+    if "/" in value and prefix == "":
+        return [FieldError.invalid(path, value, "prefix part must be non-empty")]
+    errors: list[FieldError] = []
+    if prefix and (len(prefix) > DNS1123_SUBDOMAIN_MAX or not _DNS1123_SUBDOMAIN.match(prefix)):
+        errors.append(FieldError.invalid(path, value, "prefix part " + DNS1123_SUBDOMAIN_HELP))
+    if len(name) > QUALIFIED_NAME_MAX:
+        errors.append(FieldError.invalid(path, value, f"name part must be no more than {QUALIFIED_NAME_MAX} characters"))
+    if not _QUALIFIED_NAME_PART.match(name):
+        errors.append(FieldError.invalid(path, value, QUALIFIED_NAME_HELP))
+    return errors
+
+
+def label_value_errors(path: str, value: Any) -> list[FieldError]:
+    if not isinstance(value, str):
+        return [FieldError.invalid(path, value, "must be a string")]
+    errors: list[FieldError] = []
+    if len(value) > LABEL_VALUE_MAX:
+        errors.append(FieldError.invalid(path, value, f"must be no more than {LABEL_VALUE_MAX} characters"))
+    if not _LABEL_VALUE.match(value):
+        errors.append(FieldError.invalid(path, value, LABEL_VALUE_HELP))
+    return errors
+
+
+def labels_errors(path: str, labels: Any) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for key, value in as_dict(labels).items():
+        errors += qualified_name_errors(path, key)
+        errors += label_value_errors(f"{path}[{key}]", value)
+    return errors
+
+
+def annotations_errors(path: str, annotations: Any) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for key in as_dict(annotations):
+        errors += qualified_name_errors(path, key.lower() if isinstance(key, str) else key)
+    return errors
+
+
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def label_selector_errors(path: str, selector: Any) -> list[FieldError]:
+    """metav1.LabelSelector syntax, as ``metav1validation.ValidateLabelSelector``."""
+    selector = as_dict(selector)
+    errors = labels_errors(join_path(path, "matchLabels"), selector.get("matchLabels"))
+    for index, requirement in enumerate_dicts(selector.get("matchExpressions")):
+        base = join_path(join_path(path, "matchExpressions"), index)
+        operator = requirement.get("operator")
+        values = as_list(requirement.get("values"))
+        if operator in ("In", "NotIn") and not values:
+            errors.append(FieldError.required(join_path(base, "values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist") and values:
+            errors.append(FieldError.forbidden(join_path(base, "values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        elif operator not in _SELECTOR_OPERATORS:
+            errors.append(FieldError.not_supported(join_path(base, "operator"), operator, _SELECTOR_OPERATORS))
+        errors += qualified_name_errors(join_path(base, "key"), requirement.get("key"))
+    return errors
+
+
+def duplicates(values: list[Any]) -> Iterator[int]:
+    """Indexes of values already seen earlier in the list (hashable values only)."""
+    seen: set[Any] = set()
+    for index, value in enumerate(values):
+        try:
+            if value in seen:
+                yield index
+            seen.add(value)
+        except TypeError:
+            continue
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_UNITS = {
+    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
+}
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go ``time.ParseDuration`` string (``"10m"``, ``"1h30m"``, ``"-1.5s"``).
+
+    metav1.Duration fields (the fallback ``timeout``) are written this way; raises ValueError.
+    """
+    if not isinstance(text, str) or not text:
+        raise ValueError("empty duration")
+    sign = -1.0 if text[0] == "-" else 1.0
+    body = text[1:] if text[0] in "+-" else text
+    if body == "0":
+        return 0.0
+    position, total = 0, 0.0
+    while position < len(body):
+        match = _DURATION_PART.match(body, position)
+        if match is None:
+            raise ValueError(f"invalid duration {text!r}")
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        position = match.end()
+    if position == 0:
+        raise ValueError(f"invalid duration {text!r}")
+    return sign * total
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """Whether ``labels`` satisfy a metav1.LabelSelector; ``None`` matches everything.
+
+    An empty selector (``{}``) also matches everything, as the apiserver defines it.
+    """
+    if selector is None:
+        return True
+    for key, value in as_dict(selector.get("matchLabels")).items():
+        if labels.get(key) != value:
+            return False
+    for requirement in as_list(selector.get("matchExpressions")):
+        requirement = as_dict(requirement)
+        key, operator = requirement.get("key"), requirement.get("operator")
+        values = as_list(requirement.get("values"))
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+        if operator not in _SELECTOR_OPERATORS:
+            return False
+    return True
