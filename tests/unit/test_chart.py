@@ -284,23 +284,24 @@ def test_webhook_entries_fail_closed_and_target_the_service(default_objects: lis
             assert ref["path"].startswith(("/mutate-", "/validate-"))
 
 
-def test_webhook_entries_are_the_paths_the_webhook_serves(default_objects: list[Obj]) -> None:
-    from webhook.handlers import WebhookContext, build_endpoints
+def test_webhook_entries_match_the_webhook_registry(default_objects: list[Obj]) -> None:
+    from webhook.registry import HOOKS, MUTATING_CONFIGURATION_NAME, VALIDATING_CONFIGURATION_NAME
 
-    # The handlers are closures over the context; building them touches none of its fields.
-    context = WebhookContext(state=None, job_policy=None, controller_username="", schema_errors=None)  # type: ignore[arg-type]
-    served = {(e.path, e.group, e.kind, e.mutating) for e in build_endpoints(context)}
     mutating, validating = webhook_configurations(default_objects)
-    kinds = {"jobs": "Job", "clusterqueues": "ClusterQueue", "resourceflavors": "ResourceFlavor",
-             "workloads": "Workload", "cohorts": "Cohort", "localqueues": "LocalQueue",
-             "admissionchecks": "AdmissionCheck"}
-    registered = {
-        (hook["clientConfig"]["service"]["path"], hook["rules"][0]["apiGroups"][0],
-         kinds[hook["rules"][0]["resources"][0]], configuration is mutating)
+    assert (mutating["metadata"]["name"], validating["metadata"]["name"]) == (
+        MUTATING_CONFIGURATION_NAME, VALIDATING_CONFIGURATION_NAME)
+    rendered = {
+        (hook["name"], hook["clientConfig"]["service"]["path"], configuration is mutating,
+         tuple(rule["apiGroups"]), tuple(rule["apiVersions"]), tuple(rule["resources"]),
+         tuple(rule["operations"]), rule["scope"])
         for configuration in (mutating, validating)
         for hook in configuration["webhooks"]
+        for rule in hook["rules"]
     }
-    assert registered == served
+    registered = {
+        (h.name, h.path, h.mutating, (h.group,), (h.version,), h.resources, h.operations, h.scope) for h in HOOKS
+    }
+    assert rendered == registered
 
 
 def test_job_hooks_exclude_the_release_namespace(default_objects: list[Obj]) -> None:

@@ -1,24 +1,24 @@
 {{/*
 The admission endpoints the webhook serves, one entry per path. This is the single list both
 webhook configurations are rendered from; tests/unit/test_chart.py checks it against the paths
-the webhook program registers.
+the webhook program registers (webhook/registry.py).
   kind:      "job" entries get the namespace/object selectors; "kueue" entries see every object.
-  resource:  plural of the object; group/version/scope as in the API.
+  resources: plural of the object (and subresources); group/version/scope as in the API.
 */}}
 {{- define "pykueue.webhookEndpoints" -}}
 mutating:
-  - {name: mjob.kb.io, path: /mutate-batch-v1-job, group: batch, version: v1, resource: jobs, operations: [CREATE], scope: Namespaced, target: job}
-  - {name: mclusterqueue.kb.io, path: /mutate-kueue-x-k8s-io-v1beta1-clusterqueue, group: kueue.x-k8s.io, version: v1beta1, resource: clusterqueues, operations: [CREATE], scope: Cluster, target: kueue}
-  - {name: mresourceflavor.kb.io, path: /mutate-kueue-x-k8s-io-v1beta1-resourceflavor, group: kueue.x-k8s.io, version: v1beta1, resource: resourceflavors, operations: [CREATE], scope: Cluster, target: kueue}
-  - {name: mworkload.kb.io, path: /mutate-kueue-x-k8s-io-v1beta1-workload, group: kueue.x-k8s.io, version: v1beta1, resource: workloads, operations: [CREATE], scope: Namespaced, target: kueue}
+  - {name: mjob.kb.io, path: /mutate-batch-v1-job, group: batch, version: v1, resources: [jobs], operations: [CREATE], scope: Namespaced, target: job}
+  - {name: mclusterqueue.kb.io, path: /mutate-kueue-x-k8s-io-v1beta1-clusterqueue, group: kueue.x-k8s.io, version: v1beta1, resources: [clusterqueues], operations: [CREATE], scope: Cluster, target: kueue}
+  - {name: mresourceflavor.kb.io, path: /mutate-kueue-x-k8s-io-v1beta1-resourceflavor, group: kueue.x-k8s.io, version: v1beta1, resources: [resourceflavors], operations: [CREATE], scope: Cluster, target: kueue}
+  - {name: mworkload.kb.io, path: /mutate-kueue-x-k8s-io-v1beta1-workload, group: kueue.x-k8s.io, version: v1beta1, resources: [workloads], operations: [CREATE], scope: Namespaced, target: kueue}
 validating:
-  - {name: vjob.kb.io, path: /validate-batch-v1-job, group: batch, version: v1, resource: jobs, operations: [CREATE, UPDATE], scope: Namespaced, target: job}
-  - {name: vclusterqueue.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-clusterqueue, group: kueue.x-k8s.io, version: v1beta1, resource: clusterqueues, operations: [CREATE, UPDATE], scope: Cluster, target: kueue}
-  - {name: vcohort.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-cohort, group: kueue.x-k8s.io, version: v1beta1, resource: cohorts, operations: [CREATE, UPDATE], scope: Cluster, target: kueue}
-  - {name: vlocalqueue.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-localqueue, group: kueue.x-k8s.io, version: v1beta1, resource: localqueues, operations: [CREATE, UPDATE], scope: Namespaced, target: kueue}
-  - {name: vresourceflavor.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-resourceflavor, group: kueue.x-k8s.io, version: v1beta1, resource: resourceflavors, operations: [CREATE, UPDATE], scope: Cluster, target: kueue}
-  - {name: vworkload.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-workload, group: kueue.x-k8s.io, version: v1beta1, resource: workloads, operations: [CREATE, UPDATE], scope: Namespaced, target: kueue}
-  - {name: vadmissioncheck.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-admissioncheck, group: kueue.x-k8s.io, version: v1beta1, resource: admissionchecks, operations: [CREATE, UPDATE], scope: Cluster, target: kueue}
+  - {name: vjob.kb.io, path: /validate-batch-v1-job, group: batch, version: v1, resources: [jobs], operations: [CREATE, UPDATE], scope: Namespaced, target: job}
+  - {name: vclusterqueue.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-clusterqueue, group: kueue.x-k8s.io, version: v1beta1, resources: [clusterqueues], operations: [CREATE, UPDATE], scope: Cluster, target: kueue}
+  - {name: vcohort.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-cohort, group: kueue.x-k8s.io, version: v1beta1, resources: [cohorts], operations: [CREATE, UPDATE], scope: Cluster, target: kueue}
+  - {name: vlocalqueue.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-localqueue, group: kueue.x-k8s.io, version: v1beta1, resources: [localqueues], operations: [CREATE, UPDATE], scope: Namespaced, target: kueue}
+  - {name: vresourceflavor.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-resourceflavor, group: kueue.x-k8s.io, version: v1beta1, resources: [resourceflavors], operations: [CREATE, UPDATE], scope: Cluster, target: kueue}
+  - {name: vworkload.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-workload, group: kueue.x-k8s.io, version: v1beta1, resources: [workloads, workloads/status], operations: [CREATE, UPDATE], scope: Namespaced, target: kueue}
+  - {name: vadmissioncheck.kb.io, path: /validate-kueue-x-k8s-io-v1beta1-admissioncheck, group: kueue.x-k8s.io, version: v1beta1, resources: [admissionchecks], operations: [CREATE, UPDATE], scope: Cluster, target: kueue}
 {{- end -}}
 
 {{/* One webhook entry. Called with (dict "root" $ "hook" $entry "mutating" bool). */}}
@@ -43,7 +43,7 @@ validating:
   rules:
     - apiGroups: [{{ $hook.group | quote }}]
       apiVersions: [{{ $hook.version | quote }}]
-      resources: [{{ $hook.resource | quote }}]
+      resources: {{ toJson $hook.resources }}
       operations: {{ toJson $hook.operations }}
       scope: {{ $hook.scope }}
   {{- if eq $hook.target "job" }}
