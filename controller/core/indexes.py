@@ -1,0 +1,53 @@
+"""Secondary indexes the core controllers add to the shared informers.
+
+They turn "this LocalQueue/ClusterQueue/priority class changed" into the workloads to look at
+without scanning every workload.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from . import workload_view as wv
+
+WORKLOAD_BY_QUEUE = "core/by-local-queue"  # "namespace/localqueue"
+WORKLOAD_BY_ADMITTED_CQ = "core/by-admitted-cluster-queue"  # cluster queue name
+WORKLOAD_BY_PRIORITY_CLASS = "core/by-priority-class"  # priority class name
+LOCAL_QUEUE_BY_CQ = "core/by-cluster-queue"  # cluster queue name
+
+
+def workload_by_queue(obj: dict[str, Any]) -> list[str]:
+    queue = wv.queue_name(obj)
+    return [f"{wv.namespace(obj)}/{queue}"] if queue else []
+
+
+def workload_by_admitted_cq(obj: dict[str, Any]) -> list[str]:
+    cq = wv.admitted_cluster_queue(obj)
+    return [cq] if cq else []
+
+
+def workload_by_priority_class(obj: dict[str, Any]) -> list[str]:
+    name = wv.priority_class_name(obj)
+    return [name] if name else []
+
+
+def local_queue_by_cq(obj: dict[str, Any]) -> list[str]:
+    cq = wv.spec(obj).get("clusterQueue")
+    return [cq] if isinstance(cq, str) and cq else []
+
+
+def add_workload_indexes(informer: Any) -> None:
+    """Idempotent: a second controller sharing the informer may call it again."""
+    for name, func in (
+        (WORKLOAD_BY_QUEUE, workload_by_queue),
+        (WORKLOAD_BY_ADMITTED_CQ, workload_by_admitted_cq),
+        (WORKLOAD_BY_PRIORITY_CLASS, workload_by_priority_class),
+    ):
+        with contextlib.suppress(KeyError, ValueError):
+            informer.add_indexer(name, func)
+
+
+def add_local_queue_indexes(informer: Any) -> None:
+    with contextlib.suppress(KeyError, ValueError):
+        informer.add_indexer(LOCAL_QUEUE_BY_CQ, local_queue_by_cq)

@@ -1,0 +1,230 @@
+"""The Workload controller: applies :func:`controller.core.decisions.plan_workload` to the cluster.
+
+Triggered by Workload changes and by changes of the LocalQueue/ClusterQueue/priority class a
+workload refers to; timers (``requeueAt``, the PodsReady deadline) come back as requeue-after.
+Every write is a merge patch guarded by ``resourceVersion``; on 409 Conflict the workload is read
+fresh from the API and the decision made again (at most a few times, then the key is retried with
+backoff). A write the apiserver refuses as invalid is logged and recorded as a Warning Event
+rather than retried forever: the object itself must change first.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from controller.runtime.workqueue import WorkQueue
+from pykueue.kube.errors import Conflict, Invalid, NotFound
+from pykueue.kube.resources import WORKLOADS
+
+from . import indexes
+from . import metrics as m
+from . import workload_view as wv
+from .clock import parse_time, utcnow
+from .decisions import PodsReadyPolicy, WorkloadContext, plan_workload
+from .events import EventSink
+from .patches import workload_status_patch
+from .plan import EVENT_WARNING, EventSpec, WorkloadPlan
+from .priority import desired_priority
+from .workers import start_workers
+
+log = logging.getLogger(__name__)
+
+MAX_CONFLICT_RETRIES = 3
+
+
+def _priority_class_label(wl: dict[str, Any]) -> str:
+    return wv.priority_class_name(wl)
+
+
+class WorkloadController:
+    """See the module docstring. Informers are shared; this controller only reads their stores."""
+
+    name = "workload"
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        workloads: Any,
+        local_queues: Any,
+        cluster_queues: Any,
+        workload_priority_classes: Any | None = None,
+        priority_classes: Any | None = None,
+        pods_ready: PodsReadyPolicy | None = None,
+        events: EventSink,
+        clock: Callable[[], datetime] = utcnow,
+        workers: int = 2,
+    ) -> None:
+        self._client = client
+        self._workloads = workloads
+        self._local_queues = local_queues
+        self._cluster_queues = cluster_queues
+        self._wpcs = workload_priority_classes
+        self._pcs = priority_classes
+        self._pods_ready = pods_ready
+        self._events = events
+        self._clock = clock
+        self._workers = workers
+        self.queue: WorkQueue[str] = WorkQueue("workload")
+        self._threads: list[threading.Thread] = []
+        indexes.add_workload_indexes(workloads)
+        indexes.add_local_queue_indexes(local_queues)
+
+    # --- wiring --------------------------------------------------------------------------------
+
+    def register_handlers(self) -> None:
+        """Subscribe to the informers (each handler only enqueues keys)."""
+        from controller.runtime.informer import FuncHandler
+
+        self._workloads.add_handler(
+            FuncHandler(
+                add=self._enqueue_obj, update=lambda _o, n: self._enqueue_obj(n), delete=self._enqueue_obj
+            ),
+            resync=True,
+        )
+        self._local_queues.add_handler(
+            FuncHandler(
+                add=self._lq_changed, update=lambda _o, n: self._lq_changed(n), delete=self._lq_changed
+            )
+        )
+        self._cluster_queues.add_handler(
+            FuncHandler(
+                add=self._cq_changed, update=lambda _o, n: self._cq_changed(n), delete=self._cq_changed
+            )
+        )
+        if self._wpcs is not None:
+            self._wpcs.add_handler(
+                FuncHandler(
+                    add=self._wpc_changed, update=lambda _o, n: self._wpc_changed(n), delete=self._wpc_changed
+                )
+            )
+
+    def start(self) -> None:
+        self._threads = start_workers(self.queue, self.reconcile, self._workers, self.name)
+
+    def stop(self) -> None:
+        self.queue.shutdown()
+
+    def _enqueue_obj(self, obj: dict[str, Any]) -> None:
+        self.queue.add(wv.key(obj))
+
+    def _enqueue_index(self, index: str, value: str) -> None:
+        for key in self._workloads.store.index_keys(index, value):
+            self.queue.add(key)
+
+    def _lq_changed(self, lq: dict[str, Any]) -> None:
+        self._enqueue_index(indexes.WORKLOAD_BY_QUEUE, wv.key(lq))
+
+    def _cq_changed(self, cq: dict[str, Any]) -> None:
+        name = wv.name(cq)
+        self._enqueue_index(indexes.WORKLOAD_BY_ADMITTED_CQ, name)
+        for lq_key in self._local_queues.store.index_keys(indexes.LOCAL_QUEUE_BY_CQ, name):
+            self._enqueue_index(indexes.WORKLOAD_BY_QUEUE, lq_key)
+
+    def _wpc_changed(self, wpc: dict[str, Any]) -> None:
+        self._enqueue_index(indexes.WORKLOAD_BY_PRIORITY_CLASS, wv.name(wpc))
+
+    # --- reconcile -----------------------------------------------------------------------------
+
+    def context_for(self, wl: dict[str, Any]) -> WorkloadContext:
+        queue = wv.queue_name(wl)
+        lq = self._local_queues.store.get(f"{wv.namespace(wl)}/{queue}") if queue else None
+        cq_name = wv.admitted_cluster_queue(wl)
+        if not cq_name and lq is not None:
+            value = wv.spec(lq).get("clusterQueue")
+            cq_name = value if isinstance(value, str) else ""
+        cq = self._cluster_queues.store.get(cq_name) if cq_name else None
+        return WorkloadContext(local_queue=lq, cluster_queue=cq, pods_ready=self._pods_ready)
+
+    def reconcile(self, key: str) -> float | None:
+        wl = self._workloads.store.get(key)
+        if wl is None:
+            return None
+        for _attempt in range(MAX_CONFLICT_RETRIES):
+            try:
+                return self._reconcile_once(wl)
+            except Conflict:
+                fresh = self._client.get(WORKLOADS, wv.name(wl), wv.namespace(wl))
+                if fresh is None:
+                    return None
+                wl = fresh
+            except NotFound:
+                return None
+            except Invalid as err:
+                log.warning("workload write rejected", extra={"key": key, "error": str(err)})
+                self._events.emit(
+                    wl,
+                    EventSpec(
+                        EVENT_WARNING, "StatusUpdateFailed", f"pykueue could not update: {err.message}"
+                    ),
+                )
+                return None
+        raise RuntimeError(f"workload {key}: still conflicting after {MAX_CONFLICT_RETRIES} fresh reads")
+
+    def _reconcile_once(self, wl: dict[str, Any]) -> float | None:
+        now = self._clock()
+        if self._wpcs is not None and self._pcs is not None:
+            priority = desired_priority(wl, self._lookup(self._wpcs), self._lookup(self._pcs))
+            if priority is not None:
+                self._patch_spec(wl, {"priority": priority})
+                return None
+        plan = plan_workload(wl, self.context_for(wl), now)
+        if plan.deactivate:
+            self._patch_spec(wl, {"active": False})
+        patch = workload_status_patch(wl, plan, now)
+        if patch is not None:
+            self._client.patch_status(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
+        for event in plan.events:
+            self._events.emit(wl, event)
+        self._record_metrics(wl, plan, now)
+        if not plan.is_noop():
+            log.info(
+                "workload updated",
+                extra={
+                    "workload": wv.key(wl),
+                    "conditions": [f"{c.type}={c.status}/{c.reason}" for c in plan.set_conditions],
+                    "deactivate": plan.deactivate,
+                },
+            )
+        return plan.requeue_after
+
+    @staticmethod
+    def _lookup(informer: Any) -> Callable[[str], dict[str, Any] | None]:
+        return lambda name: informer.store.get(name)
+
+    def _patch_spec(self, wl: dict[str, Any], spec: dict[str, Any]) -> None:
+        patch: dict[str, Any] = {"spec": spec}
+        rv = wv.meta(wl).get("resourceVersion")
+        if rv:
+            patch["metadata"] = {"resourceVersion": rv}
+        self._client.patch(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
+
+    def _record_metrics(self, wl: dict[str, Any], plan: WorkloadPlan, now: datetime) -> None:
+        priority_class = _priority_class_label(wl)
+        if plan.newly_admitted:
+            cq = wv.admitted_cluster_queue(wl)
+            m.ADMITTED_TOTAL.labels(cq, priority_class).inc()
+            queued_since = parse_time(wv.meta(wl).get("creationTimestamp"))
+            requeued = wv.condition(wl, "Requeued")
+            if requeued is not None and requeued.get("status") == "True":
+                queued_since = parse_time(requeued.get("lastTransitionTime")) or queued_since
+            if queued_since is not None:
+                m.ADMISSION_WAIT.labels(cq, priority_class).observe(
+                    max(0.0, (now - queued_since).total_seconds())
+                )
+            reserved = parse_time((wv.condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
+            if reserved is not None:
+                m.ADMISSION_CHECKS_WAIT.labels(cq, priority_class).observe(
+                    max(0.0, (now - reserved).total_seconds())
+                )
+        if plan.eviction is not None:
+            m.EVICTED_TOTAL.labels(
+                plan.eviction.cluster_queue,
+                plan.eviction.reason,
+                plan.eviction.underlying_cause,
+                priority_class,
+            ).inc()
