@@ -1,7 +1,8 @@
 """What the workload controller does with one Workload, decided from its state alone.
 
 Kueue's workload controller (kueue-engine.md §1.10-§1.11) handles deactivation, admission checks,
-stop policies, the PodsReady timeout, requeue backoff and "missing queue" reasons. Here that logic
+the PodsReady timeout and requeue backoff (stop policies and "missing queue" reasons come from the
+engine, which sees every queue change, through the scheduler loop). Here that logic
 is one pure function, :func:`plan_workload`, taking the Workload, the queues it refers to and the
 time, and returning a :class:`~controller.core.plan.WorkloadPlan`. It makes **one step at a time**
 (e.g. deactivate, then on the next reconcile evict): each write produces a watch event that
@@ -28,8 +29,6 @@ from .plan import EVENT_NORMAL, EVENT_WARNING, ConditionSpec, EventSpec, Evictio
 MSG_ADMITTED = "The workload is admitted"
 MSG_CHECKS_PENDING = "The workload has not all admission checks"
 MSG_NO_RESERVATION = "The workload has no reservation"
-MSG_CQ_STOPPED = "The ClusterQueue is stopped"
-MSG_LQ_STOPPED = "The LocalQueue is stopped"
 MSG_BACKOFF_FINISHED = "The workload backoff was finished"
 MSG_REACTIVATED = "The workload was reactivated"
 MSG_DEACTIVATED = "The workload is deactivated"
@@ -58,13 +57,6 @@ class WorkloadContext:
     local_queue: Mapping[str, Any] | None
     cluster_queue: Mapping[str, Any] | None
     pods_ready: PodsReadyPolicy | None = None
-
-
-def _stop_policy(obj: Mapping[str, Any] | None) -> str:
-    if obj is None:
-        return C.STOP_POLICY_NONE
-    value = wv.spec(obj).get("stopPolicy")
-    return value if isinstance(value, str) and value else C.STOP_POLICY_NONE
 
 
 def _set(plan: WorkloadPlan, type_: str, status: bool, reason: str, message: str) -> None:
@@ -149,17 +141,15 @@ def plan_workload(wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime) ->
         return plan
 
     if not reserved:
-        _plan_pending(plan, wl, ctx, now, evicted)
+        _plan_pending(plan, wl, now, evicted)
         return plan
 
     _plan_reserved(plan, wl, ctx, now)
     return plan
 
 
-def _plan_pending(
-    plan: WorkloadPlan, wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime, evicted: bool
-) -> None:
-    """A pending, active workload: finish reactivation and backoff, explain missing queues."""
+def _plan_pending(plan: WorkloadPlan, wl: Mapping[str, Any], now: datetime, evicted: bool) -> None:
+    """A pending, active workload: finish reactivation and the requeue backoff."""
     evicted_cond = wv.condition(wl, C.COND_EVICTED) or {}
     if evicted and str(evicted_cond.get("reason") or "").startswith(C.REASON_DEACTIVATED):
         _set(plan, C.COND_EVICTED, False, C.REASON_REACTIVATED, MSG_REACTIVATED)
@@ -175,36 +165,13 @@ def _plan_pending(
         else:
             _set(plan, C.COND_REQUEUED, True, C.REASON_BACKOFF_FINISHED, MSG_BACKOFF_FINISHED)
 
-    queue = wv.queue_name(wl)
-    if ctx.local_queue is None:
-        _pending_reason(plan, wl, C.REASON_MISCONFIGURED, f"LocalQueue {queue} doesn't exist")
-    elif ctx.cluster_queue is None:
-        cq_name = str(wv.spec(ctx.local_queue).get("clusterQueue") or "")
-        _pending_reason(plan, wl, C.REASON_MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist")
-
-
-def _pending_reason(plan: WorkloadPlan, wl: Mapping[str, Any], reason: str, message: str) -> None:
-    """``QuotaReserved=False`` with ``reason``, only when reason or message changed."""
-    cond = wv.condition(wl, C.COND_QUOTA_RESERVED)
-    if (
-        cond is None
-        or cond.get("status") != "False"
-        or cond.get("reason") != reason
-        or cond.get("message") != message
-    ):
-        _set(plan, C.COND_QUOTA_RESERVED, False, reason, message)
-        plan.events.append(EventSpec(EVENT_WARNING, reason, message))
-
 
 def _plan_reserved(plan: WorkloadPlan, wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime) -> None:
-    """A workload holding quota and not evicted: drain, checks, PodsReady timeout."""
-    if _stop_policy(ctx.cluster_queue) == C.STOP_POLICY_HOLD_AND_DRAIN:
-        evict(plan, wl, C.REASON_CLUSTER_QUEUE_STOPPED, MSG_CQ_STOPPED, now)
-        return
-    if _stop_policy(ctx.local_queue) == C.STOP_POLICY_HOLD_AND_DRAIN:
-        evict(plan, wl, C.REASON_LOCAL_QUEUE_STOPPED, MSG_LQ_STOPPED, now)
-        return
+    """A workload holding quota and not evicted: admission checks, then the PodsReady timeout.
 
+    Queue-level decisions (HoldAndDrain evictions, "LocalQueue doesn't exist" pending reasons)
+    are the engine's: it sees every queue change and emits them through the scheduler loop.
+    """
     if ctx.cluster_queue is not None and _plan_checks(plan, wl, ctx.cluster_queue, now):
         return
     _plan_pods_ready(plan, wl, ctx.pods_ready, now)

@@ -128,19 +128,10 @@ def test_job_owned_evicted_workload_is_left_for_the_job_integration() -> None:
     assert plan_workload(wl, CTX, NOW).is_noop()
 
 
-def test_hold_and_drain_evicts_with_queue_reasons() -> None:
+def test_stop_policies_are_left_to_the_engine() -> None:
     wl = _wl().reserved("cq").admitted().obj()
-    cq_drain = ClusterQueueBuilder("cq").stop_policy("HoldAndDrain").obj()
-    lq_drain = LocalQueueBuilder("lq", "ns", "cq").stop_policy("HoldAndDrain").obj()
-    assert (
-        _conds(plan_workload(wl, WorkloadContext(LQ, cq_drain), NOW))["Evicted"].reason
-        == "ClusterQueueStopped"
-    )
-    assert (
-        _conds(plan_workload(wl, WorkloadContext(lq_drain, CQ), NOW))["Evicted"].reason == "LocalQueueStopped"
-    )
-    hold = ClusterQueueBuilder("cq").stop_policy("Hold").obj()
-    assert plan_workload(wl, WorkloadContext(LQ, hold), NOW).is_noop()
+    drain = ClusterQueueBuilder("cq").stop_policy("HoldAndDrain").obj()
+    assert plan_workload(wl, WorkloadContext(LQ, drain), NOW).is_noop()
 
 
 def test_pods_ready_timeout_waits_then_evicts_with_backoff() -> None:
@@ -195,20 +186,6 @@ def test_reactivation_requeues_and_resets_requeue_state() -> None:
     assert _conds(plan)["Requeued"].reason == "Reactivated"
     assert _conds(plan)["Evicted"].status == "False"
     assert plan.requeue_state is None
-
-
-def test_missing_local_or_cluster_queue_is_misconfigured_once() -> None:
-    plan = plan_workload(_wl().obj(), WorkloadContext(None, None), NOW)
-    cond = _conds(plan)["QuotaReserved"]
-    assert (cond.status, cond.reason, cond.message) == (
-        "False",
-        "Misconfigured",
-        "LocalQueue lq doesn't exist",
-    )
-    written = _wl().condition("QuotaReserved", False, "Misconfigured", "LocalQueue lq doesn't exist").obj()
-    assert plan_workload(written, WorkloadContext(None, None), NOW).is_noop()
-    no_cq = plan_workload(_wl().obj(), WorkloadContext(LQ, None), NOW)
-    assert _conds(no_cq)["QuotaReserved"].message == "ClusterQueue cq doesn't exist"
 
 
 def test_malformed_workload_does_not_raise() -> None:
