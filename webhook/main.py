@@ -1,0 +1,252 @@
+"""``pykueue-webhook``: provision certificates, then serve the admission endpoints with gunicorn.
+
+Start-up order matters: the apiserver must be able to verify the certificate before it is told
+where to call, and gunicorn cannot start its TLS listener without files. So the master first makes
+sure the Secret holds a usable certificate, writes the files, injects the CA into the webhook
+configurations (creating them in local mode), and only then starts serving; from then on a thread
+in the master re-syncs every ``--cert-check-interval`` seconds (rotation, other replicas' writes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from pykueue.observability.logging import setup_logging
+
+log = logging.getLogger("pykueue.webhook")
+
+DEFAULT_NAMESPACE = "pykueue-system"
+DEFAULT_CONTROLLER_USERNAME = "system:serviceaccount:pykueue-system:pykueue-controller"
+
+
+@dataclass(frozen=True)
+class Settings:
+    config: str | None
+    kubeconfig: str | None
+    bind: str
+    port: int
+    workers: int
+    threads: int
+    namespace: str
+    cert_dir: Path
+    cert_secret: str
+    service_name: str
+    cert_management: str
+    local_url: str | None
+    controller_username: str
+    cert_validity: timedelta
+    cert_check_interval: float
+    resource_in_use_finalizers: bool
+    log_format: str
+    max_body_bytes: int
+
+
+def parse_args(argv: list[str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(prog="pykueue-webhook", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="controller Configuration file (manageJobsWithoutQueueName, ...)")
+    parser.add_argument("--kubeconfig", help="kubeconfig path (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--bind", default="0.0.0.0")
+    parser.add_argument("--port", type=int, default=9443)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
+    parser.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE)
+    parser.add_argument("--cert-dir", default="/tmp/k8s-webhook-server/serving-certs")
+    parser.add_argument("--cert-secret", default="pykueue-webhook-server-cert")
+    parser.add_argument("--service-name", default="pykueue-webhook-service")
+    parser.add_argument("--cert-management", choices=("internal", "external"), default="internal",
+                        help="internal: provision and rotate certificates; external: serve the files in --cert-dir "
+                        "(cert-manager), reloading them when they change")
+    parser.add_argument("--local-url", help="the apiserver calls this https://127.0.0.1:PORT URL; the webhook "
+                        "writes its own webhook configurations (deleted again on exit)")
+    parser.add_argument("--controller-username", default=DEFAULT_CONTROLLER_USERNAME,
+                        help="the only user allowed to write Parent/ResourceFlavorOption workloads")
+    parser.add_argument("--cert-validity", type=float, default=365 * 24 * 3600.0,
+                        help="lifetime of issued certificates in seconds (rotated at 2/3 of it)")
+    parser.add_argument("--cert-check-interval", type=float, default=60.0,
+                        help="seconds between certificate checks (rotation, other replicas' writes)")
+    parser.add_argument("--resource-in-use-finalizers", action=argparse.BooleanOptionalAction, default=True,
+                        help="add kueue.x-k8s.io/resource-in-use to new ClusterQueues and ResourceFlavors")
+    parser.add_argument("--log-format", choices=("json", "text"), default="json")
+    parser.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
+    args = parser.parse_args(argv)
+    if args.local_url and urlparse(args.local_url).scheme != "https":
+        parser.error("--local-url must be an https:// URL")
+    return Settings(
+        config=args.config,
+        kubeconfig=args.kubeconfig,
+        bind=args.bind,
+        port=args.port,
+        workers=args.workers,
+        threads=args.threads,
+        namespace=args.namespace,
+        cert_dir=Path(args.cert_dir),
+        cert_secret=args.cert_secret,
+        service_name=args.service_name,
+        cert_management=args.cert_management,
+        local_url=args.local_url,
+        controller_username=args.controller_username,
+        cert_validity=timedelta(seconds=args.cert_validity),
+        cert_check_interval=args.cert_check_interval,
+        resource_in_use_finalizers=args.resource_in_use_finalizers,
+        log_format=args.log_format,
+        max_body_bytes=args.max_body_bytes,
+    )
+
+
+def job_policy_from_config(settings: Settings) -> Any:
+    """manageJobsWithoutQueueName and its namespace selector, from the controller's Configuration."""
+    from webhook.jobs import JobPolicy, default_namespace_selector
+
+    manage, selector = False, default_namespace_selector(settings.namespace)
+    if settings.config:
+        from pykueue.api.config import load_config
+
+        config = load_config(settings.config)
+        manage = bool(getattr(config, "manage_jobs_without_queue_name", False))
+        configured = getattr(config, "managed_jobs_namespace_selector", None)
+        if configured is not None:
+            selector = configured if isinstance(configured, dict) else dict(configured)
+    return JobPolicy(manage_jobs_without_queue_name=manage, managed_jobs_namespace_selector=selector)
+
+
+def _kube_client(settings: Settings) -> Any:
+    from pykueue.kube.client import KubeClient
+
+    return KubeClient.from_config(settings.kubeconfig, qps=20.0, burst=40, user_agent="pykueue-webhook")
+
+
+def _ensure_namespace(client: Any, namespace: str) -> None:
+    """Local mode only: the Secret needs its namespace, which a bare local cluster lacks."""
+    from pykueue.kube import resources as r
+    from pykueue.kube.errors import AlreadyExists
+
+    if client.get(r.NAMESPACES, namespace) is None:
+        with contextlib.suppress(AlreadyExists):
+            client.create(r.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+
+
+def _wait_for_files(certfile: Path, keyfile: Path, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not (certfile.exists() and keyfile.exists()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"certificate files {certfile} and {keyfile} did not appear within {timeout:.0f}s")
+        time.sleep(1.0)
+
+
+def _sync_with_retries(provisioner: Any, attempts: int = 30) -> None:
+    for attempt in range(1, attempts + 1):
+        try:
+            provisioner.sync()
+            return
+        except Exception:
+            if attempt == attempts:
+                raise
+            log.exception("initial certificate sync failed; retrying", extra={"attempt": attempt})
+            time.sleep(min(2.0 * attempt, 10.0))
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = parse_args(argv)
+    setup_logging("webhook", settings.log_format)  # type: ignore[arg-type]
+    # prometheus_client picks its multiprocess mode when first imported, so set it before anything
+    # imports webhook.metrics.
+    if settings.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="pykueue-webhook-metrics-")
+
+    from webhook.certprovision import CertFiles, CertProvisioner
+    from webhook.certs import service_dns_names
+    from webhook.configurations import LocalConfigurations, ServiceConfigurations
+    from webhook.server import ServerOptions, WebhookServer
+
+    job_policy = job_policy_from_config(settings)
+    files = CertFiles(settings.cert_dir)
+    stop = threading.Event()
+    local: LocalConfigurations | None = None
+    provisioner: CertProvisioner | None = None
+
+    if settings.cert_management == "internal":
+        client = _kube_client(settings)
+        if settings.local_url:
+            host = urlparse(settings.local_url).hostname or "127.0.0.1"
+            dns_names, ips = (["localhost"], [host]) if host[0].isdigit() else ([host], [])
+            _ensure_namespace(client, settings.namespace)
+            local = LocalConfigurations(
+                client, settings.local_url, own_namespace=settings.namespace,
+                manage_jobs_without_queue_name=job_policy.manage_jobs_without_queue_name,
+            )
+            configurations: Any = local
+        else:
+            dns_names, ips = service_dns_names(settings.service_name, settings.namespace), []
+            configurations = ServiceConfigurations(client)
+        provisioner = CertProvisioner(
+            client, namespace=settings.namespace, secret_name=settings.cert_secret, files=files,
+            dns_names=dns_names, ip_addresses=ips, configurations=configurations, validity=settings.cert_validity,
+        )
+        _sync_with_retries(provisioner)
+    else:
+        _wait_for_files(files.certfile, files.keyfile)
+
+    def on_ready() -> None:
+        if provisioner is not None:
+            threading.Thread(
+                target=provisioner.run, args=(stop, settings.cert_check_interval), name="cert-sync", daemon=True
+            ).start()
+        log.info("serving admission webhooks", extra={"bind": f"{settings.bind}:{settings.port}"})
+
+    def on_exit() -> None:
+        stop.set()
+        if local is not None:
+            try:
+                local.delete()
+            except Exception:
+                log.exception("could not delete the local webhook configurations")
+
+    options = ServerOptions(
+        bind=f"{settings.bind}:{settings.port}",
+        certfile=str(files.certfile),
+        keyfile=str(files.keyfile),
+        workers=settings.workers,
+        threads=settings.threads,
+        on_ready=on_ready,
+        on_exit=on_exit,
+    )
+    WebhookServer(functools.partial(build_app, settings, job_policy), options).run()
+    return 0
+
+
+def build_app(settings: Settings, job_policy: Any) -> Any:
+    """The Flask app of one worker (called after gunicorn forks it)."""
+    from pykueue.api.validation import schema_errors
+    from webhook.app import create_app
+    from webhook.cluster_state import KubeClusterState
+    from webhook.handlers import WebhookContext, build_endpoints
+
+    setup_logging("webhook", settings.log_format)  # type: ignore[arg-type]
+    state = KubeClusterState(functools.partial(_kube_client, settings))
+    context = WebhookContext(
+        state=state,
+        job_policy=job_policy,
+        controller_username=settings.controller_username,
+        # The apiserver has already pruned unknown fields before calling us.
+        schema_errors=functools.partial(schema_errors, unknown_fields=False),
+        add_finalizers=settings.resource_in_use_finalizers,
+    )
+    certfile = settings.cert_dir / "tls.crt"
+    return create_app(build_endpoints(context), max_body_bytes=settings.max_body_bytes, ready=certfile.exists)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
