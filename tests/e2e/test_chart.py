@@ -171,8 +171,8 @@ def test_webhook_service_account_touches_only_its_own_objects(cluster: Any, name
 
     for verb in ["get", "update", "patch"]:
         assert webhook.can(verb, f"secrets/{secret}", namespace=namespace), verb
-    for kind, name in [("mutatingwebhookconfigurations", f"{fullname}-mutating-webhook-configuration"),
-                       ("validatingwebhookconfigurations", f"{fullname}-validating-webhook-configuration")]:
+    for kind, name in [("mutatingwebhookconfigurations", "pykueue-mutating-webhook-configuration"),
+                       ("validatingwebhookconfigurations", "pykueue-validating-webhook-configuration")]:
         resource = f"{kind}.admissionregistration.k8s.io"
         assert webhook.can("patch", f"{resource}/{name}")
         assert not webhook.can("patch", f"{resource}/someone-elses-webhook")

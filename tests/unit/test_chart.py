@@ -223,6 +223,9 @@ def test_controller_username_follows_the_release_name() -> None:
     args = args_of(one(objects, "Deployment", "team-a-pykueue-webhook"))
     assert args["--controller-username"] == "system:serviceaccount:queues:team-a-pykueue-controller"
     assert one(objects, "ServiceAccount", "team-a-pykueue-controller")
+    # The webhook program patches its CA bundle into these exact names, whatever the release.
+    assert [c["metadata"]["name"] for c in webhook_configurations(objects)] == [
+        "pykueue-mutating-webhook-configuration", "pykueue-validating-webhook-configuration"]
 
 
 def test_configuration_rendered_from_values() -> None:

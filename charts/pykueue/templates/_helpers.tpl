@@ -1,8 +1,8 @@
 {{/*
 Names. Every object is prefixed with the full name ("pykueue" for a release called pykueue), so the
-defaults match the programs' built-in names: pykueue-webhook-service, pykueue-webhook-server-cert,
-pykueue-mutating-webhook-configuration, pykueue-validating-webhook-configuration and the
-service account pykueue-controller that the webhook trusts for controller-only writes.
+defaults match the programs' built-in names: pykueue-webhook-service, pykueue-webhook-server-cert
+and the service account pykueue-controller that the webhook trusts for controller-only writes
+(the chart passes all three to the webhook explicitly, so other release names work too).
 */}}
 {{- define "pykueue.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
@@ -22,8 +22,13 @@ service account pykueue-controller that the webhook trusts for controller-only w
 {{- define "pykueue.webhook.name" -}}{{ include "pykueue.fullname" . }}-webhook{{- end -}}
 {{- define "pykueue.webhook.serviceName" -}}{{ include "pykueue.fullname" . }}-webhook-service{{- end -}}
 {{- define "pykueue.webhook.secretName" -}}{{ include "pykueue.fullname" . }}-webhook-server-cert{{- end -}}
-{{- define "pykueue.mutatingName" -}}{{ include "pykueue.fullname" . }}-mutating-webhook-configuration{{- end -}}
-{{- define "pykueue.validatingName" -}}{{ include "pykueue.fullname" . }}-validating-webhook-configuration{{- end -}}
+{{/*
+The webhook configurations keep these fixed names whatever the release is called: the webhook
+program injects its CA bundle into exactly these two objects (webhook/registry.py), so pykueue
+is installed once per cluster, like any cluster-wide admission webhook.
+*/}}
+{{- define "pykueue.mutatingName" -}}pykueue-mutating-webhook-configuration{{- end -}}
+{{- define "pykueue.validatingName" -}}pykueue-validating-webhook-configuration{{- end -}}
 {{- define "pykueue.configName" -}}{{ include "pykueue.fullname" . }}-manager-config{{- end -}}
 {{- define "pykueue.certificateName" -}}{{ include "pykueue.fullname" . }}-serving-cert{{- end -}}
 {{- define "pykueue.issuerName" -}}{{ include "pykueue.fullname" . }}-selfsigned-issuer{{- end -}}
