@@ -498,3 +498,53 @@ class JobBuilder:
         conds[:] = [c for c in conds if c["type"] != type_]
         conds.append({"type": type_, "status": status, "reason": reason, "message": message})
         return self
+
+
+# =================================================================================================
+# core/v1 Pod (foundation area: simulated-pod behaviour of the local cluster)
+# =================================================================================================
+
+
+class PodBuilder:
+    """``PodBuilder("p", "ns").run_seconds(-1).requests(cpu="1").obj()``: a bare one-container Pod.
+
+    ``restartPolicy`` defaults to Never, as for the pods of a batch Job.
+    """
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._obj: Obj = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {}}],
+            },
+        }
+
+    def obj(self) -> Obj:
+        return copy.deepcopy(self._obj)
+
+    def label(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def annotation(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
+    def run_seconds(self, seconds: float) -> Self:
+        """How long the simulated pod runs before it succeeds (``-1``: forever)."""
+        return self.annotation(SIM_RUN_SECONDS_ANNOTATION, str(seconds))
+
+    def requests(self, **requests: str) -> Self:
+        self._obj["spec"]["containers"][0]["resources"]["requests"] = dict(requests)
+        return self
+
+    def node_selector(self, **selector: str) -> Self:
+        self._obj["spec"]["nodeSelector"] = dict(selector)
+        return self
+
+    def restart_policy(self, policy: str) -> Self:
+        self._obj["spec"]["restartPolicy"] = policy
+        return self

@@ -1,0 +1,23 @@
+"""E2E suite setup: every test here is marked `e2e` and gets the shared fixtures.
+
+Each area adds its own fixture module under tests/e2e/fixtures/ and appends it to
+`pytest_plugins` below (one line per module).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = [
+    "tests.e2e.fixtures.cluster",
+]
+
+_E2E_DIR = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _E2E_DIR in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.e2e)

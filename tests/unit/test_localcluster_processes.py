@@ -1,0 +1,80 @@
+"""Processes are stopped by saved PID only when that PID is still the process we started."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hack.localcluster import processes
+from hack.localcluster.processes import ProcessSpec
+
+SH = Path(shutil.which("sh") or "/bin/sh")
+
+
+def _spec(tmp_path: Path, marker: str | None = None) -> ProcessSpec:
+    marker = marker or str(tmp_path)
+    return ProcessSpec(
+        name="sleeper",
+        argv=(str(SH), "-c", f"sleep 60 # {tmp_path}"),
+        marker=marker,
+        log_path=tmp_path / "logs" / "sleeper.log",
+        pid_path=tmp_path / "pids" / "sleeper.pid",
+    )
+
+
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[tuple[ProcessSpec, int]]:
+    spec = _spec(tmp_path)
+    pid = processes.start(spec)
+    yield spec, pid
+    if processes.running_pid(spec):
+        processes.stop(spec, timeout=2)
+
+
+def test_start_saves_the_pid_and_logs_the_command(started: tuple[ProcessSpec, int]) -> None:
+    spec, pid = started
+    assert spec.pid_path.read_text().strip() == str(pid)
+    assert processes.running_pid(spec) == pid
+    assert "starting" in spec.log_path.read_text()
+
+
+def test_stop_ends_the_process_and_forgets_its_pid(started: tuple[ProcessSpec, int]) -> None:
+    spec, pid = started
+    assert processes.stop(spec, timeout=5)
+    assert processes.exited(pid)
+    assert not spec.pid_path.exists()
+    assert processes.running_pid(spec) is None
+
+
+def test_a_pid_file_naming_someone_elses_process_is_not_trusted(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    spec.pid_path.parent.mkdir(parents=True)
+    spec.pid_path.write_text(f"{os.getpid()}\n")  # this test process: a different binary
+    assert processes.running_pid(spec) is None
+    assert processes.stop(spec) is False
+    assert not processes.exited(os.getpid())
+
+
+def test_same_binary_without_our_marker_is_left_alone(tmp_path: Path) -> None:
+    stranger = subprocess.Popen([str(SH), "-c", "sleep 60"])
+    try:
+        spec = _spec(tmp_path)
+        spec.pid_path.parent.mkdir(parents=True)
+        spec.pid_path.write_text(f"{stranger.pid}\n")
+        assert processes.stop(spec) is False
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_garbage_pid_file_means_not_running(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    spec.pid_path.parent.mkdir(parents=True)
+    spec.pid_path.write_text("not-a-pid\n")
+    assert processes.running_pid(spec) is None
