@@ -65,14 +65,18 @@ def _check_job(job: Obj) -> tuple[str, str, str]:
         raise ComposeError("spec.template.spec: Required value")
     containers = pod_spec.get("containers")
     if not isinstance(containers, list) or not containers:
-        raise ComposeError("spec.template.spec.containers: Required value: a pod needs at least one container")
+        raise ComposeError(
+            "spec.template.spec.containers: Required value: a pod needs at least one container"
+        )
     for field in ("containers", "initContainers"):
         for i, container in enumerate(pod_spec.get(field) or []):
             if not isinstance(container, dict):
                 raise ComposeError(f"spec.template.spec.{field}[{i}]: Invalid value: must be an object")
             resources = container.get("resources")
             if resources is not None and not isinstance(resources, dict):
-                raise ComposeError(f"spec.template.spec.{field}[{i}].resources: Invalid value: must be an object")
+                raise ComposeError(
+                    f"spec.template.spec.{field}[{i}].resources: Invalid value: must be an object"
+                )
     return name, namespace, uid  # type: ignore[return-value]
 
 
@@ -189,9 +193,7 @@ def podsets_match(job: Obj, workload: Obj) -> bool:
     job_sets = job_podsets(job)
     if len(wl_podsets) != len(job_sets):
         return False
-    return all(
-        podset_signature(a) == podset_signature(b) for a, b in zip(job_sets, wl_podsets, strict=True)
-    )
+    return all(podset_signature(a) == podset_signature(b) for a, b in zip(job_sets, wl_podsets, strict=True))
 
 
 def owned_by(workload: Obj, job: Obj) -> bool:

@@ -174,7 +174,9 @@ def _template_patch(current: Obj, desired: Obj) -> Obj:
             meta_patch[field_name] = _map_patch(cur, want)
     spec_patch: Obj = {}
     if (cur_spec.get("nodeSelector") or {}) != (want_spec.get("nodeSelector") or {}):
-        spec_patch["nodeSelector"] = _map_patch(cur_spec.get("nodeSelector") or {}, want_spec.get("nodeSelector") or {})
+        spec_patch["nodeSelector"] = _map_patch(
+            cur_spec.get("nodeSelector") or {}, want_spec.get("nodeSelector") or {}
+        )
     if (cur_spec.get("tolerations") or []) != (want_spec.get("tolerations") or []):
         spec_patch["tolerations"] = want_spec.get("tolerations") or None
     patch: Obj = {}
@@ -217,7 +219,10 @@ def start_patch(job: Obj, infos: list[PodSetInfo]) -> Obj:
 
 def suspend_patch(job: Obj) -> Obj:
     """Step 1 of a stop: suspend (the Job controller then deletes the Job's active pods)."""
-    return {"metadata": {"resourceVersion": jobs.metadata(job).get("resourceVersion")}, "spec": {"suspend": True}}
+    return {
+        "metadata": {"resourceVersion": jobs.metadata(job).get("resourceVersion")},
+        "spec": {"suspend": True},
+    }
 
 
 def clear_start_time_patch() -> Obj:

@@ -40,7 +40,9 @@ def pods_ready_condition(job: dict[str, Any], workload: dict[str, Any]) -> Condi
         return ConditionSpec(COND_PODS_READY, "False", REASON_WAIT_FOR_START, MSG_NOT_READY)
     if jobs.pods_ready(job):
         recovered = previous.get("status") == "False" and previous.get("reason") == REASON_WAIT_FOR_RECOVERY
-        return ConditionSpec(COND_PODS_READY, "True", REASON_RECOVERED if recovered else REASON_STARTED, MSG_READY)
+        return ConditionSpec(
+            COND_PODS_READY, "True", REASON_RECOVERED if recovered else REASON_STARTED, MSG_READY
+        )
     was_running = previous.get("status") == "True" or previous.get("reason") == REASON_WAIT_FOR_RECOVERY
     if was_running:
         return ConditionSpec(COND_PODS_READY, "False", REASON_WAIT_FOR_RECOVERY, MSG_WAITING_FOR_RECOVERY)

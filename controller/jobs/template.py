@@ -52,7 +52,12 @@ def saved_snapshot(job: Obj) -> Obj | None:
     if not isinstance(podset, dict):
         return None
     result = {}
-    for field, kind in (("nodeSelector", dict), ("tolerations", list), ("labels", dict), ("annotations", dict)):
+    for field, kind in (
+        ("nodeSelector", dict),
+        ("tolerations", list),
+        ("labels", dict),
+        ("annotations", dict),
+    ):
         value = podset.get(field)
         result[field] = value if isinstance(value, kind) else kind()
     return result

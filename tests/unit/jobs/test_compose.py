@@ -19,7 +19,14 @@ UID = "0b5a2e3c-5c1e-4a39-9a3b-2b6a6f7e9d10"
 
 
 def base_job() -> JobBuilder:
-    return JobBuilder("sample-job", "team-a").uid(UID).queue("lq").parallelism(3).completions(2).requests(cpu="1")
+    return (
+        JobBuilder("sample-job", "team-a")
+        .uid(UID)
+        .queue("lq")
+        .parallelism(3)
+        .completions(2)
+        .requests(cpu="1")
+    )
 
 
 def test_workload_identity_owner_and_finalizer() -> None:
@@ -44,7 +51,9 @@ def test_workload_identity_owner_and_finalizer() -> None:
 
 def test_spec_from_job() -> None:
     job = base_job().label("kueue.x-k8s.io/max-exec-time-seconds", "600").obj()
-    wl = compose_workload(job, queue_name="lq", priority=Priority(100, "high", SOURCE_WORKLOAD_PRIORITY_CLASS))
+    wl = compose_workload(
+        job, queue_name="lq", priority=Priority(100, "high", SOURCE_WORKLOAD_PRIORITY_CLASS)
+    )
     spec = wl["spec"]
     assert spec["queueName"] == "lq"
     assert spec["active"] is True
@@ -65,7 +74,9 @@ def test_no_class_means_no_class_fields() -> None:
 
 
 def test_only_provreq_annotations_are_copied() -> None:
-    job = base_job().annotation("provreq.kueue.x-k8s.io/ValidUntilSeconds", "60").annotation("other", "x").obj()
+    job = (
+        base_job().annotation("provreq.kueue.x-k8s.io/ValidUntilSeconds", "60").annotation("other", "x").obj()
+    )
     assert compose_workload(job, queue_name="lq", priority=Priority(0))["metadata"]["annotations"] == {
         "provreq.kueue.x-k8s.io/ValidUntilSeconds": "60"
     }
@@ -73,7 +84,10 @@ def test_only_provreq_annotations_are_copied() -> None:
 
 def test_invalid_max_exec_time_is_ignored() -> None:
     job = base_job().label("kueue.x-k8s.io/max-exec-time-seconds", "-5").obj()
-    assert "maximumExecutionTimeSeconds" not in compose_workload(job, queue_name="lq", priority=Priority(0))["spec"]
+    assert (
+        "maximumExecutionTimeSeconds"
+        not in compose_workload(job, queue_name="lq", priority=Priority(0))["spec"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -82,9 +96,18 @@ def test_invalid_max_exec_time_is_ignored() -> None:
         (lambda j: j["metadata"].pop("uid"), "metadata.uid: Required value"),
         (lambda j: j["spec"].pop("template"), "spec.template: Required value"),
         (lambda j: j["spec"]["template"].update(spec=None), "spec.template.spec: Required value"),
-        (lambda j: j["spec"]["template"]["spec"].update(containers=[]), "spec.template.spec.containers: Required value"),
-        (lambda j: j["spec"]["template"]["spec"]["containers"].__setitem__(0, "x"), "spec.template.spec.containers[0]: Invalid value"),
-        (lambda j: j["spec"]["template"]["spec"]["containers"][0].update(resources=[1]), "containers[0].resources: Invalid value"),
+        (
+            lambda j: j["spec"]["template"]["spec"].update(containers=[]),
+            "spec.template.spec.containers: Required value",
+        ),
+        (
+            lambda j: j["spec"]["template"]["spec"]["containers"].__setitem__(0, "x"),
+            "spec.template.spec.containers[0]: Invalid value",
+        ),
+        (
+            lambda j: j["spec"]["template"]["spec"]["containers"][0].update(resources=[1]),
+            "containers[0].resources: Invalid value",
+        ),
     ],
 )
 def test_malformed_jobs_raise_compose_error_naming_the_field(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -98,7 +121,9 @@ def test_podsets_use_the_original_template_of_a_started_job() -> None:
     job = base_job().node_selector(disk="ssd").obj()
     original = job_podsets(job)
     # What a start leaves on the job: the flavor's label injected, the original saved.
-    started = base_job().node_selector(disk="ssd", **{"cloud/zone": "a"}).pod_label(PODSET_LABEL, "main").obj()
+    started = (
+        base_job().node_selector(disk="ssd", **{"cloud/zone": "a"}).pod_label(PODSET_LABEL, "main").obj()
+    )
     started["metadata"]["annotations"] = {
         ORIGINAL_TEMPLATE_ANNOTATION: encode_snapshot(
             {"nodeSelector": {"disk": "ssd"}, "tolerations": [], "labels": {}, "annotations": {}}

@@ -12,7 +12,9 @@ from tests.builders import JobBuilder
     ("parallelism", "completions", "expected"),
     [(1, 1, 1), (4, None, 4), (4, 2, 2), (2, 10, 2), (0, 3, 0)],
 )
-def test_pods_count_is_parallelism_capped_by_completions(parallelism: int, completions: int | None, expected: int) -> None:
+def test_pods_count_is_parallelism_capped_by_completions(
+    parallelism: int, completions: int | None, expected: int
+) -> None:
     job = JobBuilder("j").parallelism(parallelism).completions(completions).obj()
     assert jobs.pods_count(job) == expected
 
@@ -39,7 +41,11 @@ def test_finished_reports_success_and_failure_with_message() -> None:
     done = jobs.finished(JobBuilder("j").job_condition("Complete").obj())
     assert done == jobs.Finish(True, "Job finished successfully")
     failed = jobs.finished(
-        JobBuilder("j").job_condition("Failed", reason="BackoffLimitExceeded", message="Job has reached the specified backoff limit").obj()
+        JobBuilder("j")
+        .job_condition(
+            "Failed", reason="BackoffLimitExceeded", message="Job has reached the specified backoff limit"
+        )
+        .obj()
     )
     assert failed == jobs.Finish(False, "Job has reached the specified backoff limit")
     assert jobs.finished(JobBuilder("j").job_condition("Complete", status="False").obj()) is None

@@ -35,7 +35,13 @@ def flavors() -> dict[str, dict[str, Any]]:
 
 
 def admitted_workload(**assigned: str) -> WorkloadBuilder:
-    return WorkloadBuilder("wl", "ns").queue("lq").podset(cpu="1").reserved("cq", assigned or {"cpu": "spot"}).admitted()
+    return (
+        WorkloadBuilder("wl", "ns")
+        .queue("lq")
+        .podset(cpu="1")
+        .reserved("cq", assigned or {"cpu": "spot"})
+        .admitted()
+    )
 
 
 def merge(obj: Any, patch: Any) -> Any:
@@ -66,7 +72,11 @@ def test_missing_flavor_is_reported() -> None:
 def test_admission_check_updates_are_merged_and_conflicts_fail() -> None:
     wl = admitted_workload().obj()
     wl["status"]["admissionChecks"] = [
-        {"name": "prov", "state": "Ready", "podSetUpdates": [{"name": "main", "nodeSelector": {"pool": "x"}, "annotations": {"a": "1"}}]},
+        {
+            "name": "prov",
+            "state": "Ready",
+            "podSetUpdates": [{"name": "main", "nodeSelector": {"pool": "x"}, "annotations": {"a": "1"}}],
+        },
         {"name": "other", "state": "Ready", "podSetUpdates": [{"name": "main", "annotations": {"a": "1"}}]},
     ]
     [info] = podset_infos(wl, flavors())
@@ -77,7 +87,14 @@ def test_admission_check_updates_are_merged_and_conflicts_fail() -> None:
 
 
 def test_start_patch_injects_saves_original_and_unsuspends() -> None:
-    job = JobBuilder("j", "ns").suspend().resource_version("7").node_selector(disk="ssd").pod_label("app", "x").obj()
+    job = (
+        JobBuilder("j", "ns")
+        .suspend()
+        .resource_version("7")
+        .node_selector(disk="ssd")
+        .pod_label("app", "x")
+        .obj()
+    )
     [info] = podset_infos(admitted_workload().obj(), flavors())
     patch = start_patch(job, [info])
     assert patch["metadata"]["resourceVersion"] == "7"
@@ -89,7 +106,14 @@ def test_start_patch_injects_saves_original_and_unsuspends() -> None:
     assert template["metadata"]["labels"][PODSET_LABEL] == "main"
     assert template["metadata"]["labels"]["app"] == "x"
     saved = json.loads(started["metadata"]["annotations"][ORIGINAL_TEMPLATE_ANNOTATION])
-    assert saved == {"main": {"nodeSelector": {"disk": "ssd"}, "tolerations": [], "labels": {"app": "x"}, "annotations": {}}}
+    assert saved == {
+        "main": {
+            "nodeSelector": {"disk": "ssd"},
+            "tolerations": [],
+            "labels": {"app": "x"},
+            "annotations": {},
+        }
+    }
 
 
 def test_user_selector_conflicting_with_flavor_fails_permanently() -> None:
@@ -100,7 +124,14 @@ def test_user_selector_conflicting_with_flavor_fails_permanently() -> None:
 
 
 def test_stop_then_restore_gives_back_the_original_template_exactly() -> None:
-    job = JobBuilder("j", "ns").suspend().resource_version("1").node_selector(disk="ssd").toleration("dedicated", "a").obj()
+    job = (
+        JobBuilder("j", "ns")
+        .suspend()
+        .resource_version("1")
+        .node_selector(disk="ssd")
+        .toleration("dedicated", "a")
+        .obj()
+    )
     original_template = job["spec"]["template"]
     [info] = podset_infos(admitted_workload().obj(), flavors())
     running = merge(job, start_patch(job, [info]))

@@ -40,7 +40,9 @@ def test_pod_priority_class_used_without_label() -> None:
 
 def test_global_default_then_zero() -> None:
     default = {"metadata": {"name": "cluster-default"}, "value": 7, "globalDefault": True}
-    assert resolve(JobBuilder("j").obj(), default) == Priority(7, "cluster-default", SOURCE_POD_PRIORITY_CLASS)
+    assert resolve(JobBuilder("j").obj(), default) == Priority(
+        7, "cluster-default", SOURCE_POD_PRIORITY_CLASS
+    )
     assert resolve(JobBuilder("j").obj()) == Priority(0)
 
 

@@ -1,0 +1,207 @@
+"""Wiring of the Job reconciler: informer caches in, a work queue, worker threads.
+
+:class:`InformerLister` answers the reconciler's reads from the shared informers (Jobs,
+Workloads indexed by their owning Job, ResourceFlavors, LocalQueues, Namespaces and the two
+priority-class kinds). :class:`JobController` turns watch events into Job keys — a Workload
+event becomes its owning Job's key — and runs :class:`~.reconciler.JobReconciler` on them with
+the runtime's rate-limited work queue: failures are retried with per-key exponential backoff, a
+``requeue_after`` result parks the key, a key is never processed by two workers at once.
+
+It runs only while this process leads (it is started by the leader callback and stopped when
+the lease is lost), like every controller that writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from controller.runtime.informer import FuncHandler, InformerSet
+from controller.runtime.store import split_key
+from controller.runtime.workqueue import WorkQueue
+from pykueue.api.constants import DEFAULT_LOCAL_QUEUE
+from pykueue.kube import resources as R
+from pykueue.kube.errors import ApiError, Conflict
+
+from . import job as jobs
+from .reconciler import JobReconciler, JobSettings, Writer, describe
+
+log = logging.getLogger(__name__)
+
+OWNER_JOB_INDEX = "jobs.pykueue.dev/owner-job"
+QUEUE_NAME = "job"
+
+
+def owner_job_index(obj: dict[str, Any]) -> list[str]:
+    """``namespace/name`` of a Workload's controlling batch Job (the key of the Job to reconcile)."""
+    owner = jobs.controller_owner(obj)
+    if owner is None or owner.get("kind") != jobs.JOB_KIND:
+        return []
+    if str(owner.get("apiVersion") or "").rpartition("/")[0] != jobs.JOB_GROUP:
+        return []
+    namespace = jobs.metadata(obj).get("namespace")
+    return [f"{namespace}/{owner.get('name')}"] if namespace and owner.get("name") else []
+
+
+class InformerLister:
+    """:class:`~.reconciler.JobLister` over shared informers (reads never call the API)."""
+
+    def __init__(self, informers: InformerSet) -> None:
+        self.jobs = informers.get(R.JOBS)
+        self.workloads = informers.get(R.WORKLOADS)
+        self.flavor_informer = informers.get(R.RESOURCE_FLAVORS)
+        self.local_queues = informers.get(R.LOCAL_QUEUES)
+        self.namespaces = informers.get(R.NAMESPACES)
+        self.wpcs = informers.get(R.WORKLOAD_PRIORITY_CLASSES)
+        self.pcs = informers.get(R.PRIORITY_CLASSES)
+        # A previous leadership term of this process may have added the index already.
+        with contextlib.suppress(ValueError):
+            self.workloads.add_indexer(OWNER_JOB_INDEX, owner_job_index)
+
+    def all(self) -> list[Any]:
+        return [
+            self.jobs,
+            self.workloads,
+            self.flavor_informer,
+            self.local_queues,
+            self.namespaces,
+            self.wpcs,
+            self.pcs,
+        ]
+
+    def job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.jobs.store.get(f"{namespace}/{name}")
+
+    def workloads_for_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        return self.workloads.store.by_index(OWNER_JOB_INDEX, f"{namespace}/{name}")
+
+    def flavors(self) -> Mapping[str, dict[str, Any]]:
+        return {jobs.metadata(f).get("name", ""): f for f in self.flavor_informer.store.list()}
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool:
+        return self.local_queues.store.get(f"{namespace}/{name}") is not None
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        ns = self.namespaces.store.get(namespace)
+        return jobs.labels(ns) if ns is not None else {"kubernetes.io/metadata.name": namespace}
+
+    def workload_priority_class(self, name: str) -> dict[str, Any] | None:
+        return self.wpcs.store.get(name)
+
+    def priority_class(self, name: str) -> dict[str, Any] | None:
+        return self.pcs.store.get(name)
+
+    def default_priority_class(self) -> dict[str, Any] | None:
+        defaults = [pc for pc in self.pcs.store.list() if pc.get("globalDefault") is True]
+        return max(defaults, key=lambda pc: pc.get("value") or 0, default=None)
+
+
+class JobController:
+    """Runs the Job reconciler on ``workers`` threads until :meth:`stop`."""
+
+    def __init__(
+        self,
+        writer: Writer,
+        informers: InformerSet,
+        settings: JobSettings,
+        *,
+        workers: int = 2,
+    ) -> None:
+        self.lister = InformerLister(informers)
+        self.reconciler = JobReconciler(self.lister, writer, settings)
+        self.queue: WorkQueue[str] = WorkQueue(QUEUE_NAME)
+        self._workers = workers
+        self._threads: list[threading.Thread] = []
+
+    # --- events → keys ---------------------------------------------------------------------------
+
+    def _enqueue_job(self, obj: dict[str, Any]) -> None:
+        self.queue.add(jobs.key(obj))
+
+    def _enqueue_owner(self, obj: dict[str, Any]) -> None:
+        for key in owner_job_index(obj):
+            self.queue.add(key)
+
+    def _enqueue_namespace_jobs(self, obj: dict[str, Any]) -> None:
+        """A ``default`` LocalQueue appeared: Jobs of its namespace may now be managed."""
+        meta = jobs.metadata(obj)
+        if meta.get("name") != DEFAULT_LOCAL_QUEUE:
+            return
+        for key in self.lister.jobs.store.index_keys("namespace", str(meta.get("namespace") or "")):
+            self.queue.add(key)
+
+    def _register_handlers(self) -> None:
+        self.lister.jobs.add_handler(
+            FuncHandler(
+                add=self._enqueue_job, update=lambda _o, n: self._enqueue_job(n), delete=self._enqueue_job
+            )
+        )
+        self.lister.workloads.add_handler(
+            FuncHandler(
+                add=self._enqueue_owner,
+                update=lambda _o, n: self._enqueue_owner(n),
+                delete=self._enqueue_owner,
+            )
+        )
+        self.lister.local_queues.add_handler(FuncHandler(add=self._enqueue_namespace_jobs))
+
+    # --- workers -----------------------------------------------------------------------------------
+
+    def process_one(self, key: str) -> None:
+        """Reconcile one key and schedule what follows (used by the workers and by tests)."""
+        namespace, name = split_key(key)
+        started = time.monotonic()
+        try:
+            result = self.reconciler.reconcile(namespace or "", name)
+        except Conflict:
+            log.debug("conflict reconciling job; retrying with fresh state", extra={"job": key})
+            self.queue.add_rate_limited(key)
+            return
+        except ApiError as err:
+            log.warning(
+                "API error reconciling job", extra={"job": key, "status": err.status, "error": str(err)}
+            )
+            self.queue.add_rate_limited(key)
+            return
+        except Exception:
+            log.exception("unexpected error reconciling job", extra={"job": key})
+            self.queue.add_rate_limited(key)
+            return
+        self.queue.forget(key)
+        if result.requeue_after is not None:
+            self.queue.add_after(key, result.requeue_after)
+        log.debug(
+            "reconciled job",
+            extra={"job": key, "result": describe(result), "seconds": round(time.monotonic() - started, 4)},
+        )
+
+    def _work(self) -> None:
+        while True:
+            key = self.queue.get()
+            if key is None:
+                return
+            try:
+                self.process_one(key)
+            finally:
+                self.queue.done(key)
+
+    def start(self) -> None:
+        """Register handlers (replaying the caches) and start the workers."""
+        self._register_handlers()
+        for i in range(self._workers):
+            thread = threading.Thread(target=self._work, name=f"job-worker-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        log.info("job controller started", extra={"workers": self._workers})
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop taking keys, let in-flight reconciles finish (bounded by ``timeout``)."""
+        self.queue.shutdown_with_drain(timeout)
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads.clear()
+        log.info("job controller stopped")

@@ -1,0 +1,426 @@
+"""The Job reconciler: one pass of Kueue's job framework for one batch/v1 Job.
+
+Level-based: each pass reads the Job, its Workloads and the objects they refer to from the
+informer caches, makes the world one step closer to the desired state, and returns when it
+wants to look again. Every write is a patch guarded by ``resourceVersion``; a conflict surfaces
+as an exception and the work queue retries the key with backoff against fresh caches.
+
+The order of checks follows Kueue (kueue-engine.md §1.12):
+
+1. Job gone or being deleted → let its Workloads go (drop our finalizer; delete them when the
+   Job is gone — the garbage collector would, this is just sooner).
+2. Not managed → nothing. Workloads owned by an older Job of the same name → deleted.
+3. Job finished → ``Finished`` on the Workload, finalizer removed.
+4. Exactly one matching Workload: delete stale ones, update an unreserved one of a suspended
+   Job in place, or create one (a running Job without one is stopped first — no pods before
+   admission, seed 004).
+5. Workload evicted, deactivated, finished elsewhere, being deleted, or not admitted while the
+   Job runs → stop the Job (suspend, forget ``startTime``, restore the template); once the Job
+   has no pods left, release the quota (:func:`.lifecycle.release_plan`).
+6. Job running and admitted → keep ``PodsReady`` current (when waitForPodsReady is on).
+7. Job suspended and Workload admitted → start it with the flavors injected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from controller.core import workload_view as wv
+from controller.core.clock import utcnow
+from controller.core.patches import workload_status_patch
+from controller.core.plan import WorkloadPlan
+from pykueue.api import constants as C
+from pykueue.kube import resources as R
+from pykueue.kube.errors import AlreadyExists, NotFound
+
+from . import job as jobs
+from .compose import ComposeError, compose_workload, job_podsets, owned_by, podsets_match
+from .lifecycle import failed_to_start_plan, finish_plan, pods_ready_plan, release_plan
+from .management import ManagementPolicy, queue_name_for
+from .podsets import (
+    FlavorNotFound,
+    PodSetMergeError,
+    clear_start_time_patch,
+    is_started,
+    podset_infos,
+    restore_patch,
+    start_patch,
+    suspend_patch,
+)
+from .priority import PriorityClassNotFound, resolve_priority
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+COMPONENT = "pykueue-job-controller"
+JOB_UID_POD_LABEL = "batch.kubernetes.io/controller-uid"
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+
+# How soon to look again while waiting for something no watch event of ours announces.
+PODS_GONE_POLL_SECONDS = 1.0
+MISSING_FLAVOR_RETRY_SECONDS = 5.0
+MISSING_PRIORITY_CLASS_RETRY_SECONDS = 15.0
+
+
+class JobLister(Protocol):
+    """The read side: what the reconciler needs from the informer caches."""
+
+    def job(self, namespace: str, name: str) -> Obj | None: ...
+
+    def workloads_for_job(self, namespace: str, name: str) -> list[Obj]:
+        """Workloads whose controller owner is a Job called ``name`` (any UID)."""
+        ...
+
+    def flavors(self) -> Mapping[str, Obj]: ...
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool: ...
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]: ...
+
+    def workload_priority_class(self, name: str) -> Obj | None: ...
+
+    def priority_class(self, name: str) -> Obj | None: ...
+
+    def default_priority_class(self) -> Obj | None: ...
+
+
+class Writer(Protocol):
+    """The write side: the subset of :class:`pykueue.kube.client.KubeClient` used here."""
+
+    def create(self, res: R.Resource, obj: Obj, namespace: str | None = None) -> Obj: ...
+
+    def list(self, res: R.Resource, namespace: str | None = None, **kwargs: Any) -> Obj: ...
+
+    def patch(
+        self, res: R.Resource, name: str, patch: Any, namespace: str | None = None, **kwargs: Any
+    ) -> Obj: ...
+
+    def patch_status(
+        self, res: R.Resource, name: str, patch: Any, namespace: str | None = None, **kwargs: Any
+    ) -> Obj: ...
+
+    def delete(self, res: R.Resource, name: str, namespace: str | None = None, **kwargs: Any) -> bool: ...
+
+    def emit_event(
+        self, involved: Obj, type_: str, reason: str, message: str, component: str = ...
+    ) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """The Configuration as far as the Job integration is concerned."""
+
+    management: ManagementPolicy = field(default_factory=ManagementPolicy)
+    wait_for_pods_ready: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """``requeue_after``: look at this Job again after that many seconds even without an event."""
+
+    requeue_after: float | None = None
+
+
+DONE = Result()
+
+
+def _with_kind(obj: Obj, api_version: str, kind: str) -> Obj:
+    """Objects from list responses lack apiVersion/kind; Events need them to name the object."""
+    if obj.get("kind") and obj.get("apiVersion"):
+        return obj
+    return {**obj, "apiVersion": api_version, "kind": kind}
+
+
+class JobReconciler:
+    def __init__(
+        self,
+        lister: JobLister,
+        writer: Writer,
+        settings: JobSettings,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._lister = lister
+        self._writer = writer
+        self._settings = settings
+        self._clock = clock
+
+    # --- events and small writes -------------------------------------------------------------
+
+    def _event(self, job: Obj, type_: str, reason: str, message: str) -> None:
+        self._writer.emit_event(
+            _with_kind(job, jobs.JOB_API_VERSION, jobs.JOB_KIND), type_, reason, message, COMPONENT
+        )
+
+    def _patch_job(self, job: Obj, patch: Obj) -> Obj:
+        meta = jobs.metadata(job)
+        return self._writer.patch(R.JOBS, meta["name"], patch, meta["namespace"])
+
+    def _write_plan(self, workload: Obj, plan: WorkloadPlan) -> Obj | None:
+        patch = workload_status_patch(workload, plan, self._clock())
+        if patch is None:
+            return None
+        meta = wv.meta(workload)
+        return self._writer.patch_status(R.WORKLOADS, meta["name"], patch, meta["namespace"])
+
+    def _remove_finalizer(self, workload: Obj) -> None:
+        finalizers = list(wv.meta(workload).get("finalizers") or [])
+        if C.RESOURCE_IN_USE_FINALIZER not in finalizers:
+            return
+        index = finalizers.index(C.RESOURCE_IN_USE_FINALIZER)
+        path = f"/metadata/finalizers/{index}"
+        ops = [
+            {"op": "test", "path": path, "value": C.RESOURCE_IN_USE_FINALIZER},
+            {"op": "remove", "path": path},
+        ]
+        with contextlib.suppress(NotFound):
+            self._writer.patch(R.WORKLOADS, wv.name(workload), ops, wv.namespace(workload), patch_type="json")
+
+    def _delete_workload(self, workload: Obj) -> None:
+        self._remove_finalizer(workload)
+        with contextlib.suppress(NotFound):
+            self._writer.delete(R.WORKLOADS, wv.name(workload), wv.namespace(workload))
+
+    # --- the pass ------------------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> Result:
+        job = self._lister.job(namespace, name)
+        workloads = self._lister.workloads_for_job(namespace, name)
+        if job is None or jobs.metadata(job).get("deletionTimestamp"):
+            for workload in workloads:
+                if job is None:
+                    self._delete_workload(workload)
+                else:
+                    self._remove_finalizer(workload)
+            return DONE
+
+        queue_name = queue_name_for(
+            job,
+            self._settings.management,
+            namespace_labels=self._lister.namespace_labels(namespace),
+            default_queue_exists=self._lister.local_queue_exists(namespace, C.DEFAULT_LOCAL_QUEUE),
+        )
+        if queue_name is None:
+            return DONE
+
+        mine = []
+        for workload in workloads:
+            if owned_by(workload, job):
+                mine.append(workload)
+            else:  # left over from a deleted Job of the same name
+                self._delete_workload(workload)
+
+        finish = jobs.finished(job)
+        if finish is not None:
+            return self._finish(job, mine, finish)
+
+        workload = self._ensure_one_workload(job, mine, queue_name)
+        if workload is None:
+            return self._create_workload(job, queue_name)
+        return self._drive(job, workload)
+
+    # --- step 3: finished Jobs -----------------------------------------------------------------
+
+    def _finish(self, job: Obj, workloads: list[Obj], finish: jobs.Finish) -> Result:
+        for workload in workloads:
+            if not wv.is_finished(workload):
+                self._write_plan(workload, finish_plan(finish))
+                self._event(
+                    job,
+                    "Normal",
+                    C.EVENT_FINISHED_WORKLOAD,
+                    f"Workload '{wv.key(workload)}' is declared finished",
+                )
+            self._remove_finalizer(workload)
+        return DONE
+
+    # --- step 4: exactly one matching Workload -------------------------------------------------
+
+    def _ensure_one_workload(self, job: Obj, workloads: list[Obj], queue_name: str) -> Obj | None:
+        matching = [w for w in workloads if podsets_match(job, w)]
+        keep = matching[0] if matching else None
+        if (
+            keep is None
+            and len(workloads) == 1
+            and jobs.is_suspended(job)
+            and not wv.has_reservation(workloads[0])
+            and not wv.is_finished(workloads[0])
+        ):
+            keep = self._update_podsets(job, workloads[0])
+            self._event(
+                job,
+                "Normal",
+                C.EVENT_UPDATED_WORKLOAD,
+                f"Updated not matching Workload for suspended job: {wv.key(keep)}",
+            )
+            return keep
+        for workload in workloads:
+            if workload is not keep:
+                self._delete_workload(workload)
+                self._event(
+                    job,
+                    "Normal",
+                    C.EVENT_DELETED_WORKLOAD,
+                    f"Deleted not matching Workload: {wv.key(workload)}",
+                )
+        if keep is not None and wv.queue_name(keep) != queue_name and not wv.has_reservation(keep):
+            keep = self._writer.patch(
+                R.WORKLOADS,
+                wv.name(keep),
+                {
+                    "metadata": {"resourceVersion": wv.meta(keep).get("resourceVersion")},
+                    "spec": {"queueName": queue_name},
+                },
+                wv.namespace(keep),
+            )
+            self._event(
+                job, "Normal", C.EVENT_UPDATED_WORKLOAD, f"Updated queue name of Workload: {wv.key(keep)}"
+            )
+        return keep
+
+    def _update_podsets(self, job: Obj, workload: Obj) -> Obj:
+        patch = {
+            "metadata": {"resourceVersion": wv.meta(workload).get("resourceVersion")},
+            "spec": {"podSets": job_podsets(job)},
+        }
+        return self._writer.patch(R.WORKLOADS, wv.name(workload), patch, wv.namespace(workload))
+
+    def _create_workload(self, job: Obj, queue_name: str) -> Result:
+        if not jobs.is_suspended(job):
+            # A managed Job never runs without an admitted Workload: no pods before admission.
+            self._stop(job, None, "No matching Workload; the job is suspended until it is admitted")
+            return DONE
+        try:
+            priority = resolve_priority(
+                job,
+                workload_priority_class=self._lister.workload_priority_class,
+                priority_class=self._lister.priority_class,
+                default_priority_class=self._lister.default_priority_class,
+            )
+            workload = compose_workload(job, queue_name=queue_name, priority=priority)
+        except PriorityClassNotFound as err:
+            self._event(job, "Warning", C.EVENT_PRIORITY_CLASS_NOT_FOUND, str(err))
+            return Result(MISSING_PRIORITY_CLASS_RETRY_SECONDS)
+        except ComposeError as err:
+            log.warning("cannot compose a Workload for job", extra={"job": jobs.key(job), "error": str(err)})
+            self._event(job, "Warning", C.EVENT_ERR_WORKLOAD_COMPOSE, str(err))
+            return DONE
+        try:
+            created = self._writer.create(R.WORKLOADS, workload, wv.namespace(workload))
+        except AlreadyExists:
+            # Our cache is behind (or the previous Workload is still being deleted): look again.
+            return Result(PODS_GONE_POLL_SECONDS)
+        self._event(job, "Normal", C.EVENT_CREATED_WORKLOAD, f"Created Workload: {wv.key(created)}")
+        return DONE
+
+    # --- steps 5-7: follow the Workload ----------------------------------------------------------
+
+    def _drive(self, job: Obj, workload: Obj) -> Result:
+        if wv.is_finished(workload) or wv.meta(workload).get("deletionTimestamp"):
+            self._stop(job, workload, "The workload is finished or being deleted")
+            return DONE
+
+        evicted = wv.condition(workload, C.COND_EVICTED)
+        if evicted is not None and evicted.get("status") == "True":
+            job = self._stop(job, workload, str(evicted.get("message") or "The workload was evicted"))
+            if wv.has_reservation(workload):
+                return self._release_when_pods_gone(job, workload)
+            return DONE
+
+        admitted = wv.is_admitted(workload) and wv.has_reservation(workload) and wv.is_active(workload)
+        if not jobs.is_suspended(job):
+            if not admitted:
+                self._stop(job, workload, "Not admitted by cluster queue")
+                return DONE
+            if self._settings.wait_for_pods_ready:
+                plan = pods_ready_plan(job, workload)
+                if plan is not None:
+                    self._write_plan(workload, plan)
+            return DONE
+
+        if admitted:
+            return self._start(job, workload)
+        # Suspended and not admitted: finish an interrupted stop (template still injected).
+        self._stop(job, workload, "")
+        return DONE
+
+    def _start(self, job: Obj, workload: Obj) -> Result:
+        if is_started(job):
+            # The Job API only lets us change the template of a Job that never started.
+            job = self._clear_start_time(job)
+        try:
+            infos = podset_infos(workload, self._lister.flavors())
+            patch = start_patch(job, infos)
+        except FlavorNotFound as err:
+            log.info("admitted flavor not cached yet", extra={"job": jobs.key(job), "error": str(err)})
+            return Result(MISSING_FLAVOR_RETRY_SECONDS)
+        except PodSetMergeError as err:
+            message = f"Failed to start the job: {err}"
+            self._write_plan(workload, failed_to_start_plan(message))
+            self._event(job, "Warning", C.EVENT_STOPPED, message)
+            return DONE
+        self._patch_job(job, patch)
+        cluster_queue = wv.admitted_cluster_queue(workload)
+        self._event(job, "Normal", C.EVENT_STARTED, f"Admitted by clusterQueue {cluster_queue}")
+        return DONE
+
+    def _stop(self, job: Obj, workload: Obj | None, message: str) -> Obj:
+        """Suspend, forget the start, restore the template; returns the latest Job seen."""
+        if not jobs.is_suspended(job):
+            job = self._patch_job(job, suspend_patch(job))
+            self._event(job, "Normal", C.EVENT_STOPPED, message or "The job was stopped")
+        if is_started(job):
+            job = self._clear_start_time(job)
+        patch = restore_patch(job, self._fallback_template(job, workload))
+        if patch is not None:
+            job = self._patch_job(job, patch)
+        return job
+
+    def _clear_start_time(self, job: Obj) -> Obj:
+        meta = jobs.metadata(job)
+        return self._writer.patch_status(R.JOBS, meta["name"], clear_start_time_patch(), meta["namespace"])
+
+    @staticmethod
+    def _fallback_template(job: Obj, workload: Obj | None) -> Obj | None:
+        """The Workload's template, to restore a Job injected without a saved original.
+
+        Only used when the Job's template visibly carries an injection (the podset label):
+        otherwise it is the user's own template, which may legitimately differ from the
+        Workload's in fields that do not affect admission.
+        """
+        if workload is None or C.PODSET_LABEL not in (jobs.pod_template(job).get("metadata") or {}).get(
+            "labels", {}
+        ):
+            return None
+        podsets = wv.spec(workload).get("podSets") or []
+        first = podsets[0] if podsets and isinstance(podsets[0], dict) else {}
+        template = first.get("template")
+        return template if isinstance(template, dict) else None
+
+    def _release_when_pods_gone(self, job: Obj, workload: Obj) -> Result:
+        """Quota goes back only when no pod of the Job can still be running (seed 004)."""
+        if jobs.is_active(job) or self._pods_left(job):
+            return Result(PODS_GONE_POLL_SECONDS)
+        self._write_plan(workload, release_plan(workload, self._clock()))
+        return DONE
+
+    def _pods_left(self, job: Obj) -> int:
+        meta = jobs.metadata(job)
+        pods = self._writer.list(
+            R.PODS, meta["namespace"], label_selector=f"{JOB_UID_POD_LABEL}={meta.get('uid')}"
+        )
+        return sum(
+            1
+            for pod in pods.get("items") or []
+            if (pod.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES
+        )
+
+
+def describe(result: Result) -> str:
+    """For logs: ``done`` or ``again in 1.0s``."""
+    return "done" if result.requeue_after is None else f"again in {result.requeue_after:.1f}s"
