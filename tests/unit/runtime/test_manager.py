@@ -1,0 +1,91 @@
+"""Controller manager without leader election: leader work starts after sync, stops on shutdown."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from controller.runtime.manager import EXIT_LOST_LEADERSHIP, EXIT_OK, Controller
+from pykueue.kube.resources import CONFIG_MAPS
+from tests.unit.runtime.scripted_source import Block, ScriptedSource, cm, page
+
+
+class Recorder:
+    name = "recorder"
+
+    def __init__(self, ctrl: Controller) -> None:
+        self.ctrl = ctrl
+        self.events: list[str] = []
+        self.cached_at_start: int | None = None
+
+    def register_handlers(self) -> None:
+        self.events.append("handlers")
+
+    def start(self) -> None:
+        self.cached_at_start = len(self.ctrl.informer(CONFIG_MAPS).store)
+        self.events.append("start")
+
+    def stop(self) -> None:
+        self.events.append("stop")
+
+
+def run_in_thread(ctrl: Controller, stop: threading.Event) -> tuple[threading.Thread, list[int]]:
+    status: list[int] = []
+    thread = threading.Thread(target=lambda: status.append(ctrl.run(stop)))
+    thread.start()
+    return thread, status
+
+
+def wait_until(predicate, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_runnables_start_after_informers_synced_and_stop_on_shutdown() -> None:
+    source = ScriptedSource(lists=[page([cm("a", "1"), cm("b", "2")], "5")], watches=[[Block()]])
+    ctrl = Controller(source, identity="me", election=None, health_addr="0", metrics_addr="0")
+    ctrl.informer(CONFIG_MAPS)
+    recorder = Recorder(ctrl)
+    ctrl.register(recorder)
+    assert recorder.events == ["handlers"]
+    started: list[threading.Event] = []
+    ctrl.on_started_leading.append(started.append)
+    stop = threading.Event()
+    thread, status = run_in_thread(ctrl, stop)
+    assert wait_until(lambda: "start" in recorder.events)
+    assert recorder.cached_at_start == 2, "leader work must see a synced cache"
+    assert wait_until(lambda: len(started) == 1) and ctrl.is_leader
+    stop.set()
+    thread.join(10)
+    assert status == [EXIT_OK]
+    assert recorder.events == ["handlers", "start", "stop"]
+
+
+def test_register_rejects_objects_without_start_and_stop() -> None:
+    ctrl = Controller(ScriptedSource([], []), identity="me", election=None, health_addr="0", metrics_addr="0")
+    with pytest.raises(TypeError, match=r"start\(\)/stop\(\)"):
+        ctrl.register(object())  # type: ignore[arg-type]
+
+
+def test_runnable_that_fails_to_start_ends_the_process_with_an_error() -> None:
+    class Broken:
+        name = "broken"
+
+        def start(self) -> None:
+            raise RuntimeError("cannot start")
+
+        def stop(self) -> None:
+            pass
+
+    ctrl = Controller(ScriptedSource([], []), identity="me", election=None, health_addr="0", metrics_addr="0")
+    ctrl.register(Broken())
+    stop = threading.Event()
+    thread, status = run_in_thread(ctrl, stop)
+    thread.join(10)
+    assert status == [EXIT_LOST_LEADERSHIP]
