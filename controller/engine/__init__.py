@@ -1,0 +1,63 @@
+"""The admission engine: pure, in-memory, no Kubernetes API calls, no threads.
+
+It matches the observable behaviour of Kueue's queue manager, scheduler cache and scheduler
+(``docs/design/engine.md`` explains the data structures and why a cycle stays cheap).
+
+Driving it (what the controller does)
+-------------------------------------
+Objects are passed exactly as the apiserver serves them (plain JSON dicts, ``kueue.x-k8s.io/v1beta1``).
+Feed every informer event to the matching method; each call converts the object once into a
+compact record and updates indexes, so the cycle never re-parses JSON::
+
+    engine = Engine(heads_per_cluster_queue=8, requeue_batch_seconds=1.0)
+    engine.upsert_resource_flavor(rf)            # delete_resource_flavor(name)
+    engine.upsert_cluster_queue(cq)              # delete_cluster_queue(name)
+    engine.upsert_cohort(cohort)                 # delete_cohort(name)
+    engine.upsert_local_queue(lq)                # delete_local_queue(namespace, name)
+    engine.upsert_admission_check(ac)            # delete_admission_check(name)
+    engine.upsert_priority_class(wpc_or_pc)      # delete_priority_class(name, kind=...)
+    engine.set_namespace(name, labels)           # delete_namespace(name); for namespaceSelector
+    engine.upsert_workload(wl)                   # delete_workload(namespace, name)
+
+Then, in the scheduler loop (leader only)::
+
+    result = engine.schedule(now=time.time())    # -> CycleResult
+    for r in result.reservations:   # already assumed in the engine's cache
+        write status.admission = r.admission, QuotaReserved=True (message r.message) and,
+        if not r.admission_checks, Admitted=True; else add Pending AdmissionCheckStates for
+        r.admission_checks.  On success: engine.confirm(r.workload); on failure:
+        engine.rollback(r.workload) (the workload is requeued at once).
+    for p in result.preemptions:    # evict p.victim: Evicted=True reason Preempted, and
+        Preempted=True reason p.reason with p.message; events Preempted / PreemptedWorkload.
+    for e in result.evictions:      # stopPolicy HoldAndDrain: evict e.workload with e.reason.
+    for s in result.pending:        # QuotaReserved=False with s.reason / s.message. Only
+        emitted when it differs from what the engine last saw or emitted for that workload.
+
+Kueue backs off between unproductive cycles: loop again at once while
+``result.admitted_anything``, else sleep a few milliseconds (Kueue: 1 ms doubling to 10 ms).
+
+State moves back in through the informers: when the controller's write of ``status.admission``
+comes back, ``upsert_workload`` sees the reservation (the assumption becomes the record); when a
+workload finishes, is deleted, or has its admission cleared after eviction, its quota is freed and
+parked workloads of that cohort tree are requeued (batched per ``requeue_batch_seconds``).
+
+Queue status for the ClusterQueue/LocalQueue status subresources:
+``engine.cluster_queue_status(name)`` and ``engine.local_queue_status(namespace, name)``.
+"""
+
+from __future__ import annotations
+
+from .engine import Engine
+from .results import CycleResult, Eviction, PendingReason, Preemption, Reservation
+from .status import ClusterQueueStatus, LocalQueueStatus
+
+__all__ = [
+    "ClusterQueueStatus",
+    "CycleResult",
+    "Engine",
+    "Eviction",
+    "LocalQueueStatus",
+    "PendingReason",
+    "Preemption",
+    "Reservation",
+]

@@ -1,0 +1,192 @@
+"""One scheduling cycle.
+
+The cycle runs in rounds. Each round takes the next head of every active ClusterQueue that is
+still eligible this cycle, nominates it (flavor assignment, preemption targets), orders the
+round's entries as Kueue does (entries that need no borrowing first, then higher priority, then
+older), and processes them one by one against the live quota state, which the round mutates:
+
+* **fit**: re-checked against the quota as it is now (an earlier entry may have taken it); then
+  assumed in the cache and returned as a reservation. The queue stays eligible for the next round.
+* **preempt**: victims are returned, the preemptor's usage is held for the rest of the cycle so
+  nobody else takes the room being freed, and the preemptor becomes its queue's sticky head.
+  Its queue takes no more heads this cycle (evictions are serialised per queue). An entry whose
+  victims overlap those of an earlier entry is skipped.
+* **no fit**: the pending reason is recorded; BestEffortFIFO parks the workload's shape class and
+  moves on to the next head, StrictFIFO keeps it as the head and stops the queue for this cycle.
+
+``heads_per_cluster_queue`` bounds the rounds. Kueue uses one head per queue per cycle, which is
+its throughput ceiling; several rounds are safe because each re-checks against the mutated state
+and a queue that preempts or blocks stops taking heads. The "snapshot" of Kueue is therefore the
+live cache plus an undo list for the cycle's temporary reservations; nothing is copied.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pykueue.api import constants as c
+from pykueue.api.quantity import format_quantity
+
+from . import quota
+from .flavors import FIT, PREEMPT, Assignment, assign_flavors
+from .preemption import Target, preemption_message
+from .records import FlavorResource, ObjectKey, WorkloadInfo
+from .results import CycleResult, Preemption, Reservation
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class _Entry:
+    __slots__ = ("assignment", "cluster_queue", "info", "targets")
+
+    def __init__(self, info: WorkloadInfo, cluster_queue: str, assignment: Assignment, targets: list[Target]) -> None:
+        self.info = info
+        self.cluster_queue = cluster_queue
+        self.assignment = assignment
+        self.targets = targets
+
+    def order(self) -> tuple[int, int, float]:
+        return (self.assignment.borrowing_level, -self.info.priority, self.info.queue_ts)
+
+
+def run_cycle(engine: Engine, now: float, result: CycleResult) -> None:
+    exhausted: set[str] = set()
+    held: list[tuple[quota.QuotaNode, dict[FlavorResource, int]]] = []
+    targeted: set[ObjectKey] = set()
+    try:
+        for _ in range(engine.heads_per_cluster_queue):
+            entries: list[_Entry] = []
+            for name, queue in engine.queues.items():
+                if name in exhausted or not engine.is_active(name):
+                    continue
+                info = queue.pop()
+                if info is None:
+                    exhausted.add(name)
+                    continue
+                entries.append(_nominate(engine, info, name))
+            if not entries:
+                break
+            result.heads_tried += len(entries)
+            entries.sort(key=_Entry.order)
+            for entry in entries:
+                _process(engine, entry, now, result, exhausted, held, targeted)
+    finally:
+        for node, usage in held:
+            quota.remove_usage(node, usage)
+
+
+def _nominate(engine: Engine, info: WorkloadInfo, cluster_queue: str) -> _Entry:
+    spec = engine.cluster_queues[cluster_queue]
+    node = engine.forest.cluster_queues[cluster_queue]
+    assignment = assign_flavors(info, spec, node, engine.flavors, engine.preemptor.preemption_level)
+    targets: list[Target] = []
+    if assignment.mode == PREEMPT:
+        targets = engine.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
+    return _Entry(info, cluster_queue, assignment, targets)
+
+
+def _process(
+    engine: Engine,
+    entry: _Entry,
+    now: float,
+    result: CycleResult,
+    exhausted: set[str],
+    held: list[tuple[quota.QuotaNode, dict[FlavorResource, int]]],
+    targeted: set[ObjectKey],
+) -> None:
+    info, name, assignment = entry.info, entry.cluster_queue, entry.assignment
+    queue = engine.queues[name]
+    node = engine.forest.cluster_queues[name]
+    spec = engine.cluster_queues[name]
+
+    if assignment.mode == FIT:
+        if not quota.fits(node, assignment.usage):
+            # Another entry of this cycle took the room; try again next cycle, not parked.
+            engine.requeue(info, name)
+            exhausted.add(name)
+            return
+        flavors_used = {f for ps in assignment.podsets for f in ps.flavors.values()}
+        checks = tuple(r.name for r in spec.checks if not r.on_flavors or r.on_flavors & flavors_used)
+        engine.assume(info, name, dict(assignment.usage), now, admitted=not checks)
+        if queue.sticky == info.key:
+            queue.sticky = None
+        result.reservations.append(
+            Reservation(
+                workload=info.key,
+                uid=info.uid,
+                cluster_queue=name,
+                admission=_admission_dict(name, assignment),
+                admission_checks=checks,
+                borrowing=assignment.borrows,
+                message=f"Quota reserved in ClusterQueue {name}",
+            )
+        )
+        return
+
+    if assignment.mode == PREEMPT and entry.targets:
+        victims = [t.victim.key for t in entry.targets]
+        if any(v in targeted for v in victims):
+            # Kueue skips a preemptor whose victims another entry of this cycle already claimed.
+            engine.requeue(info, name)
+            exhausted.add(name)
+            return
+        targeted.update(victims)
+        usage = dict(assignment.usage)
+        quota.add_usage(node, usage)
+        held.append((node, usage))
+        preemptor_path = node.path()
+        for target in entry.targets:
+            victim = target.victim
+            if victim.evicted or victim.key in engine.being_evicted:
+                continue  # already on its way out; nothing new to issue
+            engine.being_evicted[victim.key] = info.key
+            victim_node = engine.forest.cluster_queues[target.cluster_queue]
+            result.preemptions.append(
+                Preemption(
+                    victim=victim.key,
+                    victim_uid=victim.uid,
+                    victim_cluster_queue=target.cluster_queue,
+                    preemptor=info.key,
+                    preemptor_cluster_queue=name,
+                    reason=target.reason,
+                    message=preemption_message(info, target.reason, preemptor_path, victim_node.path()),
+                )
+            )
+        engine.requeue(info, name)
+        queue.sticky = info.key
+        exhausted.add(name)
+        engine.emit_reason(
+            result,
+            info.key,
+            c.REASON_WAITING_FOR_PREEMPTED,
+            f"Pending the preemption of {len(entry.targets)} workload(s)",
+        )
+        return
+
+    # No fit, or preemption without candidates.
+    reason = assignment.reason or c.REASON_WAITING_FOR_QUOTA
+    message = assignment.message or "couldn't assign flavors"
+    engine.requeue(info, name)
+    if queue.sticky == info.key:
+        queue.sticky = None
+    engine.emit_reason(result, info.key, reason, message)
+    if spec.strict_fifo:
+        exhausted.add(name)
+    else:
+        queue.park_shape_of(info)
+
+
+def _admission_dict(cluster_queue: str, assignment: Assignment) -> dict[str, object]:
+    return {
+        "clusterQueue": cluster_queue,
+        "podSetAssignments": [
+            {
+                "name": ps.name,
+                "flavors": dict(ps.flavors),
+                "resourceUsage": {res: format_quantity(amount, res) for res, amount in ps.usage.items()},
+                "count": ps.count,
+            }
+            for ps in assignment.podsets
+        ],
+    }

@@ -1,0 +1,612 @@
+"""The Engine facade: object events in, admission decisions out. See the package docstring."""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pykueue.api import constants as c
+
+from . import quota
+from .cycle import run_cycle
+from .parse import (
+    admission_check_active,
+    parse_cluster_queue,
+    parse_cohort,
+    parse_local_queue,
+    parse_resource_flavor,
+    parse_workload,
+)
+from .preemption import Preemptor
+from .queues import PendingQueue
+from .records import (
+    AdmissionInfo,
+    ClusterQueueSpec,
+    CohortSpec,
+    FlavorInfo,
+    FlavorResource,
+    LocalQueueInfo,
+    ObjectKey,
+    WorkloadInfo,
+    object_key,
+)
+from .results import CycleResult, Eviction, PendingReason
+from .selectors import selector_matches
+from .status import ClusterQueueStatus, LocalQueueStatus, cluster_queue_status, local_queue_status
+
+# Where a tracked workload currently is.
+_QUEUED = "queued"  # in its ClusterQueue's pending queue (schedulable, maybe parked)
+_WAITING = "waiting"  # its LocalQueue/ClusterQueue is missing or stopped, or its namespace does not match
+_BACKOFF = "backoff"  # requeueState.requeueAt is in the future
+_HELD = "held"  # not schedulable until the object changes (Requeued=False, check Retry, invalid...)
+_ADMITTED = "admitted"  # holds quota (admitted, reserved or assumed)
+
+WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
+
+
+class Engine:
+    """Pure in-memory admission engine. Not thread-safe: drive it from one thread."""
+
+    def __init__(self, *, heads_per_cluster_queue: int = 8, requeue_batch_seconds: float = 1.0) -> None:
+        if heads_per_cluster_queue < 1:
+            raise ValueError("heads_per_cluster_queue must be at least 1")
+        self.heads_per_cluster_queue = heads_per_cluster_queue
+        self.requeue_batch_seconds = requeue_batch_seconds
+
+        self.cluster_queues: dict[str, ClusterQueueSpec] = {}
+        self.cohorts: dict[str, CohortSpec] = {}
+        self.flavors: dict[str, FlavorInfo] = {}
+        self.checks: dict[str, bool] = {}  # AdmissionCheck name -> Active
+        self.priority_classes: dict[tuple[str, str], int] = {}  # (source, name) -> value
+        self.local_queues: dict[ObjectKey, LocalQueueInfo] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.forest = quota.QuotaForest()
+        self.queues: dict[str, PendingQueue] = {}
+        self.inactive: dict[str, tuple[str, str]] = {}  # ClusterQueue -> (reason, message)
+
+        self.workloads: dict[ObjectKey, WorkloadInfo] = {}
+        self.admitted: dict[str, dict[ObjectKey, WorkloadInfo]] = {}
+        self._location: dict[ObjectKey, tuple[str, str]] = {}
+        self._pending_by_lq: dict[ObjectKey, set[ObjectKey]] = {}
+        self._lqs_by_cq: dict[str, set[ObjectKey]] = {}
+        self._backoff: list[tuple[float, int, ObjectKey]] = []
+        self._backoff_seq = 0
+        self.being_evicted: dict[ObjectKey, ObjectKey] = {}  # victim -> preemptor (expectations)
+        self._drained: set[ObjectKey] = set()  # HoldAndDrain evictions already emitted
+
+        self._last_reason: dict[ObjectKey, tuple[str, str]] = {}
+        self._reasons_to_emit: dict[ObjectKey, tuple[str, str]] = {}
+        self._evictions_to_emit: list[Eviction] = []
+        self._dirty_roots: dict[str, float | None] = {}  # root -> first cycle time that saw it
+
+        self.preemptor = Preemptor(self.forest, self.cluster_queues, self.admitted, self.being_evicted)
+
+    # ============================================================================================
+    # ClusterQueue / Cohort / ResourceFlavor / AdmissionCheck
+    # ============================================================================================
+    def upsert_cluster_queue(self, obj: Mapping[str, Any]) -> None:
+        spec = parse_cluster_queue(obj)
+        if not spec.name:
+            return
+        old = self.cluster_queues.get(spec.name)
+        self.cluster_queues[spec.name] = spec
+        self.admitted.setdefault(spec.name, {})
+        queue = self.queues.get(spec.name)
+        if queue is None:
+            self.queues[spec.name] = PendingQueue(spec.name, spec.strict_fifo)
+        else:
+            queue.set_strict_fifo(spec.strict_fifo)
+        if old is None or old.cohort != spec.cohort or old.groups != spec.groups:
+            old_root = self.forest.root_of.get(spec.name)
+            self._rebuild_forest()
+            if old_root:
+                self._mark_dirty(old_root)
+        self._refresh_activity(spec.name)
+        self._mark_dirty(self.forest.root_of[spec.name])
+        # The namespace selector or the queue's existence may change where its workloads belong.
+        self._reroute_cluster_queue(spec.name, recheck_queued=old is None or old.namespace_selector != spec.namespace_selector)
+        self._drain_if_needed(spec.name)
+
+    def delete_cluster_queue(self, name: str) -> None:
+        if self.cluster_queues.pop(name, None) is None:
+            return
+        root = self.forest.root_of.get(name)
+        self._rebuild_forest()
+        if root:
+            self._mark_dirty(root)
+        self.inactive.pop(name, None)
+        self._reroute_cluster_queue(name, recheck_queued=True)
+        self.queues.pop(name, None)
+
+    def upsert_cohort(self, obj: Mapping[str, Any]) -> None:
+        spec = parse_cohort(obj)
+        if not spec.name or self.cohorts.get(spec.name) == spec:
+            return
+        self.cohorts[spec.name] = spec
+        self._topology_changed()
+
+    def delete_cohort(self, name: str) -> None:
+        if self.cohorts.pop(name, None) is not None:
+            self._topology_changed()
+
+    def upsert_resource_flavor(self, obj: Mapping[str, Any]) -> None:
+        flavor = parse_resource_flavor(obj)
+        if not flavor.name:
+            return
+        self.flavors[flavor.name] = flavor
+        self._flavor_or_check_changed(lambda spec: flavor.name in spec.flavor_names)
+
+    def delete_resource_flavor(self, name: str) -> None:
+        if self.flavors.pop(name, None) is not None:
+            self._flavor_or_check_changed(lambda spec: name in spec.flavor_names)
+
+    def upsert_admission_check(self, obj: Mapping[str, Any]) -> None:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        if not name:
+            return
+        self.checks[name] = admission_check_active(obj)
+        self._flavor_or_check_changed(lambda spec: any(rule.name == name for rule in spec.checks))
+
+    def delete_admission_check(self, name: str) -> None:
+        if self.checks.pop(name, None) is not None:
+            self._flavor_or_check_changed(lambda spec: any(rule.name == name for rule in spec.checks))
+
+    # --- priority classes --------------------------------------------------------------------------
+    def upsert_priority_class(self, obj: Mapping[str, Any]) -> None:
+        """Accepts a WorkloadPriorityClass (kueue.x-k8s.io) or a PriorityClass (scheduling.k8s.io)."""
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        value = obj.get("value")
+        if not name or isinstance(value, bool) or not isinstance(value, int):
+            return
+        self.priority_classes[(self._priority_source(obj), name)] = value
+
+    def delete_priority_class(self, name: str, *, kind: str = "WorkloadPriorityClass") -> None:
+        source = WORKLOAD_PRIORITY_CLASS_SOURCE if kind == "WorkloadPriorityClass" else POD_PRIORITY_CLASS_SOURCE
+        self.priority_classes.pop((source, name), None)
+
+    @staticmethod
+    def _priority_source(obj: Mapping[str, Any]) -> str:
+        if obj.get("kind") == "PriorityClass" or str(obj.get("apiVersion", "")).startswith("scheduling.k8s.io"):
+            return POD_PRIORITY_CLASS_SOURCE
+        return WORKLOAD_PRIORITY_CLASS_SOURCE
+
+    def priority_value(self, name: str, source: str = WORKLOAD_PRIORITY_CLASS_SOURCE) -> int | None:
+        """The value of a known priority class, for the controller filling ``spec.priority``."""
+        return self.priority_classes.get((source, name))
+
+    # --- LocalQueue and namespaces -------------------------------------------------------------------
+    def upsert_local_queue(self, obj: Mapping[str, Any]) -> None:
+        lq = parse_local_queue(obj)
+        if not lq.name or not lq.namespace:
+            return
+        old = self.local_queues.get(lq.key)
+        self.local_queues[lq.key] = lq
+        if old is not None and old.cluster_queue != lq.cluster_queue:
+            self._lqs_by_cq.get(old.cluster_queue, set()).discard(lq.key)
+        self._lqs_by_cq.setdefault(lq.cluster_queue, set()).add(lq.key)
+        self._reroute_local_queue(lq.key)
+        if lq.stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
+            for info in list(self.admitted.get(lq.cluster_queue, {}).values()):
+                if info.namespace == lq.namespace and info.queue_name == lq.name:
+                    self._emit_drain(info, c.REASON_LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped")
+
+    def delete_local_queue(self, namespace: str, name: str) -> None:
+        key = object_key(namespace, name)
+        lq = self.local_queues.pop(key, None)
+        if lq is None:
+            return
+        self._lqs_by_cq.get(lq.cluster_queue, set()).discard(key)
+        self._reroute_local_queue(key)
+
+    def set_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """Feed a namespace's labels (ClusterQueue namespaceSelector is evaluated against them)."""
+        new = dict(labels or {})
+        if self.namespaces.get(name) == new:
+            return
+        self.namespaces[name] = new
+        for lq_key in [k for k in self.local_queues if k.startswith(name + "/")]:
+            self._reroute_local_queue(lq_key)
+
+    def delete_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
+    # ============================================================================================
+    # Workloads
+    # ============================================================================================
+    def upsert_workload(self, obj: Mapping[str, Any]) -> None:
+        info = parse_workload(obj)
+        if not info.name or not info.namespace:
+            return
+        key = info.key
+        self._resolve_priority(info)
+        if info.pending_reason is not None:
+            self._last_reason[key] = info.pending_reason
+        old = self.workloads.get(key)
+        if old is not None and old.admission is not None and old.admission.assumed and info.admission is None:
+            # A stale event from before our own admission write: keep the assumption until the
+            # controller confirms or rolls it back.
+            if info.finished or not info.active:
+                self._forget(key)
+            return
+        if info.finished or (info.admission is None and (not info.active or info.deleting)):
+            self._forget(key)
+            return
+        self.workloads[key] = info
+        if info.admission is not None:
+            self._hold_quota(info, old)
+        else:
+            self._release_quota(key, old)
+            self._route(info)
+
+    def delete_workload(self, namespace: str, name: str) -> None:
+        self._forget(object_key(namespace, name))
+
+    def confirm(self, key: ObjectKey) -> None:
+        """The admission write for ``key`` succeeded."""
+        info = self.workloads.get(key)
+        if info is not None and info.admission is not None:
+            info.admission.assumed = False
+
+    def rollback(self, key: ObjectKey) -> None:
+        """The admission write for ``key`` failed: drop the assumption and requeue it at once."""
+        info = self.workloads.get(key)
+        if info is None or info.admission is None or not info.admission.assumed:
+            return
+        self._release_quota(key, info)
+        info.admission = None
+        self._route(info)
+
+    # ============================================================================================
+    # Scheduling
+    # ============================================================================================
+    def schedule(self, now: float | None = None) -> CycleResult:
+        """Run one scheduling cycle; see ``controller.engine.cycle``."""
+        start = time.perf_counter()
+        now = time.time() if now is None else now
+        result = CycleResult()
+        self._release_backoff(now)
+        self._flush_requeues(now)
+        result.evictions, self._evictions_to_emit = self._evictions_to_emit, []
+        run_cycle(self, now, result)
+        for key, (reason, message) in self._reasons_to_emit.items():
+            self.emit_reason(result, key, reason, message)
+        self._reasons_to_emit.clear()
+        result.duration_seconds = time.perf_counter() - start
+        return result
+
+    def emit_reason(self, result: CycleResult, key: ObjectKey, reason: str, message: str) -> None:
+        """Add a pending reason to ``result`` unless it is what the workload already shows."""
+        if key not in self.workloads or self._location.get(key, ("",))[0] == _ADMITTED:
+            return
+        if self._last_reason.get(key) != (reason, message):
+            self._last_reason[key] = (reason, message)
+            result.pending.append(PendingReason(key, reason, message))
+
+    def requeue(self, info: WorkloadInfo, cluster_queue: str) -> None:
+        """Put a popped workload back into its queue (used by the cycle)."""
+        self.queues[cluster_queue].push(info)
+        self._location[info.key] = (_QUEUED, cluster_queue)
+
+    def assume(self, info: WorkloadInfo, cluster_queue: str, usage: dict[FlavorResource, int], now: float,
+               admitted: bool) -> None:
+        """Reserve quota for a popped workload before its API write (assume-then-write)."""
+        info.admission = AdmissionInfo(cluster_queue, usage, admitted, reserved_at=now, assumed=True)
+        quota.add_usage(self.forest.cluster_queues[cluster_queue], usage)
+        self.admitted[cluster_queue][info.key] = info
+        self._location[info.key] = (_ADMITTED, cluster_queue)
+        self._unindex_pending(info)
+        self._last_reason.pop(info.key, None)
+
+    # ============================================================================================
+    # Status for ClusterQueue / LocalQueue objects
+    # ============================================================================================
+    def cluster_queue_status(self, name: str) -> ClusterQueueStatus | None:
+        return cluster_queue_status(self, name)
+
+    def local_queue_status(self, namespace: str, name: str) -> LocalQueueStatus | None:
+        return local_queue_status(self, namespace, name)
+
+    def is_active(self, cluster_queue: str) -> bool:
+        return cluster_queue in self.cluster_queues and cluster_queue not in self.inactive
+
+    def pending_count(self, cluster_queue: str) -> int:
+        """Pending workloads of the ClusterQueue's LocalQueues (queued, parked or backing off)."""
+        return sum(len(self._pending_by_lq.get(lq, ())) for lq in self._lqs_by_cq.get(cluster_queue, ()))
+
+    def pending_in_local_queue(self, lq_key: ObjectKey) -> int:
+        return len(self._pending_by_lq.get(lq_key, ()))
+
+    # ============================================================================================
+    # Internals: routing pending workloads
+    # ============================================================================================
+    def _resolve_priority(self, info: WorkloadInfo) -> None:
+        if info.has_priority or not info.priority_class:
+            return
+        source = info.priority_class_source or WORKLOAD_PRIORITY_CLASS_SOURCE
+        value = self.priority_classes.get((source, info.priority_class))
+        if value is not None:
+            info.priority = value
+
+    def _unplace(self, key: ObjectKey) -> None:
+        """Remove a pending workload from wherever it is parked or queued."""
+        where = self._location.pop(key, None)
+        if where is None:
+            return
+        kind, place = where
+        if kind == _QUEUED:
+            queue = self.queues.get(place)
+            if queue is not None:
+                queue.remove(key)
+        # _WAITING/_HELD need nothing; _BACKOFF records are dropped lazily.
+
+    def _index_pending(self, info: WorkloadInfo) -> None:
+        self._pending_by_lq.setdefault(object_key(info.namespace, info.queue_name), set()).add(info.key)
+
+    def _unindex_pending(self, info: WorkloadInfo) -> None:
+        members = self._pending_by_lq.get(object_key(info.namespace, info.queue_name))
+        if members is not None:
+            members.discard(info.key)
+
+    def _route(self, info: WorkloadInfo) -> None:
+        """Decide where a pending workload belongs and put it there."""
+        key = info.key
+        old = self._location.get(key)
+        self._unplace(key)
+        if old is not None and old[0] != _ADMITTED:
+            prev = self.workloads.get(key)
+            if prev is not None and prev is not info:
+                self._unindex_pending(prev)
+        self._index_pending(info)
+        if info.invalid:
+            self._location[key] = (_HELD, "")
+            self._reasons_to_emit[key] = (c.REASON_INADMISSIBLE, info.invalid)
+            return
+        if info.gated:
+            self._location[key] = (_HELD, "")
+            return
+        if info.requeued_false or info.blocked_by_checks:
+            self._location[key] = (_HELD, "")
+            return
+        if info.requeue_at is not None:
+            self._backoff_seq += 1
+            heapq.heappush(self._backoff, (info.requeue_at, self._backoff_seq, key))
+            self._location[key] = (_BACKOFF, str(self._backoff_seq))
+            return
+        self._place(info)
+
+    def _place(self, info: WorkloadInfo) -> None:
+        """Queue a schedulable workload in its ClusterQueue, or park it waiting for its queues."""
+        key = info.key
+        lq = self.local_queues.get(object_key(info.namespace, info.queue_name))
+        problem: tuple[str, str] | None = None
+        if lq is None:
+            problem = (c.REASON_MISCONFIGURED, f"LocalQueue {info.queue_name} doesn't exist")
+        elif lq.stop_policy != c.STOP_POLICY_NONE:
+            problem = (c.REASON_SUSPENDED, f"LocalQueue {lq.name} is stopped")
+        elif lq.cluster_queue not in self.cluster_queues:
+            problem = (c.REASON_MISCONFIGURED, f"ClusterQueue {lq.cluster_queue} doesn't exist")
+        elif not selector_matches(
+            self.cluster_queues[lq.cluster_queue].namespace_selector, self.namespaces.get(info.namespace, {})
+        ):
+            problem = (c.REASON_INADMISSIBLE, "Workload namespace doesn't match ClusterQueue selector")
+        if problem is not None or lq is None:
+            self._location[key] = (_WAITING, "")
+            if problem is not None:
+                self._reasons_to_emit[key] = problem
+            return
+        self.requeue(info, lq.cluster_queue)
+        inactive = self.inactive.get(lq.cluster_queue)
+        if inactive is not None:
+            reason = c.REASON_SUSPENDED if inactive[0] == c.REASON_CQ_STOPPED else c.REASON_INADMISSIBLE
+            verb = "is stopped" if inactive[0] == c.REASON_CQ_STOPPED else "is inactive"
+            self._reasons_to_emit[key] = (reason, f"ClusterQueue {lq.cluster_queue} {verb}")
+
+    def _reroute_local_queue(self, lq_key: ObjectKey) -> None:
+        for key in list(self._pending_by_lq.get(lq_key, ())):
+            info = self.workloads.get(key)
+            where = self._location.get(key)
+            if info is not None and where is not None and where[0] in (_QUEUED, _WAITING):
+                self._unplace(key)
+                self._place(info)
+
+    def _reroute_cluster_queue(self, name: str, recheck_queued: bool) -> None:
+        for lq_key in list(self._lqs_by_cq.get(name, ())):
+            if recheck_queued:
+                self._reroute_local_queue(lq_key)
+            else:
+                for key in list(self._pending_by_lq.get(lq_key, ())):
+                    info = self.workloads.get(key)
+                    if info is not None and self._location.get(key, ("",))[0] == _WAITING:
+                        self._unplace(key)
+                        self._place(info)
+
+    def _release_backoff(self, now: float) -> None:
+        heap = self._backoff
+        while heap and heap[0][0] <= now:
+            _, seq, key = heapq.heappop(heap)
+            if self._location.get(key) == (_BACKOFF, str(seq)):
+                self._location.pop(key)
+                info = self.workloads[key]
+                self._place(info)
+
+    # ============================================================================================
+    # Internals: quota held by workloads
+    # ============================================================================================
+    def _hold_quota(self, info: WorkloadInfo, old: WorkloadInfo | None) -> None:
+        key = info.key
+        where = self._location.get(key)
+        if where is not None and where[0] != _ADMITTED:
+            self._unplace(key)
+            if old is not None:
+                self._unindex_pending(old)
+            self._unindex_pending(info)
+        assert info.admission is not None
+        cq = info.admission.cluster_queue
+        if (
+            old is not None
+            and old.admission is not None
+            and old.admission.cluster_queue == cq
+            and old.admission.usage == info.admission.usage
+            and key in self.admitted.get(cq, {})
+        ):
+            # Same reservation seen again (e.g. our own write coming back): swap the record only.
+            self.admitted[cq][key] = info
+            self._location[key] = (_ADMITTED, cq)
+            if info.evicted:
+                self.being_evicted.pop(key, None)
+            self._drain_workload(info)
+            return
+        self._release_quota(key, old, requeue_tree=False)
+        self.admitted.setdefault(cq, {})[key] = info
+        node = self.forest.cluster_queues.get(cq)
+        if node is not None:
+            quota.add_usage(node, info.admission.usage)
+        self._location[key] = (_ADMITTED, cq)
+        self._last_reason.pop(key, None)
+        if info.evicted:
+            self.being_evicted.pop(key, None)
+        self._drain_workload(info)
+
+    def _release_quota(self, key: ObjectKey, old: WorkloadInfo | None, requeue_tree: bool = True) -> None:
+        """Give back the quota ``old`` held, if any; freed quota is a requeue trigger."""
+        if old is None or old.admission is None:
+            return
+        cq = old.admission.cluster_queue
+        members = self.admitted.get(cq)
+        if members is None or members.pop(key, None) is None:
+            return
+        node = self.forest.cluster_queues.get(cq)
+        if node is not None:
+            quota.remove_usage(node, old.admission.usage)
+            if requeue_tree:
+                self._mark_dirty(self.forest.root_of[cq])
+        if self._location.get(key, ("",))[0] == _ADMITTED:
+            del self._location[key]
+        self.being_evicted.pop(key, None)
+        self._drained.discard(key)
+
+    def _forget(self, key: ObjectKey) -> None:
+        info = self.workloads.pop(key, None)
+        if info is None:
+            return
+        self._release_quota(key, info)
+        self._unplace(key)
+        self._unindex_pending(info)
+        self._last_reason.pop(key, None)
+        self._reasons_to_emit.pop(key, None)
+        self.being_evicted.pop(key, None)
+
+    # ============================================================================================
+    # Internals: requeue triggers and topology
+    # ============================================================================================
+    def _mark_dirty(self, root: str) -> None:
+        self._dirty_roots.setdefault(root, None)
+
+    def _flush_requeues(self, now: float) -> None:
+        """Move parked workloads back for every cohort tree whose batch period has passed."""
+        due = []
+        for root, first_seen in self._dirty_roots.items():
+            if first_seen is None:
+                first_seen = self._dirty_roots[root] = now
+            if now - first_seen >= self.requeue_batch_seconds:
+                due.append(root)
+        for root in due:
+            del self._dirty_roots[root]
+            for name in self.forest.members.get(root, ()):
+                queue = self.queues.get(name)
+                if queue is not None:
+                    queue.requeue_parked()
+
+    def _rebuild_forest(self) -> None:
+        self.forest.rebuild(self.cluster_queues, self.cohorts)
+        # Usage is re-derived from the workloads that hold quota, so it is always exact.
+        for name, node in self.forest.cluster_queues.items():
+            node.usage = {}
+            for info in self.admitted.get(name, {}).values():
+                if info.admission is not None:
+                    for fr, amount in info.admission.usage.items():
+                        node.usage[fr] = node.usage.get(fr, 0) + amount
+        for root_name in {r for r in self.forest.members}:
+            kind, _, name = root_name.partition(":")
+            root = self.forest.cohorts[name] if kind == "cohort" else self.forest.cluster_queues[name]
+            self.forest._compute_usage(root)
+
+    def _topology_changed(self) -> None:
+        old_roots = set(self.forest.members)
+        self._rebuild_forest()
+        for root in old_roots | set(self.forest.members):
+            if root in self.forest.members:
+                self._mark_dirty(root)
+        for name in self.cluster_queues:
+            self._refresh_activity(name)
+
+    def _flavor_or_check_changed(self, affects: Any) -> None:
+        for name, spec in self.cluster_queues.items():
+            if affects(spec):
+                self._refresh_activity(name)
+                self._mark_dirty(self.forest.root_of[name])
+
+    def _refresh_activity(self, name: str) -> None:
+        spec = self.cluster_queues[name]
+        reasons: list[str] = []
+        messages: list[str] = []
+        if spec.stop_policy != c.STOP_POLICY_NONE:
+            reasons.append(c.REASON_CQ_STOPPED)
+            messages.append("is stopped")
+        missing_flavors = [f for f in spec.flavor_names if f not in self.flavors]
+        if missing_flavors:
+            reasons.append(c.REASON_FLAVOR_NOT_FOUND)
+            messages.append(f"references missing ResourceFlavor(s): {missing_flavors}")
+        missing_checks = [r.name for r in spec.checks if r.name not in self.checks]
+        if missing_checks:
+            reasons.append(c.REASON_ADMISSION_CHECK_NOT_FOUND)
+            messages.append(f"references missing AdmissionCheck(s): {missing_checks}")
+        inactive_checks = [r.name for r in spec.checks if r.name in self.checks and not self.checks[r.name]]
+        if inactive_checks:
+            reasons.append(c.REASON_ADMISSION_CHECK_INACTIVE)
+            messages.append(f"references inactive AdmissionCheck(s): {inactive_checks}")
+        if name in self.forest.in_cycle:
+            reasons.append("Unknown")
+            messages.append("its cohort tree has a cycle")
+        if spec.errors:
+            reasons.append("Unknown")
+            messages.append("invalid spec: " + "; ".join(spec.errors))
+        was_active = name not in self.inactive
+        if reasons:
+            self.inactive[name] = (reasons[0], "Can't admit new workloads: " + ", ".join(messages))
+            if was_active:
+                queue = self.queues.get(name)
+                if queue is not None:
+                    stopped = reasons[0] == c.REASON_CQ_STOPPED
+                    for info in queue.workloads():
+                        self._reasons_to_emit[info.key] = (
+                            c.REASON_SUSPENDED if stopped else c.REASON_INADMISSIBLE,
+                            f"ClusterQueue {name} {'is stopped' if stopped else 'is inactive'}",
+                        )
+        else:
+            self.inactive.pop(name, None)
+
+    # --- stopPolicy HoldAndDrain ------------------------------------------------------------------
+    def _drain_if_needed(self, name: str) -> None:
+        if self.cluster_queues[name].stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
+            for info in list(self.admitted.get(name, {}).values()):
+                self._emit_drain(info, c.REASON_CLUSTER_QUEUE_STOPPED, "The ClusterQueue is stopped")
+
+    def _drain_workload(self, info: WorkloadInfo) -> None:
+        assert info.admission is not None
+        spec = self.cluster_queues.get(info.admission.cluster_queue)
+        if spec is not None and spec.stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
+            self._emit_drain(info, c.REASON_CLUSTER_QUEUE_STOPPED, "The ClusterQueue is stopped")
+            return
+        lq = self.local_queues.get(object_key(info.namespace, info.queue_name))
+        if lq is not None and lq.stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
+            self._emit_drain(info, c.REASON_LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped")
+
+    def _emit_drain(self, info: WorkloadInfo, reason: str, message: str) -> None:
+        if info.evicted or info.key in self._drained:
+            return
+        self._drained.add(info.key)
+        self._evictions_to_emit.append(Eviction(info.key, reason, message))

@@ -1,0 +1,444 @@
+"""Convert API objects (plain JSON dicts, exactly as served) into the engine's records.
+
+Runs once per object change, never in the scheduling cycle. Bad input never raises: a field that
+cannot be understood becomes an error string naming the field and the rule (the record is then
+marked invalid/inactive), so one malformed object cannot take the controller down.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from pykueue.api import constants as c
+from pykueue.api.quantity import QuantityError, parse_quantity
+
+from .records import (
+    AdmissionInfo,
+    CheckRule,
+    ClusterQueueSpec,
+    CohortSpec,
+    FlavorInfo,
+    FlavorQuotas,
+    FlavorResource,
+    LabelSelector,
+    LocalQueueInfo,
+    PodSetInfo,
+    PreemptionPolicy,
+    Quota,
+    ResourceGroup,
+    SelectorRequirement,
+    Taint,
+    Toleration,
+    WorkloadInfo,
+)
+
+_ADMISSION_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+class FieldProblem(ValueError):
+    """A field the engine cannot use; ``str()`` reads like an apiserver field error."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _int(value: Any, default: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default
+    return value
+
+
+def parse_time(value: Any) -> float | None:
+    """RFC 3339 timestamp → seconds since the epoch; None when absent or unparsable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _quantity(value: Any, resource: str, path: str) -> int:
+    try:
+        return parse_quantity(value, resource=resource)
+    except QuantityError as err:
+        raise FieldProblem(path, f"Invalid value: {json.dumps(value, default=str)}: {err}") from None
+
+
+# --- selectors, tolerations, taints ----------------------------------------------------------------
+
+
+def parse_requirements(raw: Any, path: str) -> tuple[SelectorRequirement, ...]:
+    requirements = []
+    for i, item in enumerate(_list(raw)):
+        item = _dict(item)
+        operator = _str(item.get("operator"))
+        if operator not in {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"}:
+            raise FieldProblem(f"{path}[{i}].operator", f'Unsupported value: "{operator}"')
+        values = tuple(str(v) for v in _list(item.get("values")))
+        requirements.append(SelectorRequirement(_str(item.get("key")), operator, values))
+    return tuple(requirements)
+
+
+def parse_label_selector(raw: Any, path: str) -> LabelSelector | None:
+    """``None`` in → ``None`` out (Kueue: a nil namespaceSelector matches no namespace)."""
+    if raw is None:
+        return None
+    raw = _dict(raw)
+    labels = tuple(sorted((str(k), str(v)) for k, v in _dict(raw.get("matchLabels")).items()))
+    return LabelSelector(labels, parse_requirements(raw.get("matchExpressions"), f"{path}.matchExpressions"))
+
+
+def parse_tolerations(raw: Any) -> tuple[Toleration, ...]:
+    result = []
+    for item in _list(raw):
+        item = _dict(item)
+        result.append(
+            Toleration(
+                key=_str(item.get("key")),
+                operator=_str(item.get("operator"), "Equal") or "Equal",
+                value=_str(item.get("value")),
+                effect=_str(item.get("effect")),
+            )
+        )
+    return tuple(result)
+
+
+# --- ResourceFlavor --------------------------------------------------------------------------------
+
+
+def parse_resource_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
+    spec = _dict(obj.get("spec"))
+    taints = tuple(
+        Taint(_str(t.get("key")), _str(t.get("value")), _str(t.get("effect")))
+        for t in map(_dict, _list(spec.get("nodeTaints")))
+        if _str(t.get("effect")) in _ADMISSION_EFFECTS
+    )
+    return FlavorInfo(
+        name=_str(_dict(obj.get("metadata")).get("name")),
+        node_labels={str(k): str(v) for k, v in _dict(spec.get("nodeLabels")).items()},
+        node_taints=taints,
+        tolerations=parse_tolerations(spec.get("tolerations")),
+    )
+
+
+# --- resource groups (ClusterQueue and Cohort) -----------------------------------------------------
+
+
+def parse_resource_groups(raw: Any, path: str) -> tuple[tuple[ResourceGroup, ...], list[str]]:
+    groups: list[ResourceGroup] = []
+    errors: list[str] = []
+    for gi, group in enumerate(_list(raw)):
+        group = _dict(group)
+        gpath = f"{path}[{gi}]"
+        covered = tuple(str(r) for r in _list(group.get("coveredResources")))
+        flavors: list[FlavorQuotas] = []
+        for fi, flavor in enumerate(_list(group.get("flavors"))):
+            flavor = _dict(flavor)
+            quotas: dict[str, Quota] = {}
+            for ri, res in enumerate(_list(flavor.get("resources"))):
+                res = _dict(res)
+                rname = _str(res.get("name"))
+                rpath = f"{gpath}.flavors[{fi}].resources[{ri}]"
+                try:
+                    nominal = _quantity(res.get("nominalQuota", 0), rname, f"{rpath}.nominalQuota")
+                    borrowing = res.get("borrowingLimit")
+                    lending = res.get("lendingLimit")
+                    quotas[rname] = Quota(
+                        nominal=nominal,
+                        borrowing_limit=None
+                        if borrowing is None
+                        else _quantity(borrowing, rname, f"{rpath}.borrowingLimit"),
+                        lending_limit=None if lending is None else _quantity(lending, rname, f"{rpath}.lendingLimit"),
+                    )
+                except FieldProblem as err:
+                    errors.append(str(err))
+            flavors.append(FlavorQuotas(_str(flavor.get("name")), quotas))
+        groups.append(ResourceGroup(covered, tuple(flavors)))
+    return tuple(groups), errors
+
+
+def _fungibility_try_next(value: Any, default_try_next: bool) -> bool:
+    """v1beta1 accepts ``Borrow``/``Preempt`` (both mean MayStopSearch) besides the v1beta2 names."""
+    if value == c.FUNGIBILITY_TRY_NEXT_FLAVOR:
+        return True
+    if value in (c.FUNGIBILITY_MAY_STOP_SEARCH, c.FUNGIBILITY_BORROW, c.FUNGIBILITY_PREEMPT):
+        return False
+    return default_try_next
+
+
+def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
+    spec = _dict(obj.get("spec"))
+    name = _str(_dict(obj.get("metadata")).get("name"))
+    groups, errors = parse_resource_groups(spec.get("resourceGroups"), "spec.resourceGroups")
+    resource_group: dict[str, int] = {}
+    for gi, group in enumerate(groups):
+        for resource in group.covered:
+            resource_group.setdefault(resource, gi)
+    try:
+        selector = parse_label_selector(spec.get("namespaceSelector"), "spec.namespaceSelector")
+    except FieldProblem as err:
+        errors.append(str(err))
+        selector = None
+    fungibility = _dict(spec.get("flavorFungibility"))
+    preemption = _dict(spec.get("preemption"))
+    borrow = _dict(preemption.get("borrowWithinCohort"))
+    threshold = borrow.get("maxPriorityThreshold")
+    checks: list[CheckRule] = [CheckRule(str(n), frozenset()) for n in _list(spec.get("admissionChecks"))]
+    for rule in map(_dict, _list(_dict(spec.get("admissionChecksStrategy")).get("admissionChecks"))):
+        checks.append(CheckRule(_str(rule.get("name")), frozenset(str(f) for f in _list(rule.get("onFlavors")))))
+    cohort = spec.get("cohort", spec.get("cohortName"))
+    return ClusterQueueSpec(
+        name=name,
+        cohort=cohort if isinstance(cohort, str) and cohort else None,
+        groups=groups,
+        resource_group=resource_group,
+        strict_fifo=spec.get("queueingStrategy") == c.STRICT_FIFO,
+        namespace_selector=selector,
+        when_can_borrow_try_next=_fungibility_try_next(fungibility.get("whenCanBorrow"), False),
+        when_can_preempt_try_next=_fungibility_try_next(fungibility.get("whenCanPreempt"), True),
+        preemption_over_borrowing=fungibility.get("preference") == "PreemptionOverBorrowing",
+        preemption=PreemptionPolicy(
+            within_cluster_queue=_str(preemption.get("withinClusterQueue"), c.PREEMPT_NEVER),
+            reclaim_within_cohort=_str(preemption.get("reclaimWithinCohort"), c.PREEMPT_NEVER),
+            borrow_within_cohort=_str(borrow.get("policy"), c.PREEMPT_NEVER),
+            max_priority_threshold=_int(threshold, 0) if threshold is not None else None,
+        ),
+        checks=tuple(checks),
+        stop_policy=_str(spec.get("stopPolicy"), c.STOP_POLICY_NONE) or c.STOP_POLICY_NONE,
+        errors=tuple(errors),
+    )
+
+
+def parse_cohort(obj: Mapping[str, Any]) -> CohortSpec:
+    spec = _dict(obj.get("spec"))
+    groups, errors = parse_resource_groups(spec.get("resourceGroups"), "spec.resourceGroups")
+    parent = spec.get("parent", spec.get("parentName"))
+    return CohortSpec(
+        name=_str(_dict(obj.get("metadata")).get("name")),
+        parent=parent if isinstance(parent, str) and parent else None,
+        groups=groups,
+        errors=tuple(errors),
+    )
+
+
+def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueueInfo:
+    meta = _dict(obj.get("metadata"))
+    spec = _dict(obj.get("spec"))
+    return LocalQueueInfo(
+        namespace=_str(meta.get("namespace")),
+        name=_str(meta.get("name")),
+        cluster_queue=_str(spec.get("clusterQueue")),
+        stop_policy=_str(spec.get("stopPolicy"), c.STOP_POLICY_NONE) or c.STOP_POLICY_NONE,
+    )
+
+
+def admission_check_active(obj: Mapping[str, Any]) -> bool:
+    """An AdmissionCheck counts as active only with condition ``Active=True``."""
+    for cond in map(_dict, _list(_dict(obj.get("status")).get("conditions"))):
+        if cond.get("type") == c.COND_ACTIVE:
+            return cond.get("status") == "True"
+    return False
+
+
+# --- Workload ----------------------------------------------------------------------------------------
+
+
+def _add(target: dict[str, int], source: Mapping[str, int]) -> None:
+    for resource, amount in source.items():
+        target[resource] = target.get(resource, 0) + amount
+
+
+def _container_requests(container: Mapping[str, Any], path: str) -> dict[str, int]:
+    """Requests of one container; a resource with only a limit is requested at its limit (Kueue)."""
+    resources = _dict(container.get("resources"))
+    merged = dict(_dict(resources.get("limits")))
+    merged.update(_dict(resources.get("requests")))
+    return {
+        str(name): _quantity(value, str(name), f"{path}.resources.requests[{name}]") for name, value in merged.items()
+    }
+
+
+def pod_requests(pod_spec: Mapping[str, Any], path: str) -> dict[str, int]:
+    """Effective requests of one pod: max(sum of containers, each init container) + overhead."""
+    total: dict[str, int] = {}
+    for i, container in enumerate(map(_dict, _list(pod_spec.get("containers")))):
+        _add(total, _container_requests(container, f"{path}.containers[{i}]"))
+    for i, container in enumerate(map(_dict, _list(pod_spec.get("initContainers")))):
+        for resource, amount in _container_requests(container, f"{path}.initContainers[{i}]").items():
+            total[resource] = max(total.get(resource, 0), amount)
+    for name, value in _dict(pod_spec.get("overhead")).items():
+        total[str(name)] = total.get(str(name), 0) + _quantity(value, str(name), f"{path}.overhead[{name}]")
+    return total
+
+
+def _parse_podset(raw: Mapping[str, Any], index: int) -> PodSetInfo:
+    path = f"spec.podSets[{index}]"
+    count = _int(raw.get("count"), 1)
+    if count < 0:
+        raise FieldProblem(f"{path}.count", f"Invalid value: {count}: must be greater than or equal to 0")
+    pod_spec = _dict(_dict(raw.get("template")).get("spec"))
+    per_pod = pod_requests(pod_spec, f"{path}.template.spec")
+    affinity = _dict(_dict(_dict(pod_spec.get("affinity")).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ))
+    terms: tuple[tuple[SelectorRequirement, ...], ...] | None = None
+    if affinity:
+        terms = tuple(
+            parse_requirements(
+                _dict(term).get("matchExpressions"),
+                f"{path}.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                f".nodeSelectorTerms[{ti}].matchExpressions",
+            )
+            for ti, term in enumerate(_list(affinity.get("nodeSelectorTerms")))
+        )
+    allowed = raw.get("allowedResourceFlavors")
+    return PodSetInfo(
+        name=_str(raw.get("name"), c.DEFAULT_PODSET_NAME) or c.DEFAULT_PODSET_NAME,
+        count=count,
+        requests={resource: amount * count for resource, amount in per_pod.items()},
+        node_selector={str(k): str(v) for k, v in _dict(pod_spec.get("nodeSelector")).items()},
+        affinity_terms=terms,
+        tolerations=parse_tolerations(pod_spec.get("tolerations")),
+        allowed_flavors=frozenset(str(f) for f in allowed) if isinstance(allowed, list) else None,
+    )
+
+
+def _shape_of(podsets: tuple[PodSetInfo, ...]) -> int:
+    """Equivalence hash (Kueue's scheduling-equivalence, KEP-9694): same requests and placement
+    constraints ⇒ the same flavor-assignment outcome, so one failure parks them all together."""
+    return hash(
+        tuple(
+            (
+                ps.name,
+                ps.count,
+                tuple(sorted(ps.requests.items())),
+                tuple(sorted(ps.node_selector.items())),
+                ps.affinity_terms,
+                ps.tolerations,
+                tuple(sorted(ps.allowed_flavors)) if ps.allowed_flavors is not None else None,
+            )
+            for ps in podsets
+        )
+    )
+
+
+def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(cond.get("type")): cond for cond in map(_dict, _list(status.get("conditions")))}
+
+
+def _admission_usage(
+    admission: Mapping[str, Any], podsets: tuple[PodSetInfo, ...]
+) -> dict[FlavorResource, int]:
+    """Usage held by an admitted workload, from ``status.admission`` (flavors + resourceUsage)."""
+    by_name = {ps.name: ps for ps in podsets}
+    usage: dict[FlavorResource, int] = {}
+    for ai, assignment in enumerate(map(_dict, _list(admission.get("podSetAssignments")))):
+        name = _str(assignment.get("name"), c.DEFAULT_PODSET_NAME)
+        flavors = _dict(assignment.get("flavors"))
+        resource_usage = _dict(assignment.get("resourceUsage"))
+        podset = by_name.get(name)
+        for resource, flavor in flavors.items():
+            if resource in resource_usage:
+                amount = _quantity(
+                    resource_usage[resource],
+                    str(resource),
+                    f"status.admission.podSetAssignments[{ai}].resourceUsage[{resource}]",
+                )
+            elif podset is not None:
+                amount = podset.count if resource == "pods" else podset.requests.get(str(resource), 0)
+            else:
+                amount = 0
+            key = (str(flavor), str(resource))
+            usage[key] = usage.get(key, 0) + amount
+    return usage
+
+
+def parse_workload(obj: Mapping[str, Any]) -> WorkloadInfo:
+    """Build a :class:`WorkloadInfo`; never raises (problems land in ``invalid``)."""
+    meta = _dict(obj.get("metadata"))
+    spec = _dict(obj.get("spec"))
+    status = _dict(obj.get("status"))
+    conditions = _conditions(status)
+    creation = parse_time(meta.get("creationTimestamp")) or 0.0
+    invalid: str | None = None
+    podsets: tuple[PodSetInfo, ...] = ()
+    try:
+        podsets = tuple(_parse_podset(_dict(raw), i) for i, raw in enumerate(_list(spec.get("podSets"))))
+        if not podsets:
+            invalid = "spec.podSets: Required value: at least one podSet is needed"
+    except FieldProblem as err:
+        invalid = str(err)
+
+    evicted_cond = conditions.get(c.COND_EVICTED, {})
+    queue_ts = creation
+    if evicted_cond.get("status") == "True" and evicted_cond.get("reason") in (
+        c.REASON_PODS_READY_TIMEOUT,
+        c.REASON_ADMISSION_CHECK,
+    ):
+        queue_ts = parse_time(evicted_cond.get("lastTransitionTime")) or creation
+
+    admission_raw = status.get("admission")
+    admission: AdmissionInfo | None = None
+    if isinstance(admission_raw, dict) and admission_raw.get("clusterQueue"):
+        try:
+            usage = _admission_usage(admission_raw, podsets)
+        except FieldProblem as err:
+            usage = {}
+            invalid = invalid or str(err)
+        admission = AdmissionInfo(
+            cluster_queue=str(admission_raw["clusterQueue"]),
+            usage=usage,
+            admitted=conditions.get(c.COND_ADMITTED, {}).get("status") == "True",
+            reserved_at=parse_time(conditions.get(c.COND_QUOTA_RESERVED, {}).get("lastTransitionTime")) or creation,
+        )
+
+    quota_cond = conditions.get(c.COND_QUOTA_RESERVED, {})
+    pending_reason = None
+    if quota_cond.get("status") == "False":
+        pending_reason = (_str(quota_cond.get("reason")), _str(quota_cond.get("message")))
+    requeue_state = _dict(status.get("requeueState"))
+    checks = map(_dict, _list(status.get("admissionChecks")))
+    annotations = _dict(meta.get("annotations"))
+    priority = spec.get("priority")
+    return WorkloadInfo(
+        namespace=_str(meta.get("namespace")),
+        name=_str(meta.get("name")),
+        uid=_str(meta.get("uid")),
+        queue_name=_str(spec.get("queueName")),
+        priority=_int(priority, 0),
+        has_priority=isinstance(priority, int) and not isinstance(priority, bool),
+        priority_class=_str(spec.get("priorityClassName")) or None,
+        priority_class_source=_str(spec.get("priorityClassSource")),
+        creation_ts=creation,
+        queue_ts=queue_ts,
+        podsets=podsets,
+        shape=_shape_of(podsets),
+        job_uid=_str(_dict(meta.get("labels")).get(c.JOB_UID_LABEL)),
+        active=spec.get("active", True) is not False,
+        finished=conditions.get(c.COND_FINISHED, {}).get("status") == "True",
+        deleting=bool(meta.get("deletionTimestamp")),
+        admission=admission,
+        evicted=evicted_cond.get("status") == "True",
+        requeue_at=parse_time(requeue_state.get("requeueAt")),
+        requeued_false=conditions.get(c.COND_REQUEUED, {}).get("status") == "False",
+        blocked_by_checks=any(chk.get("state") in (c.CHECK_RETRY, c.CHECK_REJECTED) for chk in checks),
+        pending_reason=pending_reason,
+        invalid=invalid,
+        gated=bool(annotations.get(c.ADMISSION_GATED_BY_ANNOTATION)),
+    )

@@ -1,0 +1,249 @@
+"""Quota accounting: ClusterQueues and Cohorts as a forest of resource nodes.
+
+This follows Kueue's ``resource_node.go`` arithmetic so that borrowing and lending behave the same:
+
+* ``subtree[fr]`` of a ClusterQueue is its nominal quota; of a Cohort, its own nominal quota plus,
+  for every child, ``child.subtree - child.local_quota``.
+* ``local_quota(fr)`` = ``max(0, subtree - lendingLimit)`` when a lending limit is set, else 0: the
+  part a node keeps private and never lends to its parent.
+* usage of a Cohort is the sum of what spills out of its children's private quota; adding or
+  removing usage walks up and pushes only that spill to the parent, so every operation costs
+  O(depth), independent of how many workloads exist.
+* ``available`` is the node's private headroom plus what its parent can give, capped by the
+  node's ``borrowingLimit``; ``potential_available`` is the same with zero usage (the most the
+  queue could ever get, against which "exceeds max quota" is judged).
+
+All numbers are Python integers in engine units, so there is no rounding and no overflow.
+Topology changes (a ClusterQueue or Cohort added, removed or edited) rebuild the forest: they are
+rare, and a rebuild costs O(nodes * flavor-resources), not O(workloads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from .records import ClusterQueueSpec, CohortSpec, FlavorResource, Quota, ResourceGroup
+
+
+class QuotaNode:
+    """A ClusterQueue or Cohort in the quota forest."""
+
+    __slots__ = ("children", "is_cluster_queue", "name", "parent", "quotas", "subtree", "usage")
+
+    def __init__(self, name: str, is_cluster_queue: bool, quotas: dict[FlavorResource, Quota]) -> None:
+        self.name = name
+        self.is_cluster_queue = is_cluster_queue
+        self.quotas = quotas
+        self.parent: QuotaNode | None = None
+        self.children: list[QuotaNode] = []
+        self.subtree: dict[FlavorResource, int] = {}
+        self.usage: dict[FlavorResource, int] = {}
+
+    def nominal(self, fr: FlavorResource) -> int:
+        quota = self.quotas.get(fr)
+        return quota.nominal if quota is not None else 0
+
+    def local_quota(self, fr: FlavorResource) -> int:
+        quota = self.quotas.get(fr)
+        if quota is None or quota.lending_limit is None:
+            return 0
+        return max(0, self.subtree.get(fr, 0) - quota.lending_limit)
+
+    def path(self) -> str:
+        """``/root/child/cq`` — how Kueue names a queue's place in the tree in preemption messages."""
+        parts = []
+        node: QuotaNode | None = self
+        while node is not None:
+            parts.append(node.name)
+            node = node.parent
+        return "/" + "/".join(reversed(parts))
+
+
+def _quotas(groups: Iterable[ResourceGroup]) -> dict[FlavorResource, Quota]:
+    return {(fq.name, resource): quota for group in groups for fq in group.flavors for resource, quota in fq.quotas.items()}
+
+
+def add_usage(node: QuotaNode, usage: Mapping[FlavorResource, int]) -> None:
+    for fr, amount in usage.items():
+        current: QuotaNode | None = node
+        val = amount
+        while current is not None and val:
+            local_available = max(0, current.local_quota(fr) - current.usage.get(fr, 0))
+            current.usage[fr] = current.usage.get(fr, 0) + val
+            val = max(0, val - local_available)
+            current = current.parent
+
+
+def remove_usage(node: QuotaNode, usage: Mapping[FlavorResource, int]) -> None:
+    for fr, amount in usage.items():
+        current: QuotaNode | None = node
+        val = amount
+        while current is not None and val:
+            stored_in_parent = current.usage.get(fr, 0) - current.local_quota(fr)
+            current.usage[fr] = current.usage.get(fr, 0) - val
+            if stored_in_parent <= 0:
+                break
+            val = min(val, stored_in_parent)
+            current = current.parent
+
+
+def available(node: QuotaNode, fr: FlavorResource) -> int:
+    """What ``node`` could still take of ``fr`` now (may be negative after quota was removed)."""
+    if node.parent is None:
+        return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
+    local = node.local_quota(fr)
+    used = node.usage.get(fr, 0)
+    local_available = max(0, local - used)
+    parent_available = available(node.parent, fr)
+    quota = node.quotas.get(fr)
+    if quota is not None and quota.borrowing_limit is not None:
+        stored_in_parent = node.subtree.get(fr, 0) - local
+        used_in_parent = max(0, used - local)
+        parent_available = min(stored_in_parent - used_in_parent + quota.borrowing_limit, parent_available)
+    return local_available + parent_available
+
+
+def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
+    """The most ``node`` could ever get of ``fr`` with the whole tree idle."""
+    if node.parent is None:
+        return node.subtree.get(fr, 0)
+    result = node.local_quota(fr) + potential_available(node.parent, fr)
+    quota = node.quotas.get(fr)
+    if quota is not None and quota.borrowing_limit is not None:
+        result = min(node.subtree.get(fr, 0) + quota.borrowing_limit, result)
+    return result
+
+
+def borrowing_level(node: QuotaNode, fr: FlavorResource, val: int) -> int:
+    """0 when ``val`` more fits in the queue's own quota, else how many levels up it must borrow."""
+    used = node.usage.get(fr, 0)
+    if used + val <= node.subtree.get(fr, 0) or node.parent is None:
+        return 0
+    remaining = val - max(0, node.subtree.get(fr, 0) - used)
+    level = 1
+    current = node.parent
+    while current.parent is not None:
+        current_used = current.usage.get(fr, 0)
+        if current_used + remaining <= current.subtree.get(fr, 0):
+            return level
+        remaining -= max(0, current.subtree.get(fr, 0) - current_used)
+        current = current.parent
+        level += 1
+    return level
+
+
+def fits(node: QuotaNode, usage: Mapping[FlavorResource, int], allow_borrowing: bool = True) -> bool:
+    for fr, val in usage.items():
+        if val > available(node, fr):
+            return False
+        if not allow_borrowing and node.usage.get(fr, 0) + val > node.nominal(fr):
+            return False
+    return True
+
+
+def is_borrowing(node: QuotaNode, fr: FlavorResource) -> bool:
+    return node.usage.get(fr, 0) > node.nominal(fr)
+
+
+class QuotaForest:
+    """All ClusterQueues and Cohorts as trees; knows each queue's root and the queues per root."""
+
+    def __init__(self) -> None:
+        self.cluster_queues: dict[str, QuotaNode] = {}
+        self.cohorts: dict[str, QuotaNode] = {}
+        self.root_of: dict[str, str] = {}  # ClusterQueue name -> root key
+        self.members: dict[str, list[str]] = {}  # root key -> ClusterQueue names
+        self.in_cycle: set[str] = set()  # ClusterQueues under a cohort cycle (disabled)
+
+    @staticmethod
+    def root_key_for(node: QuotaNode) -> str:
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        return f"{'cq' if root.is_cluster_queue else 'cohort'}:{root.name}"
+
+    def rebuild(self, cluster_queues: Mapping[str, ClusterQueueSpec], cohorts: Mapping[str, CohortSpec]) -> None:
+        """Re-create the forest after a topology change, keeping every ClusterQueue's usage."""
+        old_usage = {name: node.usage for name, node in self.cluster_queues.items()}
+        cq_nodes = {name: QuotaNode(name, True, _quotas(spec.groups)) for name, spec in cluster_queues.items()}
+        cohort_nodes = {name: QuotaNode(name, False, _quotas(spec.groups)) for name, spec in cohorts.items()}
+
+        def cohort_node(name: str) -> QuotaNode:
+            if name not in cohort_nodes:  # implicit cohort: referenced but not defined
+                cohort_nodes[name] = QuotaNode(name, False, {})
+            return cohort_nodes[name]
+
+        for name, spec in list(cohorts.items()):
+            if spec.parent:
+                child, parent = cohort_nodes[name], cohort_node(spec.parent)
+                child.parent = parent
+        # Break cycles: a cohort whose ancestor chain returns to itself is cut loose, and every
+        # ClusterQueue below it is disabled until the cycle is fixed (as Kueue does).
+        cyclic: set[str] = set()
+        for name, node in cohort_nodes.items():
+            seen = {name}
+            current = node.parent
+            while current is not None:
+                if current.name in seen:
+                    cyclic.add(name)
+                    break
+                seen.add(current.name)
+                current = current.parent
+        for name in cyclic:
+            cohort_nodes[name].parent = None
+        for name, spec in cluster_queues.items():
+            if spec.cohort:
+                cq_nodes[name].parent = cohort_node(spec.cohort)
+        for node in [*cohort_nodes.values(), *cq_nodes.values()]:
+            if node.parent is not None:
+                node.parent.children.append(node)
+
+        roots = [n for n in cohort_nodes.values() if n.parent is None] + [
+            n for n in cq_nodes.values() if n.parent is None
+        ]
+        for root in roots:
+            self._compute_subtree(root)
+        for name, node in cq_nodes.items():
+            node.usage = dict(old_usage.get(name, {}))
+        for root in roots:
+            self._compute_usage(root)
+
+        self.cluster_queues = cq_nodes
+        self.cohorts = cohort_nodes
+        self.root_of = {name: self.root_key_for(node) for name, node in cq_nodes.items()}
+        self.members = {}
+        for name, root in self.root_of.items():
+            self.members.setdefault(root, []).append(name)
+        self.in_cycle = {
+            name
+            for name, spec in cluster_queues.items()
+            if spec.cohort and self._under_cycle(cohort_nodes[spec.cohort], cyclic)
+        }
+
+    @staticmethod
+    def _under_cycle(node: QuotaNode | None, cyclic: set[str]) -> bool:
+        while node is not None:
+            if node.name in cyclic:
+                return True
+            node = node.parent
+        return False
+
+    def _compute_subtree(self, node: QuotaNode) -> None:
+        subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+        for child in node.children:
+            self._compute_subtree(child)
+            for fr, amount in child.subtree.items():
+                subtree[fr] = subtree.get(fr, 0) + amount - child.local_quota(fr)
+        node.subtree = subtree
+
+    def _compute_usage(self, node: QuotaNode) -> None:
+        if node.is_cluster_queue:
+            return
+        usage: dict[FlavorResource, int] = {}
+        for child in node.children:
+            self._compute_usage(child)
+            for fr, amount in child.usage.items():
+                spill = max(0, amount - child.local_quota(fr))
+                if spill:
+                    usage[fr] = usage.get(fr, 0) + spill
+        node.usage = usage

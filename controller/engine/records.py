@@ -1,0 +1,223 @@
+"""Compact internal records the engine works on.
+
+The apiserver hands us deeply nested JSON; the scheduling cycle must not walk it. Each object is
+converted once per change (``controller.engine.parse``) into one of these records, holding exactly
+what admission needs with quantities already turned into integers (milli-cpu, bytes, units). This
+is the Python counterpart of Kueue's ``workload.Info`` and its ClusterQueue/Cohort snapshots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# A (flavor, resource) pair: the unit quota is accounted in.
+FlavorResource = tuple[str, str]
+# "namespace/name": how workloads and local queues are addressed everywhere in the engine.
+ObjectKey = str
+
+
+def object_key(namespace: str, name: str) -> ObjectKey:
+    return f"{namespace}/{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One resource's quota in one flavor. ``None`` limits mean "unlimited" / "everything lendable"."""
+
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQuotas:
+    name: str
+    quotas: dict[str, Quota]  # resource -> quota
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str  # Equal | Exists
+    value: str
+    effect: str  # "" means every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        """corev1 ``Toleration.ToleratesTaint``: effect, key and value (or Exists) must match."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorRequirement:
+    """One label selector requirement (``In``/``NotIn``/``Exists``/``DoesNotExist``/``Gt``/``Lt``)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A compiled ``metav1.LabelSelector``. The engine never re-reads the JSON form."""
+
+    match_labels: tuple[tuple[str, str], ...]
+    expressions: tuple[SelectorRequirement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorInfo:
+    """A ResourceFlavor: what a podSet must tolerate and match to be placed on it."""
+
+    name: str
+    node_labels: dict[str, str]
+    # Only NoSchedule and NoExecute taints matter at admission (PreferNoSchedule is advisory).
+    node_taints: tuple[Taint, ...]
+    tolerations: tuple[Toleration, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRule:
+    name: str
+    on_flavors: frozenset[str]  # empty: applies to every workload of the ClusterQueue
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionPolicy:
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueueSpec:
+    name: str
+    cohort: str | None
+    groups: tuple[ResourceGroup, ...]
+    resource_group: dict[str, int]  # resource -> index into groups
+    strict_fifo: bool
+    namespace_selector: LabelSelector | None  # None: no namespace is eligible (Kueue's nil)
+    when_can_borrow_try_next: bool
+    when_can_preempt_try_next: bool
+    preemption_over_borrowing: bool
+    preemption: PreemptionPolicy
+    checks: tuple[CheckRule, ...]
+    stop_policy: str
+    # Configuration errors that keep the queue inactive (e.g. an unparsable quantity).
+    errors: tuple[str, ...] = ()
+
+    @property
+    def flavor_names(self) -> tuple[str, ...]:
+        return tuple(fq.name for group in self.groups for fq in group.flavors)
+
+    def quota_of(self, flavor: str, resource: str) -> Quota | None:
+        index = self.resource_group.get(resource)
+        if index is None:
+            return None
+        for fq in self.groups[index].flavors:
+            if fq.name == flavor:
+                return fq.quotas.get(resource)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class CohortSpec:
+    name: str
+    parent: str | None
+    groups: tuple[ResourceGroup, ...]
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueueInfo:
+    namespace: str
+    name: str
+    cluster_queue: str
+    stop_policy: str
+
+    @property
+    def key(self) -> ObjectKey:
+        return object_key(self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetInfo:
+    name: str
+    count: int
+    requests: dict[str, int]  # total for all pods of the podSet, engine units
+    node_selector: dict[str, str]
+    # requiredDuringScheduling nodeSelectorTerms; each term is a tuple of requirements (ANDed),
+    # terms are ORed. None when the pod template has no required node affinity.
+    affinity_terms: tuple[tuple[SelectorRequirement, ...], ...] | None
+    tolerations: tuple[Toleration, ...]
+    allowed_flavors: frozenset[str] | None
+
+
+@dataclass(slots=True)
+class AdmissionInfo:
+    """What an admitted (or assumed) workload holds: its ClusterQueue and usage per flavor/resource."""
+
+    cluster_queue: str
+    usage: dict[FlavorResource, int]
+    admitted: bool  # Admitted=True (all checks Ready), as opposed to only QuotaReserved
+    reserved_at: float = 0.0  # when quota was reserved; preemption evicts the most recent first
+    assumed: bool = False  # reserved by this engine, API write not yet confirmed
+
+
+@dataclass(slots=True)
+class WorkloadInfo:
+    """A Workload reduced to what scheduling reads; built once per object change."""
+
+    namespace: str
+    name: str
+    uid: str
+    queue_name: str
+    priority: int
+    creation_ts: float
+    queue_ts: float  # queue order timestamp: creation, or the eviction time after some evictions
+    podsets: tuple[PodSetInfo, ...]
+    shape: int  # equivalence hash: workloads with the same shape fit or fail together
+    job_uid: str = ""
+    active: bool = True
+    finished: bool = False
+    deleting: bool = False
+    admission: AdmissionInfo | None = None
+    evicted: bool = False
+    requeue_at: float | None = None
+    requeued_false: bool = False
+    blocked_by_checks: bool = False  # an admission check in Retry or Rejected
+    pending_reason: tuple[str, str] | None = None  # QuotaReserved=False (reason, message) as stored
+    invalid: str | None = None  # why the object cannot be scheduled at all (bad quantity, ...)
+    gated: bool = False  # kueue.x-k8s.io/admission-gated-by annotation present
+    priority_class: str | None = None
+    priority_class_source: str = ""
+    has_priority: bool = True
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def key(self) -> ObjectKey:
+        return object_key(self.namespace, self.name)
+
+    @property
+    def order_key(self) -> tuple[int, float, str]:
+        """Heap order inside a ClusterQueue: higher priority, then older timestamp, then UID."""
+        return (-self.priority, self.queue_ts, self.uid)
