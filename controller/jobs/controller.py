@@ -101,7 +101,14 @@ class InformerLister:
 
 
 class JobController:
-    """Runs the Job reconciler on ``workers`` threads until :meth:`stop`."""
+    """Runs the Job reconciler on ``workers`` threads until :meth:`stop`.
+
+    A :class:`controller.runtime.manager.Runnable`: handlers are registered at once (a standby
+    keeps collecting keys, de-duplicated, so a takeover starts with the full backlog); workers
+    run only while leading.
+    """
+
+    name = "job-controller"
 
     def __init__(
         self,
@@ -134,7 +141,7 @@ class JobController:
         for key in self.lister.jobs.store.index_keys("namespace", str(meta.get("namespace") or "")):
             self.queue.add(key)
 
-    def _register_handlers(self) -> None:
+    def register_handlers(self) -> None:
         self.lister.jobs.add_handler(
             FuncHandler(
                 add=self._enqueue_job, update=lambda _o, n: self._enqueue_job(n), delete=self._enqueue_job
@@ -190,8 +197,7 @@ class JobController:
                 self.queue.done(key)
 
     def start(self) -> None:
-        """Register handlers (replaying the caches) and start the workers."""
-        self._register_handlers()
+        """Start the workers (call :meth:`register_handlers` once before)."""
         for i in range(self._workers):
             thread = threading.Thread(target=self._work, name=f"job-worker-{i}", daemon=True)
             thread.start()
