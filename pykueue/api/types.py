@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict, TypeVar, cast
 
 from pykueue.api import constants as c
+from pykueue.api.dsl import duration_seconds
 
 Quantity = str | int
 
@@ -502,8 +503,6 @@ def fallback_timeout_seconds(rule: FallbackRule) -> float | None:
     if "timeoutMinutes" in rule:
         return float(rule["timeoutMinutes"]) * 60
     if "timeout" in rule:
-        from pykueue.api.schemas.clusterqueue import duration_seconds
-
         return duration_seconds(rule["timeout"])
     return None
 

@@ -6,11 +6,20 @@ v1beta1 spelling: ``spec.cohort`` and the plain ``spec.admissionChecks`` list.  
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pykueue.api import constants as c
-from pykueue.api.dsl import DNS1123_LABEL, Rule, Schema, array, duration, integer, obj, string
+from pykueue.api.dsl import (
+    DNS1123_LABEL,
+    Rule,
+    Schema,
+    array,
+    duration,
+    duration_seconds,
+    integer,
+    obj,
+    string,
+)
 from pykueue.api.kindinfo import KindInfo, PrinterColumn
 from pykueue.api.schemas.common import (
     FAIR_SHARING,
@@ -111,23 +120,6 @@ def resource_groups(description: str) -> Schema:
 
 
 # --- flavor fungibility with fallbacks (seed 002) --------------------------------------------------
-
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def duration_seconds(text: str) -> float:
-    """Seconds in a Go duration string such as ``1h30m``; ValueError when it is not one."""
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
-        raise ValueError(f"invalid duration {text!r}")
-    return total
-
 
 def _positive_duration(rule: dict[str, Any]) -> bool:
     if "timeout" not in rule:

@@ -1,0 +1,412 @@
+"""The controller's configuration file: ``config.kueue.x-k8s.io/v1beta1`` kind ``Configuration``.
+
+pykueue reads the subset of Kueue's v1beta1 Configuration it implements (SPEC §2).  The file is
+checked with ``jsonschema`` (unknown fields are errors, as in Kueue's strict loader) and then with
+the semantic rules Kueue applies; every problem becomes a :class:`ConfigError` whose message
+starts with the field path, e.g. ``waitForPodsReady.timeout: Invalid value: "0s": must be
+greater than 0``.  Defaults follow Kueue's v1beta1 ``SetDefaults_Configuration``, with pykueue's
+own namespace and object names.  Durations are exposed in seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from pykueue.api.constants import CONFIG_API_VERSION
+from pykueue.api.dsl import DNS1123_LABEL, DNS1123_SUBDOMAIN, DURATION_PATTERN, duration_seconds
+from pykueue.api.validation import FieldError, join_path, path_of
+
+DEFAULT_NAMESPACE = "pykueue-system"
+DEFAULT_WEBHOOK_SERVICE = "pykueue-webhook-service"
+DEFAULT_WEBHOOK_SECRET = "pykueue-webhook-server-cert"
+DEFAULT_LEADER_ELECTION_ID = "c1f6bfd2.kueue.x-k8s.io"
+DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+SUPPORTED_FRAMEWORKS = ("batch/job",)
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; ``str()`` lists each bad field with its rule."""
+
+    def __init__(self, errors: list[FieldError], source: str | None = None) -> None:
+        self.errors = errors
+        self.source = source
+        super().__init__("; ".join(str(e) for e in errors))
+
+
+# --- the typed result -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RequeuingStrategy:
+    timestamp: str = "Eviction"
+    backoff_limit_count: int | None = None  # None: requeue forever
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
+@dataclass(frozen=True)
+class WaitForPodsReady:
+    enable: bool = False
+    timeout_seconds: float = 300.0
+    block_admission: bool = False
+    recovery_timeout_seconds: float | None = None
+    requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
+
+
+@dataclass(frozen=True)
+class ClientConnection:
+    qps: float = 20.0
+    burst: int = 30
+
+
+@dataclass(frozen=True)
+class Integrations:
+    frameworks: tuple[str, ...] = ("batch/job",)
+
+
+@dataclass(frozen=True)
+class InternalCertManagement:
+    enable: bool = True
+    webhook_service_name: str = DEFAULT_WEBHOOK_SERVICE
+    webhook_secret_name: str = DEFAULT_WEBHOOK_SECRET
+
+
+@dataclass(frozen=True)
+class LeaderElection:
+    leader_elect: bool = True
+    resource_name: str = DEFAULT_LEADER_ELECTION_ID
+    resource_namespace: str | None = None  # None: the configuration's namespace
+    lease_duration_seconds: float = 15.0
+    renew_deadline_seconds: float = 10.0
+    retry_period_seconds: float = 2.0
+
+
+@dataclass(frozen=True)
+class WebhookServer:
+    port: int = 9443
+    host: str = ""
+    cert_dir: str = "/tmp/k8s-webhook-server/serving-certs"
+
+
+@dataclass(frozen=True)
+class MultiKueue:
+    gc_interval_seconds: float = 60.0
+    origin: str = "multikueue"
+    worker_lost_timeout_seconds: float = 900.0
+    dispatcher_name: str = DISPATCHER_ALL_AT_ONCE
+
+
+def default_namespace_selector(namespace: str) -> dict[str, Any]:
+    """Kueue's default: every namespace except kube-system and the controller's own."""
+    return {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", namespace]}
+        ]
+    }
+
+
+@dataclass(frozen=True)
+class Configuration:
+    namespace: str = DEFAULT_NAMESPACE
+    manage_jobs_without_queue_name: bool = False
+    managed_jobs_namespace_selector: dict[str, Any] = field(
+        default_factory=lambda: default_namespace_selector(DEFAULT_NAMESPACE)
+    )
+    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+    integrations: Integrations = field(default_factory=Integrations)
+    internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
+    webhook: WebhookServer = field(default_factory=WebhookServer)
+    multi_kueue: MultiKueue = field(default_factory=MultiKueue)
+
+
+# --- the file's schema ---------------------------------------------------------------------------
+
+
+def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+_DURATION = {"type": "string", "pattern": DURATION_PATTERN}
+_LABEL_SELECTOR = _obj(
+    {
+        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "matchExpressions": {
+            "type": "array",
+            "items": _obj(
+                {
+                    "key": {"type": "string"},
+                    "operator": {"enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
+                    "values": {"type": "array", "items": {"type": "string"}},
+                },
+                ("key", "operator"),
+            ),
+        },
+    }
+)
+
+CONFIG_SCHEMA: dict[str, Any] = _obj(
+    {
+        "apiVersion": {"enum": [CONFIG_API_VERSION]},
+        "kind": {"enum": ["Configuration"]},
+        "namespace": {"type": "string", "pattern": DNS1123_LABEL, "maxLength": 63},
+        "manageJobsWithoutQueueName": {"type": "boolean"},
+        "managedJobsNamespaceSelector": _LABEL_SELECTOR,
+        "waitForPodsReady": _obj(
+            {
+                "enable": {"type": "boolean"},
+                "timeout": _DURATION,
+                "blockAdmission": {"type": "boolean"},
+                "recoveryTimeout": _DURATION,
+                "requeuingStrategy": _obj(
+                    {
+                        "timestamp": {"enum": ["Eviction", "Creation"]},
+                        "backoffLimitCount": {"type": "integer", "minimum": 0},
+                        "backoffBaseSeconds": {"type": "integer", "minimum": 0},
+                        "backoffMaxSeconds": {"type": "integer", "minimum": 0},
+                    }
+                ),
+            }
+        ),
+        "clientConnection": _obj({"qps": {"type": "number"}, "burst": {"type": "integer", "minimum": 0}}),
+        "integrations": _obj(
+            {"frameworks": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True}}
+        ),
+        "internalCertManagement": _obj(
+            {
+                "enable": {"type": "boolean"},
+                "webhookServiceName": {"type": "string", "pattern": DNS1123_LABEL, "maxLength": 63},
+                "webhookSecretName": {"type": "string", "pattern": DNS1123_SUBDOMAIN, "maxLength": 253},
+            }
+        ),
+        "leaderElection": _obj(
+            {
+                "leaderElect": {"type": "boolean"},
+                "resourceName": {"type": "string", "pattern": DNS1123_SUBDOMAIN},
+                "resourceNamespace": {"type": "string", "pattern": DNS1123_LABEL},
+                "resourceLock": {"enum": ["leases"]},
+                "leaseDuration": _DURATION,
+                "renewDeadline": _DURATION,
+                "retryPeriod": _DURATION,
+            }
+        ),
+        "metrics": _obj({"bindAddress": {"type": "string"}}),
+        "health": _obj({"healthProbeBindAddress": {"type": "string"}}),
+        "webhook": _obj(
+            {
+                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                "host": {"type": "string"},
+                "certDir": {"type": "string"},
+            }
+        ),
+        "multiKueue": _obj(
+            {
+                "gcInterval": _DURATION,
+                "origin": {"type": "string", "pattern": LABEL_VALUE, "maxLength": 63},
+                "workerLostTimeout": _DURATION,
+                "dispatcherName": {"type": "string", "maxLength": 63},
+            }
+        ),
+    },
+    ("apiVersion", "kind"),
+)
+
+# --- loading -------------------------------------------------------------------------------------
+
+_DOMAIN_PATH = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[-A-Za-z0-9._~!$&'()*+,;=:@/]+$")
+
+
+def _schema_errors(raw: dict[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    validator = jsonschema.Draft7Validator(CONFIG_SCHEMA)
+    for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+        path = path_of(list(err.absolute_path))
+        if err.validator == "additionalProperties":
+            known = err.schema.get("properties", {})
+            errors += [
+                FieldError(join_path(path, name), f'Invalid value: unknown field "{name}"')
+                for name in err.instance
+                if name not in known
+            ]
+        elif err.validator == "required":
+            errors += [FieldError.required(join_path(path, n)) for n in err.validator_value if n not in err.instance]
+        elif err.validator == "enum":
+            errors.append(FieldError.not_supported(path, err.instance, err.validator_value))
+        elif err.validator == "pattern":
+            errors.append(FieldError.invalid(path, err.instance, f"should match '{err.validator_value}'"))
+        elif err.validator == "type":
+            errors.append(FieldError.invalid(path, err.instance, f"must be of type {err.validator_value}"))
+        else:
+            errors.append(FieldError.invalid(path, err.instance, err.message))
+    return errors
+
+
+def _selector_matches(selector: dict[str, Any], namespace: str) -> bool:
+    """Whether a label selector matches a namespace that carries only its name label."""
+    labels = {"kubernetes.io/metadata.name": namespace}
+    for key, value in selector.get("matchLabels", {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions", []):
+        present, values = expr["key"] in labels, expr.get("values", [])
+        op = expr["operator"]
+        if (op == "In" and labels.get(expr["key"]) not in values) or (
+            op == "NotIn" and present and labels[expr["key"]] in values
+        ):
+            return False
+        if (op == "Exists" and not present) or (op == "DoesNotExist" and present):
+            return False
+    return True
+
+
+def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError]:
+    errors: list[FieldError] = []
+    wfpr = raw.get("waitForPodsReady", {})
+    if "timeout" in wfpr and cfg.wait_for_pods_ready.timeout_seconds <= 0:
+        errors.append(FieldError.invalid("waitForPodsReady.timeout", wfpr["timeout"], "must be greater than 0"))
+    strategy = cfg.wait_for_pods_ready.requeuing_strategy
+    if strategy.backoff_max_seconds < strategy.backoff_base_seconds:
+        errors.append(
+            FieldError.invalid(
+                "waitForPodsReady.requeuingStrategy.backoffMaxSeconds",
+                strategy.backoff_max_seconds,
+                "must be greater than or equal to backoffBaseSeconds",
+            )
+        )
+    for i, name in enumerate(cfg.integrations.frameworks):
+        if name not in SUPPORTED_FRAMEWORKS:
+            errors.append(FieldError.not_supported(f"integrations.frameworks[{i}]", name, SUPPORTED_FRAMEWORKS))
+    selector = cfg.managed_jobs_namespace_selector
+    for protected in ("kube-system", cfg.namespace):
+        if _selector_matches(selector, protected):
+            errors.append(
+                FieldError.invalid(
+                    "managedJobsNamespaceSelector", "object", f"should not match the {protected} namespace"
+                )
+            )
+    le = cfg.leader_election
+    if le.leader_elect and not le.lease_duration_seconds > le.renew_deadline_seconds > le.retry_period_seconds > 0:
+        errors.append(
+            FieldError.invalid(
+                "leaderElection.renewDeadline",
+                raw.get("leaderElection", {}).get("renewDeadline", f"{le.renew_deadline_seconds}s"),
+                "must be less than leaseDuration and greater than retryPeriod (both positive)",
+            )
+        )
+    dispatcher = cfg.multi_kueue.dispatcher_name
+    if not _DOMAIN_PATH.match(dispatcher):
+        errors.append(
+            FieldError.invalid("multiKueue.dispatcherName", dispatcher, "must be a domain-prefixed path (e.g. acme.io/foo)")
+        )
+    return errors
+
+
+def _seconds(value: str | None, default: float | None) -> float | None:
+    return default if value is None else duration_seconds(value)
+
+
+def _build(raw: dict[str, Any]) -> Configuration:
+    """Turn a schema-valid document into the typed Configuration with Kueue's defaults."""
+    namespace = raw.get("namespace", DEFAULT_NAMESPACE)
+    w = raw.get("waitForPodsReady")
+    if w is None:
+        wait = WaitForPodsReady()
+    else:
+        rs = w.get("requeuingStrategy", {})
+        timeout = _seconds(w.get("timeout"), 300.0)
+        wait = WaitForPodsReady(
+            enable=w.get("enable", False),
+            timeout_seconds=timeout if timeout is not None else 300.0,
+            # Kueue: blockAdmission defaults to true when waiting is enabled.
+            block_admission=w.get("blockAdmission", w.get("enable", False)),
+            recovery_timeout_seconds=_seconds(w.get("recoveryTimeout"), None),
+            requeuing_strategy=RequeuingStrategy(
+                timestamp=rs.get("timestamp", "Eviction"),
+                backoff_limit_count=rs.get("backoffLimitCount"),
+                backoff_base_seconds=rs.get("backoffBaseSeconds", 60),
+                backoff_max_seconds=rs.get("backoffMaxSeconds", 3600),
+            ),
+        )
+    cc, ig = raw.get("clientConnection", {}), raw.get("integrations", {})
+    icm, le = raw.get("internalCertManagement", {}), raw.get("leaderElection", {})
+    wh, mk = raw.get("webhook", {}), raw.get("multiKueue", {})
+    return Configuration(
+        namespace=namespace,
+        manage_jobs_without_queue_name=raw.get("manageJobsWithoutQueueName", False),
+        managed_jobs_namespace_selector=raw.get("managedJobsNamespaceSelector", default_namespace_selector(namespace)),
+        wait_for_pods_ready=wait,
+        client_connection=ClientConnection(qps=float(cc.get("qps", 20.0)), burst=cc.get("burst", 30)),
+        integrations=Integrations(frameworks=tuple(ig.get("frameworks", ["batch/job"]))),
+        internal_cert_management=InternalCertManagement(
+            enable=icm.get("enable", True),
+            webhook_service_name=icm.get("webhookServiceName", DEFAULT_WEBHOOK_SERVICE),
+            webhook_secret_name=icm.get("webhookSecretName", DEFAULT_WEBHOOK_SECRET),
+        ),
+        leader_election=LeaderElection(
+            leader_elect=le.get("leaderElect", True),
+            resource_name=le.get("resourceName", DEFAULT_LEADER_ELECTION_ID),
+            resource_namespace=le.get("resourceNamespace"),
+            lease_duration_seconds=_seconds(le.get("leaseDuration"), 15.0) or 0.0,
+            renew_deadline_seconds=_seconds(le.get("renewDeadline"), 10.0) or 0.0,
+            retry_period_seconds=_seconds(le.get("retryPeriod"), 2.0) or 0.0,
+        ),
+        metrics_bind_address=raw.get("metrics", {}).get("bindAddress", ":8080"),
+        health_probe_bind_address=raw.get("health", {}).get("healthProbeBindAddress", ":8081"),
+        webhook=WebhookServer(
+            port=wh.get("port", 9443),
+            host=wh.get("host", ""),
+            cert_dir=wh.get("certDir", "/tmp/k8s-webhook-server/serving-certs"),
+        ),
+        multi_kueue=MultiKueue(
+            gc_interval_seconds=_seconds(mk.get("gcInterval"), 60.0) or 0.0,
+            origin=mk.get("origin", "multikueue"),
+            worker_lost_timeout_seconds=_seconds(mk.get("workerLostTimeout"), 900.0) or 0.0,
+            dispatcher_name=mk.get("dispatcherName", DISPATCHER_ALL_AT_ONCE),
+        ),
+    )
+
+
+def parse_config(raw: Any, source: str | None = None) -> Configuration:
+    """Validate a decoded configuration document and return it with defaults; ConfigError if bad."""
+    if not isinstance(raw, dict):
+        raise ConfigError([FieldError.invalid("", type(raw).__name__, "the configuration must be a YAML mapping")], source)
+    errors = _schema_errors(raw)
+    if errors:
+        raise ConfigError(errors, source)
+    cfg = _build(raw)
+    errors = _semantic_errors(raw, cfg)
+    if errors:
+        raise ConfigError(errors, source)
+    return cfg
+
+
+def load_config(path: str | Path | None) -> Configuration:
+    """Load and validate the configuration file at ``path``; ``None`` gives the defaults."""
+    if path is None:
+        return Configuration()
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError([FieldError("", f"cannot read {source}: {exc.strerror or exc}")], source) from exc
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError([FieldError("", f"{source} is not valid YAML{where}")], source) from exc
+    return parse_config(raw, source)
