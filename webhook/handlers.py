@@ -11,6 +11,7 @@ kind's semantic rules; a denial lists every error in the apiserver's own format
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ from webhook.rules.workload import validate_workload
 
 SchemaCheck = Callable[[str, dict[str, Any]], list[FieldError]]
 Rule = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
+
+log = logging.getLogger("pykueue.webhook.handlers")
 
 KUEUE_GROUP = c.GROUP
 KUEUE_PATH_GROUP = KUEUE_GROUP.replace(".", "-")
@@ -166,6 +169,8 @@ def _job_validator(ctx: WebhookContext) -> Callable[[AdmissionRequest], Verdict]
             try:
                 warnings = never_fits_warnings(review.obj, review.namespace, ctx.state)
             except Exception:  # a warning is advice: an unreadable queue must not block the job
+                log.warning("could not check whether the job fits its ClusterQueue", exc_info=True,
+                            extra={"uid": review.uid})
                 warnings = []
             return Verdict(warnings=warnings)
         if review.operation == "UPDATE" and review.old_obj is not None:

@@ -12,6 +12,7 @@ import pytest
 
 pytest_plugins = [
     "tests.e2e.fixtures.cluster",
+    "tests.e2e.fixtures.webhook",
 ]
 
 _E2E_DIR = Path(__file__).parent

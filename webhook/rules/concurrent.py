@@ -47,10 +47,11 @@ def concurrent_admission_errors(spec: dict[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
 
     if spec.get("queueingStrategy") == c.STRICT_FIFO:
+        # Same path and words as the CRD's CEL rule, so users read one message whichever layer
+        # catches it first.
         errors.append(
             FieldError.invalid(
-                "spec.queueingStrategy", c.STRICT_FIFO,
-                "concurrentAdmission is not supported with StrictFIFO; use BestEffortFIFO",
+                path, spec.get("concurrentAdmission"), "concurrentAdmission is not supported with queueingStrategy StrictFIFO"
             )
         )
 

@@ -40,8 +40,8 @@ def test_denial_names_field_and_rule_with_status_code(client: FlaskClient) -> No
     assert response["allowed"] is False
     assert response["status"]["code"] == 422
     assert response["status"]["message"].startswith('ClusterQueue.kueue.x-k8s.io "cq" is invalid: ')
-    assert 'spec.queueingStrategy: Invalid value: "StrictFIFO": concurrentAdmission is not supported' in (
-        response["status"]["message"])
+    assert 'spec.concurrentAdmission: Invalid value: "object": concurrentAdmission is not supported with ' \
+        "queueingStrategy StrictFIFO" in response["status"]["message"]
     assert "patch" not in response
 
 

@@ -1,0 +1,241 @@
+"""The webhook through the real apiserver: kubectl sees its denials, patches, and warnings.
+
+Some rules are enforced twice — by the CRD schema (patterns, list-map keys, CEL) and by the webhook
+— and the apiserver applies the schema first; those tests assert what the user sees whichever
+layer answers. Rules only the webhook can check (names of this queue's flavors, the option-name
+bound, Job state) assert the webhook's own denial.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import ssl
+import subprocess
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.builders import ClusterQueueBuilder, JobBuilder, LocalQueueBuilder, WorkloadBuilder
+from tests.e2e.fixtures.webhook import WebhookHandle
+from tests.e2e.helpers.wait import wait_for
+
+Obj = dict[str, Any]
+CQ_WEBHOOK_DENIAL = 'admission webhook "vclusterqueue.kb.io" denied the request'
+JOB_WEBHOOK_DENIAL = 'admission webhook "vjob.kb.io" denied the request'
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def kubectl_apply(cluster: Any, obj: Obj, *args: str) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl("apply", "-f", "-", *args, input=json.dumps(obj), check=False)
+
+
+def concurrent_cq(name: str, **concurrent: Any) -> Obj:
+    cq = (
+        ClusterQueueBuilder(name)
+        .flavor("reservation", cpu="10")
+        .flavor("spot", cpu="10")
+        .obj()
+    )
+    cq["spec"]["concurrentAdmission"] = {"onSuccess": "RemoveOther", **concurrent}
+    return cq
+
+
+@pytest.fixture
+def cluster_queues(cluster: Any) -> Iterator[list[str]]:
+    """Names of ClusterQueues a test created; removed afterwards (finalizer first: no controller here)."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        cluster.kubectl("patch", "clusterqueue", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}',
+                        check=False)
+        cluster.kubectl("delete", "clusterqueue", name, "--ignore-not-found", "--wait=false", check=False)
+
+
+def test_strict_fifo_with_concurrent_admission_is_rejected(cluster: Any, webhook: WebhookHandle) -> None:
+    cq = concurrent_cq(unique("strict"))
+    cq["spec"]["queueingStrategy"] = "StrictFIFO"
+    result = kubectl_apply(cluster, cq)
+    assert result.returncode != 0
+    assert "spec.concurrentAdmission: Invalid value" in result.stderr
+    assert "concurrentAdmission is not supported with queueingStrategy StrictFIFO" in result.stderr
+
+
+def test_duplicate_option_names_are_rejected(cluster: Any, webhook: WebhookHandle) -> None:
+    options = [{"name": "spot", "allowedResourceFlavors": ["spot"]}, {"name": "spot", "allowedResourceFlavors": ["reservation"]}]
+    result = kubectl_apply(cluster, concurrent_cq(unique("dup"), explicitOptions=options))
+    assert result.returncode != 0
+    # The CRD's list-map key catches it first; the webhook would say the same for the same field.
+    assert "spec.concurrentAdmission.explicitOptions[1]" in result.stderr, result.stderr
+    assert "Duplicate value" in result.stderr, result.stderr
+
+
+def test_malformed_option_name_is_rejected(cluster: Any, webhook: WebhookHandle) -> None:
+    options = [{"name": "Spot_1", "allowedResourceFlavors": ["spot"]}]
+    result = kubectl_apply(cluster, concurrent_cq(unique("bad"), explicitOptions=options))
+    assert result.returncode != 0
+    assert 'spec.concurrentAdmission.explicitOptions[0].name: Invalid value: "Spot_1"' in result.stderr
+
+
+def test_option_name_too_long_for_option_workloads_is_rejected_by_the_webhook(
+    cluster: Any, webhook: WebhookHandle
+) -> None:
+    name = "o" * 45  # a valid DNS label, but <workload>-option-<name> would not always fit
+    options = [{"name": name, "allowedResourceFlavors": ["spot"]}]
+    result = kubectl_apply(cluster, concurrent_cq(unique("long"), explicitOptions=options))
+    assert result.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in result.stderr
+    assert f'spec.concurrentAdmission.explicitOptions[0].name: Invalid value: "{name}": must be no more than 40 ' \
+        "characters" in result.stderr
+
+
+def test_option_flavors_must_belong_to_the_cluster_queue(cluster: Any, webhook: WebhookHandle) -> None:
+    options = [{"name": "gpu", "allowedResourceFlavors": ["on-demand"]}]
+    result = kubectl_apply(cluster, concurrent_cq(unique("flv"), explicitOptions=options))
+    assert result.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in result.stderr
+    assert ('spec.concurrentAdmission.explicitOptions[0].allowedResourceFlavors[0]: Unsupported value: "on-demand": '
+            'supported values: "reservation", "spot"') in result.stderr
+
+
+def test_valid_concurrent_cluster_queue_is_stored_with_finalizer(
+    cluster: Any, webhook: WebhookHandle, cluster_queues: list[str]
+) -> None:
+    name = unique("ok")
+    cluster_queues.append(name)
+    options = [{"name": "res", "allowedResourceFlavors": ["reservation"]}, {"name": "any", "allowedResourceFlavors": ["reservation", "spot"]}]
+    result = kubectl_apply(cluster, concurrent_cq(name, explicitOptions=options))
+    assert result.returncode == 0, result.stderr
+    stored = json.loads(cluster.kubectl("get", "clusterqueue", name, "-o", "json").stdout)
+    assert stored["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+
+
+def _job(cluster: Any, namespace: str, name: str) -> Obj:
+    return json.loads(cluster.kubectl("get", "job", name, "-n", namespace, "-o", "json").stdout)
+
+
+def test_queued_job_is_stored_suspended(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
+    job = JobBuilder("queued", namespace).queue("team-a").requests(cpu="1").obj()
+    result = kubectl_apply(cluster, job)
+    assert result.returncode == 0, result.stderr
+    assert _job(cluster, namespace, "queued")["spec"]["suspend"] is True
+
+
+def test_unlabelled_job_gets_default_queue_and_is_suspended(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
+    assert kubectl_apply(cluster, LocalQueueBuilder("default", namespace, "cq-a").obj()).returncode == 0
+    plain = JobBuilder("plain", namespace).requests(cpu="1").obj()
+    assert kubectl_apply(cluster, plain).returncode == 0
+    stored = _job(cluster, namespace, "plain")
+    assert stored["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    assert stored["spec"]["suspend"] is True
+
+
+def test_queue_name_of_running_job_is_immutable(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
+    job = JobBuilder("runner", namespace).queue("team-a").requests(cpu="1").run_seconds(-1).obj()
+    assert kubectl_apply(cluster, job).returncode == 0
+    # Suspended: moving it to another queue is fine.
+    moved = cluster.kubectl("label", "job", "runner", "-n", namespace, "--overwrite",
+                            "kueue.x-k8s.io/queue-name=team-b", check=False)
+    assert moved.returncode == 0, moved.stderr
+    # Running (what the controller does on admission): the queue is now fixed.
+    cluster.kubectl("patch", "job", "runner", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}')
+    denied = cluster.kubectl("label", "job", "runner", "-n", namespace, "--overwrite",
+                             "kueue.x-k8s.io/queue-name=team-c", check=False)
+    assert denied.returncode != 0
+    assert JOB_WEBHOOK_DENIAL in denied.stderr
+    assert ('metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "team-c": field is immutable while the job '
+            "is running (not suspended)") in denied.stderr
+    assert _job(cluster, namespace, "runner")["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-b"
+
+
+def test_job_that_can_never_fit_gets_a_warning(
+    cluster: Any, webhook: WebhookHandle, namespace: str, cluster_queues: list[str]
+) -> None:
+    cq_name = unique("small")
+    cluster_queues.append(cq_name)
+    assert kubectl_apply(cluster, ClusterQueueBuilder(cq_name).flavor("default", cpu="4").obj()).returncode == 0
+    assert kubectl_apply(cluster, LocalQueueBuilder("small", namespace, cq_name).obj()).returncode == 0
+    job = JobBuilder("huge", namespace).queue("small").parallelism(3).completions(3).requests(cpu="2").obj()
+    result = kubectl_apply(cluster, job)
+    assert result.returncode == 0, result.stderr
+    assert (f'Warning: this job requests 6 cpu in total but ClusterQueue "{cq_name}" can provide at most 4 '
+            "(nominal quota plus borrowing); it can never be admitted") in result.stderr
+    fits = JobBuilder("fits", namespace).queue("small").parallelism(2).completions(2).requests(cpu="2").obj()
+    result = kubectl_apply(cluster, fits)
+    assert result.returncode == 0 and "Warning" not in result.stderr, result.stderr
+
+
+def test_parent_workloads_are_written_only_by_the_controller(
+    cluster: Any, webhook: WebhookHandle, namespace: str
+) -> None:
+    parent = WorkloadBuilder(unique("parent"), namespace).queue("team-a").podset(cpu="1").obj()
+    parent["spec"]["workloadMode"] = {"type": "Parent"}
+    as_user = kubectl_apply(cluster, parent, "--as=alice", "--as-group=system:masters")
+    assert as_user.returncode != 0
+    assert ('spec.workloadMode.type: Forbidden: Parent workloads are managed by the pykueue controller '
+            f"({webhook.controller_username}); user 'alice' may not create or change them") in as_user.stderr
+    as_controller = kubectl_apply(cluster, parent)  # the fixture runs the webhook with our identity as controller
+    assert as_controller.returncode == 0, as_controller.stderr
+
+
+def test_certificate_rotation_keeps_requests_succeeding(cluster: Any, webhook: WebhookHandle) -> None:
+    """Delete the Secret (a forced rotation): a new CA and certificate are issued, injected and served."""
+    def secret_ca() -> str:
+        result = cluster.kubectl("get", "secret", webhook.secret_name, "-n", webhook.namespace,
+                                 "-o", "jsonpath={.data.ca\\.crt}", check=False)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    def bundles() -> list[str]:
+        out = []
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            name = f"pykueue-{kind.removesuffix('webhookconfiguration')}-webhook-configuration"
+            obj = json.loads(cluster.kubectl("get", kind, name, "-o", "json").stdout)
+            out += [hook["clientConfig"].get("caBundle", "") for hook in obj["webhooks"]]
+        return out
+
+    old_ca = wait_for(secret_ca, timeout=30, message="the certificate Secret has a CA")
+    served_before = served_certificate(webhook)
+    probe = concurrent_cq(unique("probe"))
+    outcomes: list[int] = []
+
+    def rotated() -> bool:
+        result = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False)
+        outcomes.append(result.returncode)
+        assert result.returncode == 0, f"a request failed during rotation: {result.stderr}"
+        new_ca = secret_ca()
+        if not new_ca or new_ca == old_ca:
+            return False
+        new_ca_pem = base64.b64decode(new_ca)
+        if not all(new_ca_pem in base64.b64decode(bundle) for bundle in bundles()):
+            return False
+        return served_certificate(webhook) != served_before if served_before is not None else True
+
+    cluster.kubectl("delete", "secret", webhook.secret_name, "-n", webhook.namespace)
+    wait_for(rotated, timeout=60, interval=0.5, message="a new certificate is issued, injected and served")
+    # Requests keep succeeding on the new certificate, and the old CA is still trusted meanwhile.
+    for _ in range(5):
+        result = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(probe), check=False)
+        assert result.returncode == 0, result.stderr
+    assert set(outcomes) == {0}
+    assert all(base64.b64decode(old_ca) in base64.b64decode(bundle) for bundle in bundles())
+    assert webhook.alive()
+
+
+def served_certificate(webhook: WebhookHandle) -> bytes | None:
+    """The DER certificate the local webhook presents now (None when it runs in the cluster)."""
+    if webhook.local_url is None:
+        return None
+    url = urlparse(webhook.local_url)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with socket.create_connection((url.hostname, url.port), timeout=5) as raw, \
+            context.wrap_socket(raw, server_hostname=url.hostname) as tls:
+        return tls.getpeercert(binary_form=True)
