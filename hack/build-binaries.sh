@@ -9,7 +9,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=hack/versions.env
+# versions.env holds plain KEY=VALUE pins; nothing for shellcheck to follow.
+# shellcheck source=/dev/null
 source "$here/versions.env"
 
 cache=${PYKUEUE_CACHE:-$HOME/.cache/pykueue}
@@ -18,21 +19,29 @@ mkdir -p "$bindir"
 
 die() { printf 'build-binaries: %s\n' "$*" >&2; exit 1; }
 
-command -v go >/dev/null 2>&1 || die "Go is not installed. Install Go ${GO_MIN} or newer (https://go.dev/dl) and re-run."
-gov=$(go env GOVERSION | sed 's/^go//')
-if [ "$(printf '%s\n%s\n' "$GO_MIN" "$gov" | sort -V | head -1)" != "$GO_MIN" ]; then
-  die "Go $gov is too old; Kubernetes $K8S_VERSION needs Go ${GO_MIN} or newer."
-fi
-export GOTOOLCHAIN=local
-# Go 1.27+ switches encoding/json to v2 by default, which breaks the apiserver's OpenAPI output.
-if [ "$(printf '%s\n%s\n' "1.27" "$gov" | sort -V | head -1)" = "1.27" ]; then
-  export GOEXPERIMENT=nojsonv2
-fi
-export GOFLAGS="-trimpath"
+# Go is only needed when something must be built: with a warm cache this script just relinks.
+go_ready=
+need_go() {
+  [ -n "$go_ready" ] && return 0
+  command -v go >/dev/null 2>&1 || die "Go is not installed. Install Go ${GO_MIN} or newer (https://go.dev/dl) and re-run."
+  local gov
+  gov=$(GOTOOLCHAIN=local go env GOVERSION | sed 's/^go//')
+  if [ "$(printf '%s\n%s\n' "$GO_MIN" "$gov" | sort -V | head -1)" != "$GO_MIN" ]; then
+    die "Go $gov is too old; Kubernetes $K8S_VERSION needs Go ${GO_MIN} or newer (https://go.dev/dl)."
+  fi
+  export GOTOOLCHAIN=local
+  # Go 1.27+ switches encoding/json to v2 by default, which breaks the apiserver's OpenAPI output.
+  if [ "$(printf '%s\n%s\n' "1.27" "$gov" | sort -V | head -1)" = "1.27" ]; then
+    export GOEXPERIMENT=nojsonv2
+  fi
+  export GOFLAGS="-trimpath"
+  go_ready=1
+}
 proxy=${GOPROXY:-https://proxy.golang.org}
 proxy=${proxy%%,*}
 
 check_proxy() {
+  need_go
   if ! curl -fsS --max-time 20 "$proxy/k8s.io/kubernetes/@v/$K8S_VERSION.info" >/dev/null 2>&1; then
     die "cannot reach the Go module proxy at $proxy (needed once to build Kubernetes $K8S_VERSION). Check the network or set GOPROXY."
   fi
@@ -118,6 +127,12 @@ go_install() { # name module version
   GOBIN="$out" go install -ldflags "-s -w" "$2@$3"
   echo "$3" >"$out/.stamp"
 }
+
+# Two builds at once (two checkouts, two CI runs) would race on the same cache directories.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$bindir/.build.lock"
+  flock 9
+fi
 
 targets=${*:-kubernetes etcd kwok helm}
 for t in $targets; do
