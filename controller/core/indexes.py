@@ -51,3 +51,9 @@ def add_workload_indexes(informer: Any) -> None:
 def add_local_queue_indexes(informer: Any) -> None:
     with contextlib.suppress(KeyError, ValueError):
         informer.add_indexer(LOCAL_QUEUE_BY_CQ, local_queue_by_cq)
+
+
+def cached_keys(informer: Any) -> list[str]:
+    """Every key in an informer's cache (a snapshot list, safe to iterate while it changes)."""
+    keys: list[str] = informer.store.keys()
+    return keys

@@ -1,0 +1,195 @@
+"""ClusterQueue and LocalQueue status writers (leader only), batched per queue.
+
+Every workload change marks its LocalQueue and ClusterQueue dirty with a one-second delay; the
+work queue folds repeated marks into one key, so a burst of a thousand workload updates costs one
+status write per queue per second at most (Kueue's per-cycle status writes were its biggest API
+load, kueue-engine.md §1.14). A write happens only when a field differs from what the object
+already shows (:func:`controller.core.patches.queue_status_patch`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from controller.runtime.workqueue import WorkQueue
+from pykueue.api import constants as C
+from pykueue.kube.errors import Conflict, Invalid, NotFound
+from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
+
+from . import indexes
+from . import metrics as m
+from . import queue_status as qs
+from . import workload_view as wv
+from .clock import utcnow
+from .indexes import cached_keys
+from .patches import queue_status_patch
+from .workers import start_workers
+
+log = logging.getLogger(__name__)
+
+BATCH_SECONDS = 1.0
+CQ_PREFIX = "cq:"
+LQ_PREFIX = "lq:"
+
+
+class QueueStatusController:
+    name = "queue-status"
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        workloads: Any,
+        local_queues: Any,
+        cluster_queues: Any,
+        resource_flavors: Any,
+        admission_checks: Any,
+        clock: Callable[[], datetime] = utcnow,
+        batch_seconds: float = BATCH_SECONDS,
+    ) -> None:
+        self._client = client
+        self._workloads = workloads
+        self._local_queues = local_queues
+        self._cluster_queues = cluster_queues
+        self._flavors = resource_flavors
+        self._checks = admission_checks
+        self._clock = clock
+        self._batch = batch_seconds
+        self.queue: WorkQueue[str] = WorkQueue("queue-status")
+        self._threads: list[threading.Thread] = []
+        indexes.add_workload_indexes(workloads)
+        indexes.add_local_queue_indexes(local_queues)
+
+    # --- triggers --------------------------------------------------------------------------------
+
+    def workload_changed(self, wl: dict[str, Any]) -> None:
+        queue = wv.queue_name(wl)
+        if queue:
+            self.queue.add_after(f"{LQ_PREFIX}{wv.namespace(wl)}/{queue}", self._batch)
+            lq = self._local_queues.store.get(f"{wv.namespace(wl)}/{queue}")
+            cq = wv.spec(lq).get("clusterQueue") if lq is not None else None
+            if isinstance(cq, str) and cq:
+                self.queue.add_after(f"{CQ_PREFIX}{cq}", self._batch)
+        admitted_cq = wv.admitted_cluster_queue(wl)
+        if admitted_cq:
+            self.queue.add_after(f"{CQ_PREFIX}{admitted_cq}", self._batch)
+
+    def cluster_queue_changed(self, cq: dict[str, Any]) -> None:
+        name = wv.name(cq)
+        self.queue.add(f"{CQ_PREFIX}{name}")
+        for lq_key in self._local_queues.store.index_keys(indexes.LOCAL_QUEUE_BY_CQ, name):
+            self.queue.add(f"{LQ_PREFIX}{lq_key}")
+
+    def local_queue_changed(self, lq: dict[str, Any]) -> None:
+        self.queue.add(f"{LQ_PREFIX}{wv.key(lq)}")
+
+    def dependency_changed(self, _obj: dict[str, Any]) -> None:
+        """A ResourceFlavor or AdmissionCheck changed: every queue's ``Active`` may change."""
+        for name in cached_keys(self._cluster_queues):
+            self.cluster_queue_changed({"metadata": {"name": name}})
+
+    def enqueue_all(self) -> None:
+        for name in cached_keys(self._cluster_queues):
+            self.queue.add(f"{CQ_PREFIX}{name}")
+        for key in cached_keys(self._local_queues):
+            self.queue.add(f"{LQ_PREFIX}{key}")
+
+    def start(self) -> None:
+        self._threads = start_workers(self.queue, self.reconcile, 1, self.name)
+
+    def stop(self) -> None:
+        self.queue.shutdown()
+
+    # --- reconcile -------------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> float | None:
+        try:
+            if key.startswith(CQ_PREFIX):
+                self._reconcile_cq(key[len(CQ_PREFIX) :])
+            elif key.startswith(LQ_PREFIX):
+                self._reconcile_lq(key[len(LQ_PREFIX) :])
+        except Conflict:
+            # Our cache is behind; the watch event that brings it up to date re-enqueues us.
+            return self._batch
+        except NotFound:
+            return None
+        except Invalid as err:
+            log.warning("queue status rejected", extra={"key": key, "error": str(err)})
+        return None
+
+    def _check_activity(self) -> dict[str, bool]:
+        result = {}
+        for ac in self._checks.store.list():
+            result[wv.name(ac)] = wv.is_true(ac, C.COND_ACTIVE)
+        return result
+
+    def _cq_active(self, cq: dict[str, Any]) -> Any:
+        return qs.cluster_queue_active(cq, self._flavors.store.keys(), self._check_activity())
+
+    def _pending_for_lq(self, lq_key: str) -> list[dict[str, Any]]:
+        return [
+            wl
+            for wl in self._workloads.store.by_index(indexes.WORKLOAD_BY_QUEUE, lq_key)
+            if qs.is_pending(wl)
+        ]
+
+    def _reconcile_cq(self, name: str) -> None:
+        cq = self._cluster_queues.store.get(name)
+        if cq is None:
+            m.forget_cluster_queue(name)
+            return
+        pending = sum(
+            len(self._pending_for_lq(lq_key))
+            for lq_key in self._local_queues.store.index_keys(indexes.LOCAL_QUEUE_BY_CQ, name)
+        )
+        reserving = self._workloads.store.by_index(indexes.WORKLOAD_BY_ADMITTED_CQ, name)
+        counts = qs.count_workloads(reserving, pending)
+        active = self._cq_active(cq)
+        fields = qs.cluster_queue_status_fields(cq, counts)
+        patch = queue_status_patch(cq, fields, active, self._clock())
+        if patch is not None:
+            self._client.patch_status(CLUSTER_QUEUES, name, patch)
+        self._export_cq_metrics(cq, counts, active)
+
+    def _export_cq_metrics(self, cq: dict[str, Any], counts: qs.QueueCounts, active: Any) -> None:
+        name = wv.name(cq)
+        cohort = str(wv.spec(cq).get("cohort") or wv.spec(cq).get("cohortName") or "")
+        m.RESERVING_ACTIVE.labels(name).set(counts.reserving)
+        m.ADMITTED_ACTIVE.labels(name).set(counts.admitted)
+        status = (
+            "terminating"
+            if wv.meta(cq).get("deletionTimestamp")
+            else ("active" if active.status == "True" else "pending")
+        )
+        m.set_cluster_queue_status(name, status)
+        nominal = qs.nominal_quotas(wv.spec(cq))
+        m.set_resource_gauges(
+            m.NOMINAL_QUOTA, cohort, name, [(f, r, q) for f, res in nominal.items() for r, q in res.items()]
+        )
+        frs = [(f, r) for f, res in nominal.items() for r in res]
+        m.set_resource_gauges(
+            m.RESOURCE_RESERVATION, cohort, name, [(f, r, counts.reservation.get((f, r), 0)) for f, r in frs]
+        )
+        m.set_resource_gauges(
+            m.RESOURCE_USAGE, cohort, name, [(f, r, counts.usage.get((f, r), 0)) for f, r in frs]
+        )
+
+    def _reconcile_lq(self, key: str) -> None:
+        lq = self._local_queues.store.get(key)
+        if lq is None:
+            return
+        cq_name = wv.spec(lq).get("clusterQueue")
+        cq = self._cluster_queues.store.get(cq_name) if isinstance(cq_name, str) and cq_name else None
+        cq_active = cq is not None and self._cq_active(cq).status == "True"
+        workloads = self._workloads.store.by_index(indexes.WORKLOAD_BY_QUEUE, key)
+        pending = sum(1 for wl in workloads if qs.is_pending(wl))
+        counts = qs.count_workloads(workloads, pending)
+        active = qs.local_queue_active(lq, cq, cq_active)
+        patch = queue_status_patch(lq, qs.local_queue_status_fields(counts), active, self._clock())
+        if patch is not None:
+            self._client.patch_status(LOCAL_QUEUES, wv.name(lq), patch, wv.namespace(lq))
+        m.LOCAL_QUEUE_PENDING.labels(wv.name(lq), wv.namespace(lq), "active").set(pending)

@@ -1,0 +1,385 @@
+"""The scheduler loop: informer events in, engine cycles, decisions written as status patches.
+
+Runs only on the leader, in one thread that owns the :class:`controller.engine.engine.Engine`
+(which is not thread-safe). Informer handlers never touch the engine: they put ``(kind, key)`` on
+a queue and wake the loop. The loop then reads the *current* object from the informer's store
+for each key (level-triggered: a queued notification older than the store can never roll the
+engine back to a stale state), feeds the engine, and runs ``schedule()`` while there is work;
+when a cycle admits nothing it sleeps until the next event (or a short idle tick for the engine's
+timers: requeue batching and ``requeueAt`` backoffs).
+
+Writes follow assume-then-write: the engine has already assumed each reservation; the loop
+patches ``status.admission`` (resourceVersion-guarded, on a small thread pool) and then calls
+``confirm`` or ``rollback`` from the loop thread. A 409 is retried once against a fresh GET.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.engine.engine import Engine
+from controller.engine.results import CycleResult, Preemption, Reservation
+from pykueue.api import constants as C
+from pykueue.kube.errors import ApiError, Conflict, NotFound
+from pykueue.kube.resources import WORKLOADS
+
+from . import metrics as m
+from . import workload_view as wv
+from .cycle_patches import (
+    CyclePatch,
+    eviction_patch,
+    pending_patch,
+    preemption_patch,
+    queued_since,
+    reservation_patch,
+)
+from .events import EventSink
+from .indexes import cached_keys
+from .plan import EVENT_NORMAL, EventSpec
+
+log = logging.getLogger(__name__)
+
+# Kinds the engine consumes, in the order a fresh engine is filled (queues before workloads, so
+# workloads are routed once instead of being parked and re-routed).
+KINDS = (
+    "resourceflavors",
+    "admissionchecks",
+    "workloadpriorityclasses",
+    "priorityclasses",
+    "cohorts",
+    "namespaces",
+    "clusterqueues",
+    "localqueues",
+    "workloads",
+)
+
+IDLE_TICK_SECONDS = 1.0
+WRITE_THREADS = 4
+
+
+def _split(key: str) -> tuple[str, str]:
+    namespace, sep, name = key.partition("/")
+    return (namespace, name) if sep else ("", namespace)
+
+
+class SchedulerLoop:
+    """See the module docstring. ``stores`` maps each kind in :data:`KINDS` to an informer."""
+
+    def __init__(
+        self,
+        client: Any,
+        informers: dict[str, Any],
+        events: EventSink,
+        *,
+        engine_factory: Callable[[], Engine] = Engine,
+        clock: Callable[[], float] = time.time,
+        write_threads: int = WRITE_THREADS,
+    ) -> None:
+        missing = [kind for kind in KINDS if kind not in informers]
+        if missing:
+            raise ValueError(f"scheduler needs informers for {missing}")
+        self._client = client
+        self._informers = informers
+        self._events = events
+        self._engine_factory = engine_factory
+        self._clock = clock
+        self._write_threads = write_threads
+        self._changes: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._accepting = False
+        self.engine: Engine | None = None
+        self._applied_rv: dict[tuple[str, str], str] = {}
+        self.cycles = 0
+
+    # --- informer side (any thread) --------------------------------------------------------------
+
+    def notify(self, kind: str, key: str) -> None:
+        """Called by informer handlers; cheap and non-blocking."""
+        if self._accepting:
+            self._changes.put((kind, key))
+            self._wake.set()
+
+    def handler_for(self, kind: str) -> Any:
+        from controller.runtime.informer import FuncHandler
+
+        def on(obj: dict[str, Any]) -> None:
+            self.notify(kind, wv.key(obj))
+
+        return FuncHandler(add=on, update=lambda _old, new: on(new), delete=on)
+
+    # --- loop thread -----------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Lead: build a fresh engine from the caches and schedule until ``stop`` is set."""
+        self._accepting = True
+        self._applied_rv.clear()
+        engine = self.engine = self._engine_factory()
+        for kind in KINDS:
+            for key in cached_keys(self._informers[kind]):
+                self._sync(engine, kind, key)
+        log.info(
+            "scheduler started",
+            extra={"workloads": len(engine.workloads), "clusterQueues": len(engine.cluster_queues)},
+        )
+        with ThreadPoolExecutor(
+            max_workers=self._write_threads, thread_name_prefix="admission-write"
+        ) as pool:
+            while not stop.is_set():
+                self._drain(engine)
+                try:
+                    result = engine.schedule(self._clock())
+                except Exception:
+                    # A bug in one cycle must not stop admission for everyone; the next event or
+                    # tick retries with whatever changed in between.
+                    log.exception("scheduling cycle failed")
+                    self._wait(stop)
+                    continue
+                self.cycles += 1
+                self._apply(engine, result, pool)
+                self._observe(engine, result)
+                if not result.admitted_anything and self._changes.empty():
+                    self._wait(stop)
+        self._accepting = False
+        self.engine = None
+        log.info("scheduler stopped")
+
+    def _wait(self, stop: threading.Event) -> None:
+        self._wake.wait(IDLE_TICK_SECONDS)
+        self._wake.clear()
+        if stop.is_set():
+            return
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _drain(self, engine: Engine) -> None:
+        batch: OrderedDict[tuple[str, str], None] = OrderedDict()
+        while True:
+            try:
+                batch[self._changes.get_nowait()] = None
+            except queue.Empty:
+                break
+        for kind, key in batch:
+            self._sync(engine, kind, key)
+
+    def _sync(self, engine: Engine, kind: str, key: str) -> None:
+        """Bring the engine's view of one object in line with the informer's store."""
+        obj = self._informers[kind].store.get(key)
+        rv_key = (kind, key)
+        try:
+            if obj is None:
+                self._applied_rv.pop(rv_key, None)
+                self._delete(engine, kind, key)
+                return
+            rv = str(wv.meta(obj).get("resourceVersion") or "")
+            if rv and self._applied_rv.get(rv_key) == rv:
+                return
+            self._upsert(engine, kind, obj)
+            self._applied_rv[rv_key] = rv
+        except Exception:
+            log.exception("engine rejected an object", extra={"kind": kind, "key": key})
+
+    @staticmethod
+    def _upsert(engine: Engine, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "workloads":
+            engine.upsert_workload(obj)
+        elif kind == "localqueues":
+            engine.upsert_local_queue(obj)
+        elif kind == "clusterqueues":
+            engine.upsert_cluster_queue(obj)
+        elif kind == "cohorts":
+            engine.upsert_cohort(obj)
+        elif kind == "resourceflavors":
+            engine.upsert_resource_flavor(obj)
+        elif kind == "admissionchecks":
+            engine.upsert_admission_check(obj)
+        elif kind in ("workloadpriorityclasses", "priorityclasses"):
+            engine.upsert_priority_class(obj)
+        elif kind == "namespaces":
+            labels = wv.meta(obj).get("labels")
+            engine.set_namespace(wv.name(obj), labels if isinstance(labels, dict) else {})
+
+    @staticmethod
+    def _delete(engine: Engine, kind: str, key: str) -> None:
+        namespace, name = _split(key)
+        if kind == "workloads":
+            engine.delete_workload(namespace, name)
+        elif kind == "localqueues":
+            engine.delete_local_queue(namespace, name)
+        elif kind == "clusterqueues":
+            engine.delete_cluster_queue(name)
+        elif kind == "cohorts":
+            engine.delete_cohort(name)
+        elif kind == "resourceflavors":
+            engine.delete_resource_flavor(name)
+        elif kind == "admissionchecks":
+            engine.delete_admission_check(name)
+        elif kind == "workloadpriorityclasses":
+            engine.delete_priority_class(name, kind="WorkloadPriorityClass")
+        elif kind == "priorityclasses":
+            engine.delete_priority_class(name, kind="PriorityClass")
+        elif kind == "namespaces":
+            engine.delete_namespace(name)
+
+    # --- applying a cycle ----------------------------------------------------------------------------
+
+    def _apply(self, engine: Engine, result: CycleResult, pool: ThreadPoolExecutor) -> None:
+        now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
+        for eviction in result.evictions:
+            self._write(
+                eviction.workload,
+                lambda wl, e=eviction: eviction_patch(wl, reason=e.reason, message=e.message, now=now),
+            )
+        for preemption in result.preemptions:
+            self._preempt(preemption, now)
+        futures = {r.workload: pool.submit(self._reserve, r, now) for r in result.reservations}
+        pending = [
+            pool.submit(
+                self._write,
+                p.workload,
+                lambda wl, p=p: pending_patch(wl, reason=p.reason, message=p.message, now=now),
+            )
+            for p in result.pending
+        ]
+        for key, future in futures.items():
+            ok = False
+            try:
+                ok = future.result()
+            except Exception:
+                log.exception("admission write failed", extra={"workload": key})
+            if ok:
+                engine.confirm(key)
+            else:
+                engine.rollback(key)
+        for future in pending:
+            try:
+                future.result()
+            except Exception:
+                log.exception("pending reason write failed")
+
+    def _current(self, key: str, fresh: bool) -> dict[str, Any] | None:
+        if not fresh:
+            return self._informers["workloads"].store.get(key)
+        namespace, name = _split(key)
+        return self._client.get(WORKLOADS, name, namespace)
+
+    def _write(self, key: str, build: Callable[[dict[str, Any]], CyclePatch | None]) -> dict[str, Any] | None:
+        """Build and send a patch for ``key``; on 409 rebuild from a fresh GET once. Returns the
+        written object (None when the decision no longer applied or the object is gone)."""
+        for fresh in (False, True):
+            wl = self._current(key, fresh)
+            if wl is None:
+                return None
+            built = build(wl)
+            if built is None:
+                return None
+            namespace, name = _split(key)
+            try:
+                written = self._client.patch_status(WORKLOADS, name, built.patch, namespace)
+            except Conflict:
+                continue
+            except NotFound:
+                return None
+            for event in built.events:
+                self._events.emit(written, event)
+            return written
+        return None
+
+    def _reserve(self, reservation: Reservation, now: datetime) -> bool:
+        wl_before = self._informers["workloads"].store.get(reservation.workload)
+        try:
+            written = self._write(
+                reservation.workload,
+                lambda wl: reservation_patch(
+                    wl,
+                    uid=reservation.uid,
+                    admission=reservation.admission,
+                    admission_checks=reservation.admission_checks,
+                    message=reservation.message,
+                    now=now,
+                ),
+            )
+        except ApiError as err:
+            log.warning("admission write failed", extra={"workload": reservation.workload, "error": str(err)})
+            return False
+        if written is None:
+            return False
+        priority_class = wv.priority_class_name(written)
+        m.QUOTA_RESERVED_TOTAL.labels(reservation.cluster_queue, priority_class).inc()
+        since = queued_since(wl_before or written)
+        if since is not None:
+            waited = max(0.0, (now - since).total_seconds())
+            m.QUOTA_RESERVED_WAIT.labels(reservation.cluster_queue, priority_class).observe(waited)
+            if not reservation.admission_checks:
+                m.ADMITTED_TOTAL.labels(reservation.cluster_queue, priority_class).inc()
+                m.ADMISSION_WAIT.labels(reservation.cluster_queue, priority_class).observe(waited)
+        log.info(
+            "quota reserved",
+            extra={
+                "workload": reservation.workload,
+                "clusterQueue": reservation.cluster_queue,
+                "borrowing": reservation.borrowing,
+            },
+        )
+        return True
+
+    def _preempt(self, preemption: Preemption, now: datetime) -> None:
+        try:
+            written = self._write(
+                preemption.victim,
+                lambda wl: preemption_patch(
+                    wl,
+                    uid=preemption.victim_uid,
+                    reason=preemption.reason,
+                    message=preemption.message,
+                    now=now,
+                ),
+            )
+        except ApiError as err:
+            log.warning("preemption write failed", extra={"victim": preemption.victim, "error": str(err)})
+            return
+        if written is None:
+            return
+        m.PREEMPTED_TOTAL.labels(preemption.preemptor_cluster_queue, preemption.reason).inc()
+        m.EVICTED_TOTAL.labels(
+            preemption.victim_cluster_queue,
+            C.REASON_PREEMPTED,
+            preemption.reason,
+            wv.priority_class_name(written),
+        ).inc()
+        preemptor = self._informers["workloads"].store.get(preemption.preemptor)
+        if preemptor is not None:
+            self._events.emit(
+                preemptor,
+                EventSpec(
+                    EVENT_NORMAL,
+                    C.EVENT_PREEMPTED_WORKLOAD,
+                    f"Preempted {preemption.victim}: {preemption.message}",
+                ),
+            )
+        log.info(
+            "preempted",
+            extra={
+                "victim": preemption.victim,
+                "preemptor": preemption.preemptor,
+                "reason": preemption.reason,
+            },
+        )
+
+    def _observe(self, engine: Engine, result: CycleResult) -> None:
+        outcome = "success" if result.admitted_anything else "inadmissible"
+        if result.heads_tried or result.admitted_anything:
+            m.ADMISSION_ATTEMPTS.labels(outcome).inc()
+            m.ADMISSION_ATTEMPT_DURATION.labels(outcome).observe(result.duration_seconds)
+        for name, pending_queue in engine.queues.items():
+            parked = pending_queue.parked_count()
+            m.PENDING_WORKLOADS.labels(name, "active").set(len(pending_queue) - parked)
+            m.PENDING_WORKLOADS.labels(name, "inadmissible").set(parked)

@@ -1,0 +1,171 @@
+"""Wire the core controllers into the controller process (``controller.main`` calls :func:`setup`).
+
+Registers three leader-only runnables on shared informers: the scheduler loop (engine), the
+Workload controller and the ClusterQueue/LocalQueue status controller. Options come from the
+Configuration (``waitForPodsReady``); everything else has Kueue's defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from pykueue.kube import resources as R
+
+from .decisions import PodsReadyPolicy
+from .events import KubeEvents
+from .queue_status_controller import QueueStatusController
+from .scheduler import SchedulerLoop
+from .workload_controller import WorkloadController
+
+log = logging.getLogger(__name__)
+
+# v1beta1 Configuration defaults for waitForPodsReady (opt-in there, 5 minutes when enabled).
+DEFAULT_PODS_READY_TIMEOUT_SECONDS = 300.0
+
+
+def _field(obj: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if obj is not None and not isinstance(obj, dict) and hasattr(obj, name):
+            return getattr(obj, name)
+    return None
+
+
+def _seconds(value: Any, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if hasattr(value, "total_seconds"):
+        return float(value.total_seconds())
+    from controller.main import parse_duration
+
+    try:
+        return parse_duration(value, field)
+    except ValueError:
+        if value in ("0", "0s"):
+            return 0.0
+        raise
+
+
+def pods_ready_policy(config: Any) -> PodsReadyPolicy | None:
+    """``waitForPodsReady`` from the Configuration (dataclass or dict), or ``None`` when off."""
+    section = _field(config, "wait_for_pods_ready", "waitForPodsReady")
+    if section is None or _field(section, "enable") is False:
+        return None
+    timeout = (
+        _seconds(_field(section, "timeout"), "waitForPodsReady.timeout") or DEFAULT_PODS_READY_TIMEOUT_SECONDS
+    )
+    recovery = _seconds(
+        _field(section, "recovery_timeout", "recoveryTimeout"), "waitForPodsReady.recoveryTimeout"
+    )
+    strategy = _field(section, "requeuing_strategy", "requeuingStrategy")
+    base = _field(strategy, "backoff_base_seconds", "backoffBaseSeconds")
+    maximum = _field(strategy, "backoff_max_seconds", "backoffMaxSeconds")
+    limit = _field(strategy, "backoff_limit_count", "backoffLimitCount")
+    return PodsReadyPolicy(
+        timeout_seconds=timeout,
+        recovery_timeout_seconds=recovery,
+        backoff_base_seconds=float(base) if base is not None else 60.0,
+        backoff_max_seconds=float(maximum) if maximum is not None else 3600.0,
+        backoff_limit_count=int(limit) if limit is not None else None,
+    )
+
+
+class SchedulerRunnable:
+    """Runs :class:`SchedulerLoop` in its own thread while leading."""
+
+    name = "scheduler"
+
+    def __init__(self, loop: SchedulerLoop, informers: dict[str, Any]) -> None:
+        self.loop = loop
+        self._informers = informers
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def register_handlers(self) -> None:
+        for kind, informer in self._informers.items():
+            informer.add_handler(self.loop.handler_for(kind))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self.loop.run, args=(self._stop,), name="scheduler", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.loop.wake()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+class QueueStatusRunnable:
+    name = "queue-status"
+
+    def __init__(self, controller: QueueStatusController, informers: dict[str, Any]) -> None:
+        self.controller = controller
+        self._informers = informers
+
+    def register_handlers(self) -> None:
+        from controller.runtime.informer import FuncHandler
+
+        c = self.controller
+
+        def handler(func: Any) -> FuncHandler:
+            return FuncHandler(add=func, update=lambda old, new: (func(old), func(new)), delete=func)
+
+        self._informers["workloads"].add_handler(handler(c.workload_changed))
+        self._informers["clusterqueues"].add_handler(handler(c.cluster_queue_changed), resync=True)
+        self._informers["localqueues"].add_handler(handler(c.local_queue_changed))
+        self._informers["resourceflavors"].add_handler(handler(c.dependency_changed))
+        self._informers["admissionchecks"].add_handler(handler(c.dependency_changed))
+
+    def start(self) -> None:
+        self.controller.enqueue_all()
+        self.controller.start()
+
+    def stop(self) -> None:
+        self.controller.stop()
+
+
+def setup(ctrl: Any) -> None:
+    """Entry point used by ``controller.main`` (see its SETUP_MODULES)."""
+    informers = {
+        "workloads": ctrl.informer(R.WORKLOADS),
+        "localqueues": ctrl.informer(R.LOCAL_QUEUES),
+        "clusterqueues": ctrl.informer(R.CLUSTER_QUEUES),
+        "cohorts": ctrl.informer(R.COHORTS),
+        "resourceflavors": ctrl.informer(R.RESOURCE_FLAVORS),
+        "admissionchecks": ctrl.informer(R.ADMISSION_CHECKS),
+        "workloadpriorityclasses": ctrl.informer(R.WORKLOAD_PRIORITY_CLASSES),
+        "priorityclasses": ctrl.informer(R.PRIORITY_CLASSES),
+        "namespaces": ctrl.informer(R.NAMESPACES),
+    }
+    events = KubeEvents(ctrl.client)
+    policy = pods_ready_policy(ctrl.config)
+    workload_controller = WorkloadController(
+        ctrl.client,
+        workloads=informers["workloads"],
+        local_queues=informers["localqueues"],
+        cluster_queues=informers["clusterqueues"],
+        workload_priority_classes=informers["workloadpriorityclasses"],
+        priority_classes=informers["priorityclasses"],
+        pods_ready=policy,
+        events=events,
+    )
+    queue_status = QueueStatusController(
+        ctrl.client,
+        workloads=informers["workloads"],
+        local_queues=informers["localqueues"],
+        cluster_queues=informers["clusterqueues"],
+        resource_flavors=informers["resourceflavors"],
+        admission_checks=informers["admissionchecks"],
+    )
+    ctrl.register(SchedulerRunnable(SchedulerLoop(ctrl.client, informers, events), informers))
+    ctrl.register(workload_controller)
+    ctrl.register(QueueStatusRunnable(queue_status, informers))
+    log.info("core controllers registered", extra={"waitForPodsReady": policy is not None})
