@@ -13,6 +13,8 @@ import pytest
 pytest_plugins = [
     "tests.e2e.fixtures.cluster",
     "tests.e2e.fixtures.webhook",
+    "tests.e2e.fixtures.controller",
+    "tests.e2e.fixtures.invariants",
 ]
 
 _E2E_DIR = Path(__file__).parent
