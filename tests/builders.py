@@ -548,3 +548,37 @@ class PodBuilder:
     def restart_policy(self, policy: str) -> Self:
         self._obj["spec"]["restartPolicy"] = policy
         return self
+
+
+# =================================================================================================
+# Controller runtime: plain core objects for informer and leader-election tests (runtime area)
+# =================================================================================================
+
+
+class ConfigMapBuilder(_Builder):
+    """A ConfigMap: the cheapest object to create in bulk when testing informers."""
+
+    def __init__(self, name: str, namespace: str) -> None:
+        super().__init__({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}})
+
+    def data(self, **values: str) -> Self:
+        self._obj.setdefault("data", {}).update(values)
+        return self
+
+
+class LeaseBuilder(_Builder):
+    """A coordination.k8s.io/v1 Lease as a leader elector writes it."""
+
+    def __init__(self, name: str, namespace: str) -> None:
+        super().__init__(
+            {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {},
+            }
+        )
+
+    def holder(self, identity: str, duration_seconds: int = 15) -> Self:
+        self._obj["spec"].update({"holderIdentity": identity, "leaseDurationSeconds": duration_seconds})
+        return self
