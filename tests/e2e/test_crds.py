@@ -1,0 +1,232 @@
+"""The generated CRDs on a real apiserver: established, usable with kubectl, and validating.
+
+The committed YAML is applied as it is (so these tests exercise exactly what users install), the
+examples in docs/examples apply with plain ``kubectl apply``, ``kubectl get`` shows Kueue's
+columns, ``kubectl explain`` shows our descriptions, and schema-level mistakes are rejected by the
+apiserver itself (schema and CEL) with field paths — the same paths ``schema_errors`` reports.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pykueue.api.constants import API_VERSION
+from pykueue.api.schema import KINDS, TEST_KINDS
+from pykueue.api.validation import schema_errors
+from tests.e2e.helpers.wait import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "docs" / "examples"
+CRD_FILES = sorted((REPO / "manifests" / "crds").glob("*.yaml")) + sorted((REPO / "manifests" / "test").glob("*.yaml"))
+
+
+def _examples() -> list[dict[str, Any]]:
+    return [doc for path in sorted(EXAMPLES.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
+
+
+@pytest.fixture(scope="module")
+def crds(cluster: Any) -> Any:
+    """Apply the committed CRDs (idempotent: the local cluster has them already) and wait for them."""
+    args = ["apply", "--server-side", "--force-conflicts"]
+    for path in CRD_FILES:
+        args += ["-f", str(path)]
+    cluster.kubectl(*args)
+    for info in [*KINDS.values(), *TEST_KINDS.values()]:
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{info.crd_name}")
+    return cluster
+
+
+def _strip_finalizers(cluster: Any, doc: dict[str, Any]) -> None:
+    """Let examples go even when a webhook added the resource-in-use finalizer and no controller runs."""
+    if doc["apiVersion"] != API_VERSION:
+        return
+    target = [f"{doc['kind'].lower()}.kueue.x-k8s.io/{doc['metadata']['name']}"]
+    if "namespace" in doc["metadata"]:
+        target += ["-n", doc["metadata"]["namespace"]]
+    cluster.kubectl("patch", *target, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
+
+
+@pytest.fixture(scope="module")
+def examples(crds: Any) -> Iterator[Any]:
+    """docs/examples applied with ``kubectl apply -f``; everything is deleted afterwards."""
+    result = crds.kubectl("apply", "-f", str(EXAMPLES), check=False)
+    try:
+        yield result
+    finally:
+        crds.kubectl("delete", "-f", str(EXAMPLES), "--ignore-not-found", "--wait=false", check=False)
+        for doc in _examples():
+            _strip_finalizers(crds, doc)
+
+        def all_gone() -> bool:
+            names = [f"{d['kind'].lower()}/{d['metadata']['name']}" for d in _examples() if d["kind"] != "Namespace"]
+            left = crds.kubectl("get", *names, "-n", "team-a", "--ignore-not-found", "-o", "name", check=False)
+            return left.stdout.strip() == ""
+
+        wait_for(all_gone, timeout=90, message="example objects were not deleted")
+
+
+def test_every_crd_is_established(crds: Any) -> None:
+    out = crds.kubectl("get", "crd", "-o", "json").stdout
+    established = {
+        item["metadata"]["name"]
+        for item in json.loads(out)["items"]
+        if any(c["type"] == "Established" and c["status"] == "True" for c in item.get("status", {}).get("conditions", []))
+    }
+    expected = {info.crd_name for info in [*KINDS.values(), *TEST_KINDS.values()]}
+    assert expected <= established
+
+
+def test_every_example_applies(examples: Any) -> None:
+    assert examples.returncode == 0, examples.stderr
+    for doc in _examples():
+        kind_name = f"{doc['kind'].lower()}/{doc['metadata']['name']}"
+        assert kind_name.split("/")[1] in examples.stdout, f"{kind_name} missing from: {examples.stdout}"
+
+
+def test_defaults_are_applied_by_the_apiserver(crds: Any, examples: Any) -> None:
+    cq = json.loads(crds.kubectl("get", "clusterqueue", "concurrent-cq", "-o", "json").stdout)
+    assert cq["spec"]["queueingStrategy"] == "BestEffortFIFO"
+    assert cq["spec"]["preemption"]["withinClusterQueue"] == "Never"
+    assert cq["spec"]["flavorFungibility"]["whenCanPreempt"] == "TryNextFlavor"
+    prc = json.loads(crds.kubectl("get", "provisioningrequestconfig", "spot-capacity-config", "-o", "json").stdout)
+    assert prc["spec"]["retryStrategy"]["backoffLimitCount"] == 2
+    mkc = json.loads(crds.kubectl("get", "multikueuecluster", "worker-east", "-o", "json").stdout)
+    assert mkc["spec"]["kubeConfig"]["locationType"] == "Secret"
+
+
+def test_kubectl_get_prints_kueue_columns(crds: Any, examples: Any) -> None:
+    out = crds.kubectl("get", "cq,lq,wl,rf", "-A").stdout
+    for header in ["COHORT", "PENDING WORKLOADS", "CLUSTERQUEUE", "ADMITTED WORKLOADS", "QUEUE", "RESERVED IN",
+                   "ADMITTED", "FINISHED", "AGE"]:
+        assert header in out, out
+    row = next(line for line in out.splitlines() if "clusterqueue.kueue.x-k8s.io/team-a-cq" in line)
+    assert "team-a-cohort" in row
+    wide = crds.kubectl("get", "cq", "-o", "wide").stdout
+    assert "STRATEGY" in wide.splitlines()[0] and "BestEffortFIFO" in wide
+    wpc = crds.kubectl("get", "wpc").stdout
+    assert "VALUE" in wpc and "10000" in wpc
+
+
+def test_kubectl_explain_shows_descriptions(crds: Any) -> None:
+    def explained() -> str:
+        out = crds.kubectl("explain", "clusterqueue.spec.concurrentAdmission").stdout
+        return out if "onSuccess" in out else ""
+
+    out = wait_for(explained, timeout=60, message="kubectl explain did not show concurrentAdmission")
+    assert "option workloads" in out
+    assert "RemoveOther, RemoveLower, RemoveBelowTarget" in out
+    rules = crds.kubectl("explain", "clusterqueue.spec.flavorFungibility.fallbackStrategy.rules").stdout
+    assert "timeoutMinutes" in rules and "AdmissionCheckRejected" in rules
+
+
+# --- objects the apiserver itself must reject -------------------------------------------------------
+
+
+def _cq(name: str, **spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [
+                    {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": "4"}]},
+                    {"name": "on-demand", "resources": [{"name": "cpu", "nominalQuota": "4"}]},
+                ],
+            }
+        ],
+    }
+    base.update(spec)
+    return {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": base}
+
+
+def _negative_quota() -> dict[str, Any]:
+    obj = _cq("e2e-bad-quota")
+    obj["spec"]["resourceGroups"][0]["flavors"][1]["resources"][0]["nominalQuota"] = "-2"
+    return obj
+
+
+def _workload(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "queueName": "lq",
+        "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}],
+    }
+    base.update(spec)
+    return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": {"name": "e2e-bad-wl"}, "spec": base}
+
+
+REJECTED = [
+    ("negative nominalQuota", _negative_quota(), "spec.resourceGroups[0].flavors[1].resources[0].nominalQuota"),
+    ("unknown onSuccess", _cq("e2e-bad-onsuccess", concurrentAdmission={"onSuccess": "RemoveAll"}),
+     'spec.concurrentAdmission.onSuccess: Unsupported value: "RemoveAll"'),
+    ("wrong fallback trigger",
+     _cq("e2e-bad-trigger", flavorFungibility={"fallbackStrategy": {"rules": [{"name": "spot", "trigger": "Stockout"}]}}),
+     'spec.flavorFungibility.fallbackStrategy.rules[0].trigger: Unsupported value: "Stockout"'),
+    ("wrong failurePolicy",
+     _cq("e2e-bad-policy", flavorFungibility={"fallbackStrategy": {"failurePolicy": "GiveUp"}}),
+     'spec.flavorFungibility.fallbackStrategy.failurePolicy: Unsupported value: "GiveUp"'),
+    ("both fallback timeouts",
+     _cq("e2e-bad-timeouts", flavorFungibility={"fallbackStrategy": {"rules": [
+         {"name": "spot", "timeout": "5m", "timeoutMinutes": 5}]}}),
+     "spec.flavorFungibility.fallbackStrategy.rules[0]: Invalid value: timeout and timeoutMinutes are mutually exclusive"),
+    ("duplicate explicit option",
+     _cq("e2e-bad-options", concurrentAdmission={"onSuccess": "RemoveOther", "explicitOptions": [
+         {"name": "a", "allowedResourceFlavors": ["spot"]}, {"name": "a", "allowedResourceFlavors": ["on-demand"]}]}),
+     "spec.concurrentAdmission.explicitOptions[1]: Duplicate value"),
+    ("RemoveBelowTarget without target", _cq("e2e-bad-target", concurrentAdmission={"onSuccess": "RemoveBelowTarget"}),
+     "spec.concurrentAdmission: Invalid value: removeBelowTargetConfig is required"),
+    ("concurrent admission with StrictFIFO",
+     _cq("e2e-bad-fifo", queueingStrategy="StrictFIFO", concurrentAdmission={"onSuccess": "RemoveLower"}),
+     "spec.concurrentAdmission: Invalid value: concurrentAdmission is not supported with queueingStrategy StrictFIFO"),
+    ("borrowingLimit without cohort",
+     _cq("e2e-bad-borrow", resourceGroups=[{"coveredResources": ["cpu"], "flavors": [
+         {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": "4", "borrowingLimit": "1"}]}]}]),
+     "spec: Invalid value: borrowingLimit must be nil when cohort is empty"),
+    ("unknown workloadMode", _workload(workloadMode={"type": "Child"}),
+     'spec.workloadMode.type: Unsupported value: "Child"'),
+    ("minCount above count",
+     _workload(podSets=[{"name": "main", "count": 1, "minCount": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}]),
+     "spec.podSets[0]: Invalid value: minCount should be positive and less or equal to count"),
+]
+
+
+@pytest.mark.parametrize(("obj", "expected"), [c[1:] for c in REJECTED], ids=[c[0] for c in REJECTED])
+def test_apiserver_rejects_schema_level_mistakes(crds: Any, namespace: str, obj: dict[str, Any], expected: str) -> None:
+    obj = copy.deepcopy(obj)
+    if obj["kind"] == "Workload":
+        obj["metadata"]["namespace"] = namespace
+    result = crds.kubectl("create", "-f", "-", input=json.dumps(obj), check=False)
+    if result.returncode == 0:  # never leave a wrongly accepted object behind
+        crds.kubectl("delete", "-f", "-", "--wait=false", input=json.dumps(obj), check=False)
+    assert result.returncode != 0, f"the apiserver accepted {obj['metadata']['name']}"
+    assert expected in result.stderr, result.stderr
+    # The webhook's schema check (schema_errors) finds the same field.
+    python_errors = schema_errors(obj["kind"], obj)
+    assert any(_same_field(err.path, err.message, result.stderr) for err in python_errors), (python_errors, result.stderr)
+
+
+def _same_field(path: str, message: str, stderr: str) -> bool:
+    """Whether the apiserver names the field ``schema_errors`` names.
+
+    Duplicate keys of map lists are the one difference: the webhook points at the key field
+    (``items[1].name``) as Kueue's webhooks do, the apiserver at the list item (``items[1]``).
+    """
+    if message.startswith("Duplicate value"):
+        path = path.rsplit(".", 1)[0]
+    return f"{path}:" in stderr
+
+
+def test_immutable_fields_are_enforced_by_cel(crds: Any, namespace: str) -> None:
+    lq = {"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
+          "spec": {"clusterQueue": "first"}}
+    crds.kubectl("create", "-f", "-", input=json.dumps(lq))
+    changed = crds.kubectl("patch", "localqueue", "lq", "-n", namespace, "--type=merge",
+                           "-p", '{"spec":{"clusterQueue":"second"}}', check=False)
+    assert changed.returncode != 0
+    assert "spec.clusterQueue: Invalid value" in changed.stderr and "field is immutable" in changed.stderr
