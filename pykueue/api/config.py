@@ -32,8 +32,11 @@ SUPPORTED_FRAMEWORKS = ("batch/job",)
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 
 
-class ConfigError(Exception):
-    """The configuration cannot be used; ``str()`` lists each bad field with its rule."""
+class ConfigError(ValueError):
+    """The configuration cannot be used; ``str()`` lists each bad field with its rule.
+
+    A ValueError, so callers that only know "bad value" (the controller's flag handling) catch it.
+    """
 
     def __init__(self, errors: list[FieldError], source: str | None = None) -> None:
         self.errors = errors

@@ -129,3 +129,9 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
     scalar.write_text("42\n")
     with pytest.raises(ConfigError, match="must be a YAML mapping"):
         load_config(scalar)
+
+
+def test_config_error_is_a_value_error() -> None:
+    """The controller's start-up code catches ValueError for every bad-input case."""
+    with pytest.raises(ValueError, match="waitForPodsReady.timeout"):
+        parse_config(doc(waitForPodsReady={"timeout": "0s"}))
