@@ -551,6 +551,67 @@ class PodBuilder:
 
 
 # =================================================================================================
+# Seed extensions of ClusterQueue (webhook area: concurrent admission and fallback rules)
+# =================================================================================================
+
+
+class SeedClusterQueueBuilder(ClusterQueueBuilder):
+    """ClusterQueueBuilder plus ``concurrentAdmission`` (seed 000) and ``fallbackStrategy`` (seed 002).
+
+    ``SeedClusterQueueBuilder("cq").flavor("res", cpu="4").concurrent("RemoveOther")
+    .option("a", "res").fallback("DeactivateWorkload").fallback_rule("res", timeout="10m").obj()``.
+    """
+
+    def concurrent(self, on_success: str, *, target: str | None = None) -> Self:
+        policy: Obj = {"onSuccess": on_success}
+        if target is not None:
+            policy["removeBelowTargetConfig"] = {"targetResourceFlavor": target}
+        self._obj["spec"]["concurrentAdmission"] = policy
+        return self
+
+    def option(
+        self,
+        name: str,
+        *flavors: str,
+        create_delay: int | None = None,
+        delete_delay: int | None = None,
+    ) -> Self:
+        option: Obj = {"name": name, "allowedResourceFlavors": list(flavors)}
+        if create_delay is not None:
+            option["createDelaySeconds"] = create_delay
+        if delete_delay is not None:
+            option["deleteDelaySeconds"] = delete_delay
+        self._obj["spec"].setdefault("concurrentAdmission", {"onSuccess": "RemoveOther"}).setdefault(
+            "explicitOptions", []
+        ).append(option)
+        return self
+
+    def fallback(self, failure_policy: str = "DeactivateWorkload") -> Self:
+        fungibility = self._obj["spec"].setdefault("flavorFungibility", {})
+        fungibility.setdefault("fallbackStrategy", {"rules": []})["failurePolicy"] = failure_policy
+        return self
+
+    def fallback_rule(
+        self,
+        name: str,
+        trigger: str = "TimeoutForPodsReadyExceeded",
+        *,
+        timeout: str | None = None,
+        minutes: int | None = None,
+    ) -> Self:
+        rule: Obj = {"name": name, "trigger": trigger}
+        if timeout is not None:
+            rule["timeout"] = timeout
+        if minutes is not None:
+            rule["timeoutMinutes"] = minutes
+        fungibility = self._obj["spec"].setdefault("flavorFungibility", {})
+        fungibility.setdefault("fallbackStrategy", {"failurePolicy": "DeactivateWorkload"}).setdefault(
+            "rules", []
+        ).append(rule)
+        return self
+
+
+# =================================================================================================
 # Controller runtime: plain core objects for informer and leader-election tests (runtime area)
 # =================================================================================================
 

@@ -61,19 +61,11 @@ class JobPolicy:
     """The Configuration fields that decide which jobs are managed.
 
     ``managed_jobs_namespace_selector`` of ``None`` means "every namespace"; the program fills in
-    Kueue's default (``kubernetes.io/metadata.name NotIn [kube-system, <own namespace>]``).
+    the Configuration's (by default ``kubernetes.io/metadata.name NotIn [kube-system, <namespace>]``).
     """
 
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: dict[str, Any] | None = None
-
-
-def default_namespace_selector(own_namespace: str) -> dict[str, Any]:
-    return {
-        "matchExpressions": [
-            {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system", own_namespace]}
-        ]
-    }
 
 
 @dataclass

@@ -107,19 +107,20 @@ def parse_args(argv: list[str] | None = None) -> Settings:
 
 
 def job_policy_from_config(settings: Settings) -> Any:
-    """manageJobsWithoutQueueName and its namespace selector, from the controller's Configuration."""
-    from webhook.jobs import JobPolicy, default_namespace_selector
+    """manageJobsWithoutQueueName and its namespace selector, from the controller's Configuration.
 
-    manage, selector = False, default_namespace_selector(settings.namespace)
-    if settings.config:
-        from pykueue.api.config import load_config
+    Without ``--config`` Kueue's defaults apply, with this program's namespace excluded.
+    """
+    from pykueue.api.config import ConfigError, default_namespace_selector, load_config
+    from webhook.jobs import JobPolicy
 
+    if not settings.config:
+        return JobPolicy(False, default_namespace_selector(settings.namespace))
+    try:
         config = load_config(settings.config)
-        manage = bool(getattr(config, "manage_jobs_without_queue_name", False))
-        configured = getattr(config, "managed_jobs_namespace_selector", None)
-        if configured is not None:
-            selector = configured if isinstance(configured, dict) else dict(configured)
-    return JobPolicy(manage_jobs_without_queue_name=manage, managed_jobs_namespace_selector=selector)
+    except ConfigError as err:
+        raise SystemExit(f"pykueue-webhook: {err}") from None
+    return JobPolicy(config.manage_jobs_without_queue_name, config.managed_jobs_namespace_selector)
 
 
 def _kube_client(settings: Settings) -> Any:
