@@ -1,0 +1,132 @@
+"""Assume-then-write: reservations count at once, confirm/rollback, informer echoes, checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import AdmissionCheckBuilder, ResourceFlavorBuilder
+from tests.unit.engine.builders import QueueBuilder, WlBuilder, World
+
+
+def _world(capacity: str = "2") -> World:
+    world = World().flavors("default")
+    world.queue(QueueBuilder("cq").flavor("default", cpu=capacity).obj())
+    return world
+
+
+def test_reservation_is_assumed_immediately() -> None:
+    world = _world()
+    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").obj())
+    world.add(WlBuilder("b", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
+    first = world.cycle()
+    assert [r.workload for r in first.reservations] == ["ns/a"]
+    assert world.usage("cq") == 2000
+    # Not confirmed yet, still counted: nothing else is admitted into the same room.
+    assert world.cycle().reservations == []
+
+
+def test_rollback_releases_quota_and_requeues() -> None:
+    world = _world()
+    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").obj())
+    (reservation,) = world.cycle().reservations
+    world.engine.rollback(reservation.workload)
+    assert world.usage("cq") == 0
+    assert [r.workload for r in world.cycle().reservations] == ["ns/a"]
+
+
+def test_stale_event_keeps_assumption_and_echo_confirms_without_double_counting() -> None:
+    world = _world()
+    wl = WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2")
+    world.add(wl.obj())
+    (reservation,) = world.cycle().reservations
+    world.add(wl.obj())  # informer delivers an older version without the admission
+    assert world.usage("cq") == 2000
+    world.engine.confirm(reservation.workload)
+    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2")
+              .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
+    assert world.usage("cq") == 2000
+    world.engine.rollback(reservation.workload)  # confirmed: rollback is a no-op
+    assert world.usage("cq") == 2000
+
+
+@pytest.mark.parametrize("how", ["finished", "deleted", "admission cleared", "deactivated"])
+def test_quota_is_released(how: str) -> None:
+    world = _world()
+    running = WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").reserved("cq", {"cpu": "default"}, {"cpu": "2"})
+    world.add(running.obj())
+    world.add(WlBuilder("b", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
+    assert world.usage("cq") == 2000
+    assert world.admit() == []
+    if how == "finished":
+        world.add(running.finished().obj())
+    elif how == "deleted":
+        world.finish("ns/a")
+    elif how == "admission cleared":
+        world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").at(0).obj())
+    else:
+        world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").active(False).obj())
+    # Evicted back to pending, "a" is requeued and, being older, goes first.
+    assert world.admit() == (["ns/a"] if how == "admission cleared" else ["ns/b"])
+
+
+def test_admission_checks_by_flavor() -> None:
+    world = World().flavors("on-demand", "spot")
+    for name in ("always", "spot-only", "ondemand-only"):
+        world.engine.upsert_admission_check(AdmissionCheckBuilder(name).active(True).obj())
+    cq = (QueueBuilder("cq").flavor("on-demand", cpu="1").flavor("spot", cpu="4")
+          .admission_check_strategy("always").admission_check_strategy("spot-only", "spot")
+          .admission_check_strategy("ondemand-only", "on-demand"))
+    world.queue(cq.obj())
+    world.add(WlBuilder("small", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.add(WlBuilder("big", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
+    checks = {r.workload: r.admission_checks for r in world.cycle().reservations}
+    assert checks == {"ns/small": ("always", "ondemand-only"), "ns/big": ("always", "spot-only")}
+    assert world.engine.cluster_queue_status("cq").admitted_workloads == 0  # checks pending
+    assert world.engine.cluster_queue_status("cq").reserving_workloads == 2
+
+
+def test_plain_admission_check_list() -> None:
+    world = World().flavors("default")
+    world.engine.upsert_admission_check(AdmissionCheckBuilder("prov").active(True).obj())
+    world.queue(QueueBuilder("cq").flavor("default", cpu="1").admission_checks("prov").obj())
+    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    (reservation,) = world.cycle().reservations
+    assert reservation.admission_checks == ("prov",)
+
+
+def test_check_in_retry_keeps_workload_out_of_the_queue() -> None:
+    world = _world()
+    wl = WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").check("prov", "Retry")
+    world.add(wl.obj())
+    assert world.admit() == []
+    world.add(wl.check("prov", "Pending").obj())
+    assert world.admit() == ["ns/wl"]
+
+
+def test_status_reports_usage_per_flavor() -> None:
+    world = World().flavors("default")
+    world.engine.upsert_resource_flavor(ResourceFlavorBuilder("extra").obj())
+    world.queue(QueueBuilder("cq").cohort("co").flavor("default", cpu="1").flavor("extra", cpu="1").obj())
+    world.queue(QueueBuilder("lender").cohort("co").flavor("default", cpu="4").flavor("extra", cpu="0").obj())
+    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1500m").obj())
+    world.admit()
+    status = world.engine.cluster_queue_status("cq")
+    assert status.flavors_reservation == [
+        {"name": "default", "resources": [{"name": "cpu", "total": "1500m", "borrowed": "500m"}]},
+        {"name": "extra", "resources": [{"name": "cpu", "total": "0", "borrowed": "0"}]},
+    ]
+    lq = world.engine.local_queue_status("ns", "lq-cq")
+    assert lq.reserving_workloads == 1 and lq.flavors_usage[0]["resources"] == [{"name": "cpu", "total": "1500m"}]
+
+
+def test_bad_input_does_not_crash() -> None:
+    world = _world()
+    world.add(WlBuilder("bad", "ns").queue("lq-cq").podset(cpu="lots").obj())
+    world.engine.upsert_workload({"metadata": {"name": "x"}})  # no namespace
+    world.engine.upsert_workload({"metadata": "nonsense", "spec": []})
+    world.engine.upsert_cluster_queue({"metadata": {"name": "weird"}, "spec": {"resourceGroups": "no"}})
+    result = world.cycle()
+    (pending,) = [p for p in result.pending if p.workload == "ns/bad"]
+    assert pending.reason == "Inadmissible"
+    assert pending.message.startswith("spec.podSets[0].template.spec.containers[0].resources.requests[cpu]: "
+                                      'Invalid value: "lots"')
