@@ -643,3 +643,211 @@ class LeaseBuilder(_Builder):
     def holder(self, identity: str, duration_seconds: int = 15) -> Self:
         self._obj["spec"].update({"holderIdentity": identity, "leaseDurationSeconds": duration_seconds})
         return self
+
+
+# =================================================================================================
+# API area: Cohort, ProvisioningRequestConfig, MultiKueue objects, ProvisioningRequest, and the
+# seed fields of Workload (workloadMode, allowedResourceFlavors, options, fallback history,
+# MultiKueue dispatch status)
+# =================================================================================================
+
+
+def _resource_quotas(nominal: dict[str, str], borrowing: dict[str, str] | None, lending: dict[str, str] | None) -> list[Obj]:
+    quotas = []
+    for res in sorted(nominal):
+        quota: Obj = {"name": res, "nominalQuota": nominal[res]}
+        if borrowing and res in borrowing:
+            quota["borrowingLimit"] = borrowing[res]
+        if lending and res in lending:
+            quota["lendingLimit"] = lending[res]
+        quotas.append(quota)
+    return quotas
+
+
+class CohortBuilder(_Builder):
+    """``CohortBuilder("co").parent("root").flavor("on-demand", cpu="8").obj()``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__({"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": name}, "spec": {}})
+
+    def parent(self, name: str) -> Self:
+        self._obj["spec"]["parent"] = name
+        return self
+
+    def flavor(
+        self,
+        flavor: str,
+        *,
+        borrowing_limit: dict[str, str] | None = None,
+        lending_limit: dict[str, str] | None = None,
+        **nominal: str,
+    ) -> Self:
+        """Shared quota of ``flavor``; flavors with the same resources share a resource group."""
+        quotas = _resource_quotas(nominal, borrowing_limit, lending_limit)
+        groups = self._obj["spec"].setdefault("resourceGroups", [])
+        for group in groups:
+            if group["coveredResources"] == sorted(nominal):
+                group["flavors"].append({"name": flavor, "resources": quotas})
+                return self
+        groups.append({"coveredResources": sorted(nominal), "flavors": [{"name": flavor, "resources": quotas}]})
+        return self
+
+    def weight(self, weight: str) -> Self:
+        self._obj["spec"]["fairSharing"] = {"weight": weight}
+        return self
+
+
+class ProvisioningRequestConfigBuilder(_Builder):
+    """``ProvisioningRequestConfigBuilder("prc", "check-capacity.autoscaling.x-k8s.io").retry(limit=1).obj()``."""
+
+    def __init__(self, name: str, class_name: str = "check-capacity.autoscaling.x-k8s.io") -> None:
+        super().__init__(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "ProvisioningRequestConfig",
+                "metadata": {"name": name},
+                "spec": {"provisioningClassName": class_name},
+            }
+        )
+
+    def parameters(self, **params: str) -> Self:
+        self._obj["spec"].setdefault("parameters", {}).update(params)
+        return self
+
+    def managed_resources(self, *names: str) -> Self:
+        self._obj["spec"]["managedResources"] = list(names)
+        return self
+
+    def retry(self, limit: int | None = None, base_seconds: int | None = None, max_seconds: int | None = None) -> Self:
+        strategy = self._obj["spec"].setdefault("retryStrategy", {})
+        for key, value in (("backoffLimitCount", limit), ("backoffBaseSeconds", base_seconds),
+                           ("backoffMaxSeconds", max_seconds)):
+            if value is not None:
+                strategy[key] = value
+        return self
+
+    def node_selector_update(self, key: str, detail: str) -> Self:
+        updates = self._obj["spec"].setdefault("podSetUpdates", {}).setdefault("nodeSelector", [])
+        updates.append({"key": key, "valueFromProvisioningClassDetail": detail})
+        return self
+
+    def merge_policy(self, policy: str) -> Self:
+        self._obj["spec"]["podSetMergePolicy"] = policy
+        return self
+
+
+def provisioning_admission_check(name: str, config_name: str) -> Obj:
+    """An AdmissionCheck run by the ProvisioningRequest controller with ``config_name`` as parameters."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "spec": {
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": config_name},
+        },
+    }
+
+
+def multikueue_admission_check(name: str, config_name: str) -> Obj:
+    """An AdmissionCheck run by the MultiKueue controller with MultiKueueConfig ``config_name``."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "spec": {
+            "controllerName": "kueue.x-k8s.io/multikueue",
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config_name},
+        },
+    }
+
+
+class MultiKueueConfigBuilder(_Builder):
+    """``MultiKueueConfigBuilder("workers", "east", "west").obj()``."""
+
+    def __init__(self, name: str, *clusters: str) -> None:
+        super().__init__(
+            {"apiVersion": API_VERSION, "kind": "MultiKueueConfig", "metadata": {"name": name},
+             "spec": {"clusters": list(clusters)}}
+        )
+
+
+class MultiKueueClusterBuilder(_Builder):
+    """``MultiKueueClusterBuilder("east").secret("east-kubeconfig").obj()`` (or ``.path(...)``)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            {"apiVersion": API_VERSION, "kind": "MultiKueueCluster", "metadata": {"name": name},
+             "spec": {"kubeConfig": {"locationType": "Secret", "location": f"{name}-kubeconfig"}}}
+        )
+
+    def secret(self, secret_name: str) -> Self:
+        self._obj["spec"]["kubeConfig"] = {"locationType": "Secret", "location": secret_name}
+        return self
+
+    def path(self, file_path: str) -> Self:
+        self._obj["spec"]["kubeConfig"] = {"locationType": "Path", "location": file_path}
+        return self
+
+    def active(self, active: bool = True, reason: str = "Active") -> Self:
+        return self.condition("Active", active, reason, "Connected" if active else "set by test")
+
+
+class ProvisioningRequestBuilder(_Builder):
+    """An ``autoscaling.x-k8s.io/v1`` ProvisioningRequest, as tests playing the autoscaler see it."""
+
+    def __init__(self, name: str, namespace: str, class_name: str = "check-capacity.autoscaling.x-k8s.io") -> None:
+        super().__init__(
+            {
+                "apiVersion": "autoscaling.x-k8s.io/v1",
+                "kind": "ProvisioningRequest",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"provisioningClassName": class_name, "podSets": []},
+            }
+        )
+
+    def pod_set(self, template_name: str, count: int = 1) -> Self:
+        self._obj["spec"]["podSets"].append({"podTemplateRef": {"name": template_name}, "count": count})
+        return self
+
+    def details(self, **details: str) -> Self:
+        self._obj.setdefault("status", {}).setdefault("provisioningClassDetails", {}).update(details)
+        return self
+
+
+class SeedWorkloadBuilder(WorkloadBuilder):
+    """WorkloadBuilder plus the seed fields: ``.mode("Parent")``, ``.allowed_flavors("main", "spot")``,
+    ``.option_status(...)``, ``.flavor_assigned(...)``, ``.nominated(...)``, ``.cluster_name(...)``."""
+
+    def mode(self, mode_type: str) -> Self:
+        self._obj["spec"]["workloadMode"] = {"type": mode_type}
+        return self
+
+    def allowed_flavors(self, podset: str, *flavors: str) -> Self:
+        for ps in self._obj["spec"]["podSets"]:
+            if ps["name"] == podset:
+                ps["allowedResourceFlavors"] = list(flavors)
+                return self
+        raise KeyError(f"no pod set {podset!r}; add it with .podset() first")
+
+    def option_status(self, name: str, status: str, *flavors: str, message: str = "") -> Self:
+        options = self._obj.setdefault("status", {}).setdefault("options", [])
+        options[:] = [o for o in options if o["name"] != name]
+        options.append({"name": name, "resourceFlavors": list(flavors), "status": status, "message": message})
+        return self
+
+    def flavor_assigned(self, flavor: str, at: str = "2026-01-01T00:00:00Z") -> Self:
+        history = self._obj.setdefault("status", {}).setdefault("flavorAssignmentHistory", [])
+        history[:] = [h for h in history if h["resourceFlavor"] != flavor]
+        history.append({"resourceFlavor": flavor, "assignmentTime": at})
+        return self
+
+    def nominated(self, *clusters: str) -> Self:
+        self._obj.setdefault("status", {})["nominatedClusterNames"] = list(clusters)
+        return self
+
+    def cluster_name(self, cluster: str) -> Self:
+        status = self._obj.setdefault("status", {})
+        status.pop("nominatedClusterNames", None)
+        status["clusterName"] = cluster
+        return self

@@ -133,5 +133,5 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
 
 def test_config_error_is_a_value_error() -> None:
     """The controller's start-up code catches ValueError for every bad-input case."""
-    with pytest.raises(ValueError, match="waitForPodsReady.timeout"):
+    with pytest.raises(ValueError, match=r"waitForPodsReady\.timeout"):
         parse_config(doc(waitForPodsReady={"timeout": "0s"}))
