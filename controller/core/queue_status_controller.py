@@ -18,8 +18,9 @@ from typing import Any
 from controller.runtime.workqueue import WorkQueue
 from pykueue.api import constants as C
 from pykueue.kube.errors import Conflict, Invalid, NotFound
-from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
+from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
 
+from . import finalizers as fin
 from . import indexes
 from . import metrics as m
 from . import queue_status as qs
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 BATCH_SECONDS = 1.0
 CQ_PREFIX = "cq:"
 LQ_PREFIX = "lq:"
+RF_PREFIX = "rf:"
 
 
 class QueueStatusController:
@@ -87,6 +89,10 @@ class QueueStatusController:
     def local_queue_changed(self, lq: dict[str, Any]) -> None:
         self.queue.add(f"{LQ_PREFIX}{wv.key(lq)}")
 
+    def flavor_changed(self, flavor: dict[str, Any]) -> None:
+        self.queue.add(f"{RF_PREFIX}{wv.name(flavor)}")
+        self.dependency_changed(flavor)
+
     def dependency_changed(self, _obj: dict[str, Any]) -> None:
         """A ResourceFlavor or AdmissionCheck changed: every queue's ``Active`` may change."""
         for name in cached_keys(self._cluster_queues):
@@ -97,6 +103,8 @@ class QueueStatusController:
             self.queue.add(f"{CQ_PREFIX}{name}")
         for key in cached_keys(self._local_queues):
             self.queue.add(f"{LQ_PREFIX}{key}")
+        for name in cached_keys(self._flavors):
+            self.queue.add(f"{RF_PREFIX}{name}")
 
     def start(self) -> None:
         self._threads = start_workers(self.queue, self.reconcile, 1, self.name)
@@ -112,6 +120,8 @@ class QueueStatusController:
                 self._reconcile_cq(key[len(CQ_PREFIX) :])
             elif key.startswith(LQ_PREFIX):
                 self._reconcile_lq(key[len(LQ_PREFIX) :])
+            elif key.startswith(RF_PREFIX):
+                self._reconcile_rf(key[len(RF_PREFIX) :])
         except Conflict:
             # Our cache is behind; the watch event that brings it up to date re-enqueues us.
             return self._batch
@@ -141,12 +151,20 @@ class QueueStatusController:
         cq = self._cluster_queues.store.get(name)
         if cq is None:
             m.forget_cluster_queue(name)
+            for flavor in cached_keys(self._flavors):
+                self.queue.add(f"{RF_PREFIX}{flavor}")
+            return
+        reserving = self._workloads.store.by_index(indexes.WORKLOAD_BY_ADMITTED_CQ, name)
+        if fin.cluster_queue_releasable(cq, reserving):
+            release = fin.release_patch(cq)
+            if release is not None:
+                self._client.patch(CLUSTER_QUEUES, name, release)
+                log.info("cluster queue released", extra={"clusterQueue": name})
             return
         pending = sum(
             len(self._pending_for_lq(lq_key))
             for lq_key in self._local_queues.store.index_keys(indexes.LOCAL_QUEUE_BY_CQ, name)
         )
-        reserving = self._workloads.store.by_index(indexes.WORKLOAD_BY_ADMITTED_CQ, name)
         counts = qs.count_workloads(reserving, pending)
         active = self._cq_active(cq)
         fields = qs.cluster_queue_status_fields(cq, counts)
@@ -177,6 +195,15 @@ class QueueStatusController:
         m.set_resource_gauges(
             m.RESOURCE_USAGE, cohort, name, [(f, r, counts.usage.get((f, r), 0)) for f, r in frs]
         )
+
+    def _reconcile_rf(self, name: str) -> None:
+        flavor = self._flavors.store.get(name)
+        if flavor is None or not fin.flavor_releasable(flavor, self._cluster_queues.store.list()):
+            return
+        release = fin.release_patch(flavor)
+        if release is not None:
+            self._client.patch(RESOURCE_FLAVORS, name, release)
+            log.info("resource flavor released", extra={"resourceFlavor": name})
 
     def _reconcile_lq(self, key: str) -> None:
         lq = self._local_queues.store.get(key)

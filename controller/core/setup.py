@@ -121,7 +121,7 @@ class QueueStatusRunnable:
         self._informers["workloads"].add_handler(handler(c.workload_changed))
         self._informers["clusterqueues"].add_handler(handler(c.cluster_queue_changed), resync=True)
         self._informers["localqueues"].add_handler(handler(c.local_queue_changed))
-        self._informers["resourceflavors"].add_handler(handler(c.dependency_changed))
+        self._informers["resourceflavors"].add_handler(handler(c.flavor_changed))
         self._informers["admissionchecks"].add_handler(handler(c.dependency_changed))
 
     def start(self) -> None:

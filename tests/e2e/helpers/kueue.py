@@ -1,0 +1,196 @@
+"""Kueue objects through the plain ``kubernetes`` client, for the admission e2e tests.
+
+:class:`KueueApi` creates objects built with ``tests.builders``, reads them back, and drives what
+an external actor would (mark a workload Finished, set an admission check's state). Cluster-scoped
+objects it created are deleted by :meth:`KueueApi.cleanup`; namespaced ones go with the test's
+namespace.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+GROUP = "kueue.x-k8s.io"
+VERSION = "v1beta1"
+PLURALS = {
+    "ClusterQueue": "clusterqueues",
+    "LocalQueue": "localqueues",
+    "Workload": "workloads",
+    "ResourceFlavor": "resourceflavors",
+    "AdmissionCheck": "admissionchecks",
+    "WorkloadPriorityClass": "workloadpriorityclasses",
+    "Cohort": "cohorts",
+}
+NAMESPACED = {"LocalQueue", "Workload"}
+
+
+def unique(prefix: str) -> str:
+    """A cluster-unique name (cluster-scoped objects outlive a test's namespace)."""
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return cond
+    return None
+
+
+def is_true(obj: dict[str, Any], type_: str) -> bool:
+    cond = condition(obj, type_)
+    return cond is not None and cond.get("status") == "True"
+
+
+def is_admitted(wl: dict[str, Any]) -> bool:
+    return is_true(wl, "Admitted") and bool((wl.get("status") or {}).get("admission"))
+
+
+def holds_quota(wl: dict[str, Any]) -> bool:
+    return is_true(wl, "QuotaReserved") and bool((wl.get("status") or {}).get("admission"))
+
+
+class KueueApi:
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self.custom = k8s.CustomObjectsApi(api_client)
+        self.created: list[tuple[str, str]] = []
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        kind = obj["kind"]
+        plural = PLURALS[kind]
+        if kind in NAMESPACED:
+            return self.custom.create_namespaced_custom_object(
+                GROUP, VERSION, obj["metadata"]["namespace"], plural, obj
+            )
+        created = self.custom.create_cluster_custom_object(GROUP, VERSION, plural, obj)
+        self.created.append((kind, obj["metadata"]["name"]))
+        return created
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        try:
+            if kind in NAMESPACED:
+                return self.custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURALS[kind], name
+                )
+            return self.custom.get_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def workload(self, namespace: str, name: str) -> dict[str, Any]:
+        wl = self.get("Workload", name, namespace)
+        assert wl is not None, f"workload {namespace}/{name} not found"
+        return wl
+
+    def workloads(self, namespace: str) -> list[dict[str, Any]]:
+        return self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
+
+    def patch(
+        self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        if kind in NAMESPACED:
+            return self.custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURALS[kind], name, body
+            )
+        return self.custom.patch_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name, body)
+
+    def patch_status(
+        self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        if kind in NAMESPACED:
+            return self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, PLURALS[kind], name, body
+            )
+        return self.custom.patch_cluster_custom_object_status(GROUP, VERSION, PLURALS[kind], name, body)
+
+    def finish(self, wl: dict[str, Any]) -> None:
+        """Mark a standalone workload Finished (what a job integration does when the job ends)."""
+        conditions = [
+            c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") != "Finished"
+        ]
+        conditions.append(
+            {
+                "type": "Finished",
+                "status": "True",
+                "reason": "Succeeded",
+                "message": "finished by the test",
+                "lastTransitionTime": now_rfc3339(),
+            }
+        )
+        self.patch_status(
+            "Workload",
+            wl["metadata"]["name"],
+            {
+                "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
+                "status": {"conditions": conditions},
+            },
+            wl["metadata"]["namespace"],
+        )
+
+    def set_check_state(
+        self,
+        namespace: str,
+        name: str,
+        check: str,
+        state: str,
+        message: str = "",
+        requeue_after_seconds: int | None = None,
+    ) -> None:
+        """Play the admission-check controller: set one check's state on the workload."""
+        wl = self.workload(namespace, name)
+        states = []
+        for entry in (wl.get("status") or {}).get("admissionChecks") or []:
+            if entry["name"] == check:
+                entry = dict(entry, state=state, message=message, lastTransitionTime=now_rfc3339())
+                if requeue_after_seconds is not None:
+                    entry["requeueAfterSeconds"] = requeue_after_seconds
+            states.append(entry)
+        self.patch_status(
+            "Workload",
+            name,
+            {
+                "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
+                "status": {"admissionChecks": states},
+            },
+            namespace,
+        )
+
+    def set_active_condition(self, kind: str, name: str, active: bool) -> None:
+        """Play an admission-check controller: publish the check's ``Active`` condition."""
+        self.patch_status(
+            kind,
+            name,
+            {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "Active",
+                            "status": "True" if active else "False",
+                            "reason": "Active" if active else "Inactive",
+                            "message": "set by the test",
+                            "lastTransitionTime": now_rfc3339(),
+                            "observedGeneration": 1,
+                        }
+                    ]
+                }
+            },
+        )
+
+    def cleanup(self) -> None:
+        """Delete the cluster-scoped objects this test created (finalizers are the controller's job)."""
+        for kind, name in reversed(self.created):
+            try:
+                self.custom.delete_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+        self.created.clear()
