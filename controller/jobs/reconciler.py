@@ -36,7 +36,7 @@ from controller.core.patches import workload_status_patch
 from controller.core.plan import WorkloadPlan
 from pykueue.api import constants as C
 from pykueue.kube import resources as R
-from pykueue.kube.errors import AlreadyExists, NotFound
+from pykueue.kube.errors import AlreadyExists, Invalid, NotFound
 
 from . import job as jobs
 from .compose import ComposeError, compose_workload, job_podsets, owned_by, podsets_match
@@ -169,17 +169,19 @@ class JobReconciler:
         return self._writer.patch_status(R.WORKLOADS, meta["name"], patch, meta["namespace"])
 
     def _remove_finalizer(self, workload: Obj) -> None:
+        """Drop our finalizer; the resourceVersion guard turns a stale cache into a retried Conflict."""
         finalizers = list(wv.meta(workload).get("finalizers") or [])
         if C.RESOURCE_IN_USE_FINALIZER not in finalizers:
             return
-        index = finalizers.index(C.RESOURCE_IN_USE_FINALIZER)
-        path = f"/metadata/finalizers/{index}"
-        ops = [
-            {"op": "test", "path": path, "value": C.RESOURCE_IN_USE_FINALIZER},
-            {"op": "remove", "path": path},
-        ]
+        remaining = [f for f in finalizers if f != C.RESOURCE_IN_USE_FINALIZER]
+        patch = {
+            "metadata": {
+                "resourceVersion": wv.meta(workload).get("resourceVersion"),
+                "finalizers": remaining or None,
+            }
+        }
         with contextlib.suppress(NotFound):
-            self._writer.patch(R.WORKLOADS, wv.name(workload), ops, wv.namespace(workload), patch_type="json")
+            self._writer.patch(R.WORKLOADS, wv.name(workload), patch, wv.namespace(workload))
 
     def _delete_workload(self, workload: Obj) -> None:
         self._remove_finalizer(workload)
@@ -229,7 +231,7 @@ class JobReconciler:
     def _finish(self, job: Obj, workloads: list[Obj], finish: jobs.Finish) -> Result:
         for workload in workloads:
             if not wv.is_finished(workload):
-                self._write_plan(workload, finish_plan(finish))
+                workload = self._write_plan(workload, finish_plan(finish)) or workload
                 self._event(
                     job,
                     "Normal",
@@ -293,8 +295,10 @@ class JobReconciler:
     def _create_workload(self, job: Obj, queue_name: str) -> Result:
         if not jobs.is_suspended(job):
             # A managed Job never runs without an admitted Workload: no pods before admission.
-            self._stop(job, None, "No matching Workload; the job is suspended until it is admitted")
-            return DONE
+            _, restored = self._stop(
+                job, None, "No matching Workload; the job is suspended until it is admitted"
+            )
+            return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
         try:
             priority = resolve_priority(
                 job,
@@ -322,21 +326,23 @@ class JobReconciler:
 
     def _drive(self, job: Obj, workload: Obj) -> Result:
         if wv.is_finished(workload) or wv.meta(workload).get("deletionTimestamp"):
-            self._stop(job, workload, "The workload is finished or being deleted")
-            return DONE
+            _, restored = self._stop(job, workload, "The workload is finished or being deleted")
+            return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
 
         evicted = wv.condition(workload, C.COND_EVICTED)
         if evicted is not None and evicted.get("status") == "True":
-            job = self._stop(job, workload, str(evicted.get("message") or "The workload was evicted"))
+            job, restored = self._stop(
+                job, workload, str(evicted.get("message") or "The workload was evicted")
+            )
             if wv.has_reservation(workload):
                 return self._release_when_pods_gone(job, workload)
-            return DONE
+            return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
 
         admitted = wv.is_admitted(workload) and wv.has_reservation(workload) and wv.is_active(workload)
         if not jobs.is_suspended(job):
             if not admitted:
-                self._stop(job, workload, "Not admitted by cluster queue")
-                return DONE
+                _, restored = self._stop(job, workload, "Not admitted by cluster queue")
+                return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
             if self._settings.wait_for_pods_ready:
                 plan = pods_ready_plan(job, workload)
                 if plan is not None:
@@ -346,8 +352,8 @@ class JobReconciler:
         if admitted:
             return self._start(job, workload)
         # Suspended and not admitted: finish an interrupted stop (template still injected).
-        self._stop(job, workload, "")
-        return DONE
+        _, restored = self._stop(job, workload, "")
+        return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
 
     def _start(self, job: Obj, workload: Obj) -> Result:
         if is_started(job):
@@ -369,17 +375,29 @@ class JobReconciler:
         self._event(job, "Normal", C.EVENT_STARTED, f"Admitted by clusterQueue {cluster_queue}")
         return DONE
 
-    def _stop(self, job: Obj, workload: Obj | None, message: str) -> Obj:
-        """Suspend, forget the start, restore the template; returns the latest Job seen."""
+    def _stop(self, job: Obj, workload: Obj | None, message: str) -> tuple[Obj, bool]:
+        """Suspend, forget the start, restore the template.
+
+        Returns the latest Job seen and whether the template is restored. The apiserver keeps a
+        Job's template immutable until the Job controller has caught up with the suspension (it
+        answers 422 "field is immutable" meanwhile), so an early refusal is expected: the caller
+        looks again shortly. A start never depends on it — it re-injects from the saved original.
+        """
         if not jobs.is_suspended(job):
             job = self._patch_job(job, suspend_patch(job))
             self._event(job, "Normal", C.EVENT_STOPPED, message or "The job was stopped")
         if is_started(job):
             job = self._clear_start_time(job)
         patch = restore_patch(job, self._fallback_template(job, workload))
-        if patch is not None:
-            job = self._patch_job(job, patch)
-        return job
+        if patch is None:
+            return job, True
+        try:
+            return self._patch_job(job, patch), True
+        except Invalid as err:
+            log.debug(
+                "job template not mutable yet", extra={"job": jobs.key(job), "error": err.message[:200]}
+            )
+            return job, False
 
     def _clear_start_time(self, job: Obj) -> Obj:
         meta = jobs.metadata(job)

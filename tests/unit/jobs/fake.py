@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pykueue.kube import resources as R
-from pykueue.kube.errors import AlreadyExists, Conflict, NotFound
+from pykueue.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
 
 Obj = dict[str, Any]
 
@@ -132,10 +132,20 @@ class FakeCluster:
             wanted_rv = (patch.get("metadata") or {}).get("resourceVersion")
             if wanted_rv is not None and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise Conflict(409, "Conflict", f"{name}: resourceVersion {wanted_rv} is stale")
+            if res == R.JOBS and "template" in (patch.get("spec") or {}):
+                self._check_template_mutable(current)
             updated = merge_patch(current, patch)
         updated["metadata"]["resourceVersion"] = str(next(self._rv))
         self.objects[(res.plural, namespace or "", name)] = updated
         return copy.deepcopy(updated)
+
+    @staticmethod
+    def _check_template_mutable(job: Obj) -> None:
+        """The Job API: scheduling directives change only on a suspended, not-started Job; like
+        the apiserver right after a suspension, also refuse while the Job still counts pods."""
+        status = job.get("status") or {}
+        if not job["spec"].get("suspend") or status.get("startTime") or status.get("active"):
+            raise Invalid(422, "Invalid", "spec.template: Invalid value: field is immutable")
 
     def patch(
         self, res: R.Resource, name: str, patch: Any, namespace: str | None = None, **kwargs: Any

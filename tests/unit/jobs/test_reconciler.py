@@ -293,8 +293,6 @@ def test_eviction_stops_the_job_and_keeps_quota_while_pods_run(cluster: FakeClus
     assert job is not None
     assert job["spec"]["suspend"] is True
     assert "startTime" not in job["status"]
-    assert job["spec"]["template"] == queued_job().obj()["spec"]["template"]
-    assert ORIGINAL_TEMPLATE_ANNOTATION not in job["metadata"].get("annotations", {})
     assert cluster.events[-1][2] == "Stopped"
     wl = workload_of(cluster)
     assert "admission" in wl["status"], "quota must stay reserved while pods run"
@@ -319,6 +317,24 @@ def test_eviction_stops_the_job_and_keeps_quota_while_pods_run(cluster: FakeClus
     assert admitted is not None and admitted["status"] == "False"
     requeued = cond(wl, "Requeued")
     assert requeued is not None and (requeued["status"], requeued["reason"]) == ("True", "Preempted")
+    job = cluster.job(NS, "job")
+    assert job is not None
+    assert job["spec"]["template"] == queued_job().obj()["spec"]["template"]
+    assert ORIGINAL_TEMPLATE_ANNOTATION not in job["metadata"].get("annotations", {})
+
+
+def test_template_restored_once_the_job_api_allows_it(cluster: FakeCluster) -> None:
+    rec = running(cluster, active=2)
+    evict(cluster, workload_of(cluster))
+    assert rec.reconcile(NS, "job").requeue_after is not None
+    job = cluster.job(NS, "job")
+    assert job is not None and job["spec"]["suspend"] is True
+    assert job["spec"]["template"]["spec"].get("nodeSelector") == {"pool": "spot"}, "refused while pods run"
+    set_job_status(cluster, active=0)
+    rec.reconcile(NS, "job")
+    job = cluster.job(NS, "job")
+    assert job is not None and "nodeSelector" not in job["spec"]["template"]["spec"]
+    assert "admission" not in workload_of(cluster)["status"]
 
 
 def test_release_keeps_the_workload_controllers_requeued_decision(cluster: FakeCluster) -> None:
