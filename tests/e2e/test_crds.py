@@ -20,6 +20,7 @@ import yaml
 from pykueue.api.constants import API_VERSION
 from pykueue.api.schema import KINDS, TEST_KINDS
 from pykueue.api.validation import schema_errors
+from tests.builders import ProvisioningRequestBuilder
 from tests.e2e.helpers.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -230,3 +231,22 @@ def test_immutable_fields_are_enforced_by_cel(crds: Any, namespace: str) -> None
                            "-p", '{"spec":{"clusterQueue":"second"}}', check=False)
     assert changed.returncode != 0
     assert "spec.clusterQueue: Invalid value" in changed.stderr and "field is immutable" in changed.stderr
+
+
+def test_tests_can_play_the_autoscaler_on_provisioning_requests(crds: Any, namespace: str) -> None:
+    """The test-only ProvisioningRequest CRD takes requests and condition updates on its status."""
+    request = ProvisioningRequestBuilder("wl-check-1", namespace).pod_set("ppt-wl-check-1-main", 3).obj()
+    crds.kubectl("create", "-f", "-", input=json.dumps(request))
+    status = {"status": {"conditions": [{
+        "type": "Provisioned", "status": "True", "reason": "Provisioned", "message": "capacity is ready",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}], "provisioningClassDetails": {"ResizeRequestName": "rr-1"}}}
+    crds.kubectl("patch", "provisioningrequest", "wl-check-1", "-n", namespace, "--subresource=status",
+                 "--type=merge", "-p", json.dumps(status))
+    served = json.loads(crds.kubectl("get", "provreq", "wl-check-1", "-n", namespace, "-o", "json").stdout)
+    assert served["spec"]["podSets"] == [{"podTemplateRef": {"name": "ppt-wl-check-1-main"}, "count": 3}]
+    assert served["status"]["conditions"][0]["type"] == "Provisioned"
+    assert served["status"]["provisioningClassDetails"] == {"ResizeRequestName": "rr-1"}
+    bad = crds.kubectl("patch", "provisioningrequest", "wl-check-1", "-n", namespace, "--subresource=status",
+                       "--type=merge", "-p", '{"status":{"conditions":[{"type":"Failed","status":"Maybe"}]}}',
+                       check=False)
+    assert bad.returncode != 0 and "status.conditions[0].status" in bad.stderr
