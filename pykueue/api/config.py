@@ -5,7 +5,8 @@ checked with ``jsonschema`` (unknown fields are errors, as in Kueue's strict loa
 the semantic rules Kueue applies; every problem becomes a :class:`ConfigError` whose message
 starts with the field path, e.g. ``waitForPodsReady.timeout: Invalid value: "0s": must be
 greater than 0``.  Defaults follow Kueue's v1beta1 ``SetDefaults_Configuration``, with pykueue's
-own namespace and object names.  Durations are exposed in seconds.
+own namespace and object names.  Durations (``timeout``, ``lease_duration``, ``gc_interval``,
+...) are exposed as float seconds under the snake_case of their YAML names.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pykueue.api.validation import FieldError, join_path, path_of
 DEFAULT_NAMESPACE = "pykueue-system"
 DEFAULT_WEBHOOK_SERVICE = "pykueue-webhook-service"
 DEFAULT_WEBHOOK_SECRET = "pykueue-webhook-server-cert"
-DEFAULT_LEADER_ELECTION_ID = "c1f6bfd2.kueue.x-k8s.io"
+DEFAULT_LEADER_ELECTION_ID = "pykueue-controller-leader"
 DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 SUPPORTED_FRAMEWORKS = ("batch/job",)
@@ -58,9 +59,9 @@ class RequeuingStrategy:
 @dataclass(frozen=True)
 class WaitForPodsReady:
     enable: bool = False
-    timeout_seconds: float = 300.0
+    timeout: float = 300.0
     block_admission: bool = False
-    recovery_timeout_seconds: float | None = None
+    recovery_timeout: float | None = None
     requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
 
 
@@ -87,9 +88,9 @@ class LeaderElection:
     leader_elect: bool = True
     resource_name: str = DEFAULT_LEADER_ELECTION_ID
     resource_namespace: str | None = None  # None: the configuration's namespace
-    lease_duration_seconds: float = 15.0
-    renew_deadline_seconds: float = 10.0
-    retry_period_seconds: float = 2.0
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,9 @@ class WebhookServer:
 
 @dataclass(frozen=True)
 class MultiKueue:
-    gc_interval_seconds: float = 60.0
+    gc_interval: float = 60.0
     origin: str = "multikueue"
-    worker_lost_timeout_seconds: float = 900.0
+    worker_lost_timeout: float = 900.0
     dispatcher_name: str = DISPATCHER_ALL_AT_ONCE
 
 
@@ -279,7 +280,7 @@ def _selector_matches(selector: dict[str, Any], namespace: str) -> bool:
 def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError]:
     errors: list[FieldError] = []
     wfpr = raw.get("waitForPodsReady", {})
-    if "timeout" in wfpr and cfg.wait_for_pods_ready.timeout_seconds <= 0:
+    if "timeout" in wfpr and cfg.wait_for_pods_ready.timeout <= 0:
         errors.append(FieldError.invalid("waitForPodsReady.timeout", wfpr["timeout"], "must be greater than 0"))
     strategy = cfg.wait_for_pods_ready.requeuing_strategy
     if strategy.backoff_max_seconds < strategy.backoff_base_seconds:
@@ -302,11 +303,11 @@ def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError
                 )
             )
     le = cfg.leader_election
-    if le.leader_elect and not le.lease_duration_seconds > le.renew_deadline_seconds > le.retry_period_seconds > 0:
+    if le.leader_elect and not le.lease_duration > le.renew_deadline > le.retry_period > 0:
         errors.append(
             FieldError.invalid(
                 "leaderElection.renewDeadline",
-                raw.get("leaderElection", {}).get("renewDeadline", f"{le.renew_deadline_seconds}s"),
+                raw.get("leaderElection", {}).get("renewDeadline", f"{le.renew_deadline}s"),
                 "must be less than leaseDuration and greater than retryPeriod (both positive)",
             )
         )
@@ -333,10 +334,10 @@ def _build(raw: dict[str, Any]) -> Configuration:
         timeout = _seconds(w.get("timeout"), 300.0)
         wait = WaitForPodsReady(
             enable=w.get("enable", False),
-            timeout_seconds=timeout if timeout is not None else 300.0,
+            timeout=timeout if timeout is not None else 300.0,
             # Kueue: blockAdmission defaults to true when waiting is enabled.
             block_admission=w.get("blockAdmission", w.get("enable", False)),
-            recovery_timeout_seconds=_seconds(w.get("recoveryTimeout"), None),
+            recovery_timeout=_seconds(w.get("recoveryTimeout"), None),
             requeuing_strategy=RequeuingStrategy(
                 timestamp=rs.get("timestamp", "Eviction"),
                 backoff_limit_count=rs.get("backoffLimitCount"),
@@ -363,9 +364,9 @@ def _build(raw: dict[str, Any]) -> Configuration:
             leader_elect=le.get("leaderElect", True),
             resource_name=le.get("resourceName", DEFAULT_LEADER_ELECTION_ID),
             resource_namespace=le.get("resourceNamespace"),
-            lease_duration_seconds=_seconds(le.get("leaseDuration"), 15.0) or 0.0,
-            renew_deadline_seconds=_seconds(le.get("renewDeadline"), 10.0) or 0.0,
-            retry_period_seconds=_seconds(le.get("retryPeriod"), 2.0) or 0.0,
+            lease_duration=_seconds(le.get("leaseDuration"), 15.0) or 0.0,
+            renew_deadline=_seconds(le.get("renewDeadline"), 10.0) or 0.0,
+            retry_period=_seconds(le.get("retryPeriod"), 2.0) or 0.0,
         ),
         metrics_bind_address=raw.get("metrics", {}).get("bindAddress", ":8080"),
         health_probe_bind_address=raw.get("health", {}).get("healthProbeBindAddress", ":8081"),
@@ -375,9 +376,9 @@ def _build(raw: dict[str, Any]) -> Configuration:
             cert_dir=wh.get("certDir", "/tmp/k8s-webhook-server/serving-certs"),
         ),
         multi_kueue=MultiKueue(
-            gc_interval_seconds=_seconds(mk.get("gcInterval"), 60.0) or 0.0,
+            gc_interval=_seconds(mk.get("gcInterval"), 60.0) or 0.0,
             origin=mk.get("origin", "multikueue"),
-            worker_lost_timeout_seconds=_seconds(mk.get("workerLostTimeout"), 900.0) or 0.0,
+            worker_lost_timeout=_seconds(mk.get("workerLostTimeout"), 900.0) or 0.0,
             dispatcher_name=mk.get("dispatcherName", DISPATCHER_ALL_AT_ONCE),
         ),
     )

@@ -29,17 +29,17 @@ def test_no_file_gives_kueue_defaults() -> None:
     assert cfg.namespace == "pykueue-system"
     assert cfg.manage_jobs_without_queue_name is False
     assert cfg.wait_for_pods_ready.enable is False
-    assert cfg.wait_for_pods_ready.timeout_seconds == 300
+    assert cfg.wait_for_pods_ready.timeout == 300
     assert cfg.client_connection.qps == 20 and cfg.client_connection.burst == 30
     assert cfg.integrations.frameworks == ("batch/job",)
     assert cfg.internal_cert_management.enable is True
     assert cfg.internal_cert_management.webhook_secret_name == "pykueue-webhook-server-cert"
-    assert (cfg.leader_election.lease_duration_seconds, cfg.leader_election.renew_deadline_seconds,
-            cfg.leader_election.retry_period_seconds) == (15, 10, 2)
+    assert (cfg.leader_election.lease_duration, cfg.leader_election.renew_deadline,
+            cfg.leader_election.retry_period) == (15, 10, 2)
     assert (cfg.metrics_bind_address, cfg.health_probe_bind_address) == (":8080", ":8081")
-    assert cfg.multi_kueue.gc_interval_seconds == 60
+    assert cfg.multi_kueue.gc_interval == 60
     assert cfg.multi_kueue.origin == "multikueue"
-    assert cfg.multi_kueue.worker_lost_timeout_seconds == 900
+    assert cfg.multi_kueue.worker_lost_timeout == 900
     assert cfg.multi_kueue.dispatcher_name == DISPATCHER_ALL_AT_ONCE
     assert cfg.managed_jobs_namespace_selector["matchExpressions"][0]["values"] == ["kube-system", "pykueue-system"]
 
@@ -64,15 +64,15 @@ def test_a_full_file_is_loaded(tmp_path: Path) -> None:
     assert cfg.namespace == "queues"
     assert cfg.managed_jobs_namespace_selector["matchExpressions"][0]["values"] == ["kube-system", "queues"]
     assert cfg.wait_for_pods_ready.enable and cfg.wait_for_pods_ready.block_admission
-    assert cfg.wait_for_pods_ready.timeout_seconds == 600
-    assert cfg.wait_for_pods_ready.recovery_timeout_seconds == 90
+    assert cfg.wait_for_pods_ready.timeout == 600
+    assert cfg.wait_for_pods_ready.recovery_timeout == 90
     assert cfg.wait_for_pods_ready.requeuing_strategy.timestamp == "Creation"
     assert cfg.wait_for_pods_ready.requeuing_strategy.backoff_limit_count == 5
     assert cfg.client_connection.qps == 50.0
     assert not cfg.internal_cert_management.enable
-    assert cfg.leader_election.lease_duration_seconds == 30
+    assert cfg.leader_election.lease_duration == 30
     assert cfg.metrics_bind_address == ":9090"
-    assert cfg.multi_kueue.gc_interval_seconds == 120
+    assert cfg.multi_kueue.gc_interval == 120
     assert cfg.multi_kueue.origin == "manager-1"
 
 
