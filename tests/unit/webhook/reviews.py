@@ -33,19 +33,20 @@ def review(
     sub_resource: str = "",
 ) -> Obj:
     group, version, plural = KIND_GROUPS[kind]
-    metadata = (obj or old or {}).get("metadata", {})
+    metadata = (obj or old or {}).get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     request: Obj = {
         "uid": uid or str(uuid.uuid4()),
         "kind": {"group": group, "version": version, "kind": kind},
         "resource": {"group": group, "version": version, "resource": plural},
         "operation": operation,
-        "name": metadata.get("name", ""),
+        "name": metadata.get("name", "") if isinstance(metadata.get("name"), str) else "",
         "userInfo": {"username": username, "groups": ["system:authenticated"]},
         "object": obj,
         "oldObject": old,
         "dryRun": False,
     }
-    if "namespace" in metadata:
+    if isinstance(metadata.get("namespace"), str):
         request["namespace"] = metadata["namespace"]
     if sub_resource:
         request["subResource"] = sub_resource
