@@ -1,0 +1,280 @@
+"""batch/v1 Jobs end to end: real Jobs, real pods on simulated nodes, webhook and controller running.
+
+What a user sees (SPEC §5.1, seed 004): a queued Job has no pods; admission unsuspends it with the
+flavor's node selector and its pods land on that flavor's nodes; preemption suspends a running
+Job and gives its quota back only once its pods are gone; WaitForPodsReady evicts Jobs whose
+pods cannot start; deleting a Job deletes its Workload and frees the quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from tests.builders import (
+    ClusterQueueBuilder,
+    JobBuilder,
+    LocalQueueBuilder,
+    ResourceFlavorBuilder,
+    WorkloadPriorityClassBuilder,
+)
+from tests.e2e.fixtures.controller import ControllerHandle, configuration, wait_for_pods_ready
+from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, is_true, unique
+from tests.e2e.helpers.wait import wait_for
+
+FLAVOR_LABEL = "pykueue.dev/e2e-flavor"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+
+@pytest.fixture(autouse=True)
+def _webhook_running(webhook: Any, controller: ControllerHandle) -> None:
+    """Every test here needs both programs: the webhook suspends Jobs, the controller admits them."""
+
+
+class Jobs:
+    """Jobs, their pods and their Workloads through the API."""
+
+    def __init__(self, kube: k8s.ApiClient, kueue: KueueApi, namespace: str) -> None:
+        self.batch = k8s.BatchV1Api(kube)
+        self.core = k8s.CoreV1Api(kube)
+        self.kueue = kueue
+        self.namespace = namespace
+
+    def create(self, job: JobBuilder) -> dict[str, Any]:
+        obj = job.obj()
+        created = self.batch.api_client.sanitize_for_serialization(
+            self.batch.create_namespaced_job(self.namespace, obj)
+        )
+        assert isinstance(created, dict)
+        return created
+
+    def get(self, name: str) -> dict[str, Any]:
+        job = self.batch.api_client.sanitize_for_serialization(
+            self.batch.read_namespaced_job(name, self.namespace)
+        )
+        assert isinstance(job, dict)
+        return job
+
+    def delete(self, name: str) -> None:
+        self.batch.delete_namespaced_job(name, self.namespace, propagation_policy="Background")
+
+    def pods(self, name: str) -> list[k8s.V1Pod]:
+        return self.core.list_namespaced_pod(
+            self.namespace, label_selector=f"batch.kubernetes.io/job-name={name}"
+        ).items
+
+    def live_pods(self, name: str) -> list[k8s.V1Pod]:
+        return [p for p in self.pods(name) if p.status.phase not in ("Succeeded", "Failed")]
+
+    def workload(self, name: str) -> dict[str, Any] | None:
+        uid = self.get(name)["metadata"]["uid"]
+        found = [
+            w
+            for w in self.kueue.workloads(self.namespace)
+            if w["metadata"].get("labels", {}).get(JOB_UID_LABEL) == uid
+        ]
+        return found[0] if found else None
+
+    def events(self, name: str, kind: str = "Job") -> list[str]:
+        items = self.core.list_namespaced_event(
+            self.namespace, field_selector=f"involvedObject.name={name},involvedObject.kind={kind}"
+        ).items
+        return [e.reason for e in items]
+
+    def succeeded(self, name: str) -> bool:
+        conditions = self.get(name).get("status", {}).get("conditions") or []
+        return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
+
+
+@pytest.fixture
+def jobs(kube: k8s.ApiClient, kueue: KueueApi, namespace: str) -> Jobs:
+    return Jobs(kube, kueue, namespace)
+
+
+@pytest.fixture
+def flavor_nodes(cluster: Any) -> Iterator[str]:
+    """A flavor label value that exactly two fresh simulated nodes carry (``FLAVOR_LABEL=<value>``)."""
+    value = unique("nodes")
+    try:
+        cluster.create_nodes(value, 2, labels={FLAVOR_LABEL: value})
+    except Exception as err:  # an existing cluster (kind) cannot get simulated nodes
+        pytest.fail(f"this test needs simulated nodes: {err}", pytrace=False)
+    try:
+        yield value
+    finally:
+        cluster.delete_nodes(value)
+
+
+def make_queues(kueue: KueueApi, namespace: str, node_value: str, cpu: str, **preemption: str) -> str:
+    """A flavor pinned to ``node_value`` nodes, a ClusterQueue with ``cpu`` of it, LocalQueue ``lq``."""
+    flavor = unique("flavor")
+    kueue.create(ResourceFlavorBuilder(flavor).node_labels(**{FLAVOR_LABEL: node_value}).obj())
+    cq = unique("cq")
+    builder = ClusterQueueBuilder(cq).flavor(flavor, cpu=cpu)
+    if preemption:
+        builder.preemption(**preemption)
+    kueue.create(builder.obj())
+    kueue.create(LocalQueueBuilder("lq", namespace, cq).obj())
+    return cq
+
+
+def queued(name: str, namespace: str, *, pods: int = 2, cpu: str = "1", seconds: float = 3) -> JobBuilder:
+    """A Job in LocalQueue ``lq`` — created *unsuspended*: the webhook must suspend it."""
+    return (
+        JobBuilder(name, namespace)
+        .queue("lq")
+        .parallelism(pods)
+        .completions(pods)
+        .requests(cpu=cpu)
+        .run_seconds(seconds)
+    )
+
+
+def test_job_beyond_quota_waits_without_pods_then_runs_on_its_flavor(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    make_queues(kueue, namespace, flavor_nodes, cpu="2")
+    jobs.create(queued("first", namespace, seconds=4))
+    second = jobs.create(queued("second", namespace, seconds=2))
+    assert second["spec"]["suspend"] is True, "the webhook suspends a queued Job at creation"
+
+    first_wl = wait_for(
+        lambda: (wl := jobs.workload("first")) and is_admitted(wl) and wl, message="first admitted"
+    )
+    assert first_wl["metadata"]["name"].startswith("job-first-")
+
+    # The second Job does not fit: pending with a reason, no pods at all.
+    def pending_with_reason() -> dict[str, Any] | None:
+        wl = jobs.workload("second")
+        cond = condition(wl, "QuotaReserved") if wl else None
+        return cond if cond and cond["status"] == "False" and cond.get("message") else None
+
+    reason = wait_for(pending_with_reason, message="second pending with a reason")
+    assert reason["reason"] in ("Pending", "WaitingForQuota"), reason
+    assert jobs.get("second")["spec"]["suspend"] is True
+    assert jobs.pods("second") == []
+
+    # The first Job's pods carry the flavor's node selector and run on that flavor's nodes.
+    running = wait_for(
+        lambda: [p for p in jobs.pods("first") if p.spec.node_name], message="first's pods scheduled"
+    )
+    for pod in running:
+        assert pod.spec.node_selector.get(FLAVOR_LABEL) == flavor_nodes
+        assert pod.spec.node_name.startswith(flavor_nodes)
+    assert "Started" in jobs.events("first")
+
+    # Quota frees when the first finishes; the second then runs on the same nodes and finishes.
+    wait_for(lambda: jobs.succeeded("first"), timeout=60, message="first completes")
+    finished = wait_for(
+        lambda: (wl := jobs.workload("first")) and condition(wl, "Finished"), message="first Finished"
+    )
+    assert (finished["status"], finished["reason"]) == ("True", "Succeeded")
+    wait_for(
+        lambda: (wl := jobs.workload("second")) and is_admitted(wl), timeout=60, message="second admitted"
+    )
+    second_pods = wait_for(
+        lambda: [p for p in jobs.pods("second") if p.spec.node_name], message="second scheduled"
+    )
+    assert all(p.spec.node_name.startswith(flavor_nodes) for p in second_pods)
+    wait_for(lambda: jobs.succeeded("second"), timeout=60, message="second completes")
+    wait_for(lambda: (wl := jobs.workload("second")) and is_true(wl, "Finished"), message="second Finished")
+
+
+def test_lower_priority_job_is_preempted_and_requeued(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    make_queues(kueue, namespace, flavor_nodes, cpu="2", within_cluster_queue="LowerPriority")
+    low, high = unique("low"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(low, 10).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 1000).obj())
+
+    jobs.create(queued("low", namespace, seconds=-1).workload_priority_class(low))
+    wait_for(
+        lambda: len([p for p in jobs.pods("low") if p.status.phase == "Running"]) == 2, message="low running"
+    )
+
+    jobs.create(queued("high", namespace, seconds=3).workload_priority_class(high))
+
+    # The low-priority Job is suspended and its pods go away; its Workload is evicted and requeued.
+    wait_for(lambda: jobs.get("low")["spec"]["suspend"] is True, message="low suspended")
+    wait_for(lambda: jobs.live_pods("low") == [], timeout=60, message="low's pods gone")
+    low_wl = wait_for(
+        lambda: (wl := jobs.workload("low")) and condition(wl, "Requeued") and wl, message="low requeued"
+    )
+    evicted = condition(low_wl, "Evicted")
+    assert evicted is not None and evicted["reason"] == "Preempted"
+    assert "Stopped" in jobs.events("low")
+
+    # The higher-priority Job runs to completion, then the low one is admitted again.
+    wait_for(lambda: jobs.succeeded("high"), timeout=60, message="high completes")
+    wait_for(lambda: (wl := jobs.workload("low")) and is_admitted(wl), timeout=60, message="low re-admitted")
+    wait_for(lambda: jobs.get("low")["spec"]["suspend"] is False, message="low resumed")
+    # It is still pinned to the flavor's nodes after the restart.
+    template = jobs.get("low")["spec"]["template"]["spec"]
+    assert template["nodeSelector"] == {FLAVOR_LABEL: flavor_nodes}
+    jobs.delete("low")
+
+
+def test_deleting_a_job_removes_its_workload_and_frees_quota(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    make_queues(kueue, namespace, flavor_nodes, cpu="2")
+    jobs.create(queued("forever", namespace, seconds=-1))
+    forever_wl = wait_for(
+        lambda: (wl := jobs.workload("forever")) and is_admitted(wl) and wl, message="admitted"
+    )
+    jobs.create(queued("next", namespace, seconds=2))
+    wait_for(lambda: (wl := jobs.workload("next")) and not holds_quota(wl) and wl, message="next waits")
+
+    jobs.delete("forever")
+
+    def workload_gone() -> bool:
+        return kueue.get("Workload", forever_wl["metadata"]["name"], namespace) is None
+
+    wait_for(workload_gone, timeout=60, message="the deleted Job's Workload is gone")
+    wait_for(lambda: (wl := jobs.workload("next")) and is_admitted(wl), timeout=60, message="next admitted")
+    wait_for(lambda: jobs.succeeded("next"), timeout=60, message="next completes")
+
+
+def test_pods_that_never_start_are_evicted_after_the_timeout_and_requeued_with_backoff(
+    jobs: Jobs, kueue: KueueApi, namespace: str, controller: ControllerHandle
+) -> None:
+    config = configuration(waitForPodsReady=wait_for_pods_ready(timeout="5s", backoff_base_seconds=2))
+    with controller.configured(config):
+        # No node carries this flavor's label: the pods are created but can never be scheduled.
+        make_queues(kueue, namespace, unique("nowhere"), cpu="2")
+        jobs.create(queued("stuck", namespace, seconds=1))
+        wait_for(lambda: (wl := jobs.workload("stuck")) and is_admitted(wl), message="stuck admitted")
+        wait_for(lambda: jobs.pods("stuck"), message="its pods exist (admitted)")
+        pods_ready = wait_for(
+            lambda: (wl := jobs.workload("stuck")) and condition(wl, "PodsReady"),
+            message="PodsReady reported",
+        )
+        assert (pods_ready["status"], pods_ready["reason"]) == ("False", "WaitForStart")
+
+        def evicted_for_timeout() -> dict[str, Any] | None:
+            wl = jobs.workload("stuck")
+            cond = condition(wl, "Evicted") if wl else None
+            return wl if cond and cond["reason"] == "PodsReadyTimeout" else None
+
+        wl = wait_for(evicted_for_timeout, timeout=40, message="evicted with PodsReadyTimeout")
+        assert (wl["status"].get("requeueState") or {}).get("count", 0) >= 1
+        wait_for(lambda: "Stopped" in jobs.events("stuck"), message="the Job was stopped")
+
+        # Requeued with backoff: admitted again, evicted again, the count grows.
+        def evicted_twice() -> bool:
+            current = jobs.workload("stuck")
+            return bool(current) and (current["status"].get("requeueState") or {}).get("count", 0) >= 2
+
+        wait_for(evicted_twice, timeout=60, message="a second admission timed out too")
+        jobs.delete("stuck")
+
+
+def test_job_without_queue_is_left_alone(jobs: Jobs, namespace: str) -> None:
+    created = jobs.create(JobBuilder("plain", namespace).run_seconds(1))
+    assert not created["spec"].get("suspend")
+    wait_for(lambda: jobs.succeeded("plain"), timeout=60, message="an unmanaged Job runs by itself")
+    assert jobs.workload("plain") is None
