@@ -8,15 +8,27 @@ pointing at a Service with no process behind it would fail every Job create in t
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 import yaml
+from cryptography import x509
 
 from hack import helm
+from hack.localcluster import SIM_RUN_SECONDS_ANNOTATION, LocalCluster
+from tests.e2e.fixtures.webhook import WebhookHandle, apiserver_calls_webhook
 from tests.e2e.helpers.wait import wait_for
 
 Obj = dict[str, Any]
@@ -196,3 +208,191 @@ def test_webhook_service_account_touches_only_its_own_objects(cluster: Any, name
     assert stolen.returncode != 0 and "forbidden" in stolen.stderr.lower()
     everywhere = webhook.run("get", "secrets", "--all-namespaces")
     assert everywhere.returncode != 0 and "forbidden" in everywhere.stderr.lower()
+
+
+# --- deploy steps and certificates ---------------------------------------------------------------
+
+DEPLOY_SCRIPT = helm.REPO_ROOT / "hack" / "e2e-deploy.sh"
+PRIVATE_CLUSTER = "pykueue-chart-e2e"
+CONFIGURATION_KINDS = ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
+
+
+def deploy_step(step: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run one step of hack/e2e-deploy.sh (the kind script's non-Docker half)."""
+    return subprocess.run(["bash", str(DEPLOY_SCRIPT), step], env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def secret_data(cluster: Any, namespace: str, name: str) -> dict[str, bytes]:
+    secret = json.loads(cluster.kubectl("-n", namespace, "get", "secret", name, "-o", "json").stdout)
+    return {key: base64.b64decode(value) for key, value in (secret.get("data") or {}).items()}
+
+
+def pem_certificates(bundle: bytes) -> list[x509.Certificate]:
+    return x509.load_pem_x509_certificates(bundle)
+
+
+def assert_apiserver_trusts_secret_ca(cluster: Any, namespace: str, secret: str) -> dict[str, bytes]:
+    """Every entry of both configurations carries the Secret's CA, and the apiserver calls the webhook."""
+    data = secret_data(cluster, namespace, secret)
+    assert {"ca.crt", "tls.crt", "tls.key"} <= set(data), f"Secret {namespace}/{secret} holds {sorted(data)}"
+    ca = x509.load_pem_x509_certificate(data["ca.crt"])
+    serving = x509.load_pem_x509_certificate(data["tls.crt"])
+    assert serving.issuer == ca.subject
+    serving.verify_directly_issued_by(ca)
+    for kind in CONFIGURATION_KINDS:
+        name = f"pykueue-{kind.removesuffix('webhookconfiguration')}-webhook-configuration"
+        configuration = json.loads(cluster.kubectl("get", kind, name, "-o", "json").stdout)
+        assert configuration["webhooks"]
+        for hook in configuration["webhooks"]:
+            bundle = pem_certificates(base64.b64decode(hook["clientConfig"]["caBundle"]))
+            assert ca in bundle, f"{name}/{hook['name']}: the Secret's CA is not in caBundle"
+    # A dry-run ResourceFlavor comes back with the finalizer only the webhook adds: the apiserver
+    # reached it over TLS and verified its certificate against that bundle (failurePolicy is Fail).
+    wait_for(lambda: apiserver_calls_webhook(cluster), timeout=60, message="the apiserver calls the webhook")
+    return data
+
+
+def served_certificate(url: str, ca_pem: bytes) -> x509.Certificate:
+    """The certificate a TLS server presents, verified against `ca_pem` (handshake fails otherwise)."""
+    parsed = urlparse(url)
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    context.check_hostname = False  # the serving certificate names 127.0.0.1 as an IP SAN; chain is what matters
+    with socket.create_connection((parsed.hostname, parsed.port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=parsed.hostname) as tls:
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
+def test_installed_webhook_serves_the_certificate_in_its_secret(cluster: Any, webhook: WebhookHandle) -> None:
+    """Whatever runs the webhook (the local process or the chart on kind), the Secret is the truth."""
+    data = assert_apiserver_trusts_secret_ca(cluster, webhook.namespace, webhook.secret_name)
+    if webhook.local_url:
+        assert served_certificate(webhook.local_url, data["ca.crt"]) == x509.load_pem_x509_certificate(data["tls.crt"])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def chart_webhook_command(objects: list[Obj], *, kubeconfig: str, workdir: Path, port: int) -> list[str]:
+    """The chart's webhook container command line, adapted to run as a local process.
+
+    Only what a pod provides differently changes: the kubeconfig (in-cluster credentials), the
+    mounted Configuration, the emptyDir cert dir, the listen address, and --local-url because the
+    local apiserver cannot reach a Service. Namespace, Secret, Service name, certificate mode and
+    controller identity are the chart's.
+    """
+    deployment = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-webhook"))
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    config_map = next(o for o in objects if o["kind"] == "ConfigMap")
+    config_path = workdir / "config.yaml"
+    config_path.write_text(config_map["data"]["config.yaml"])
+    overrides = {"--config": str(config_path), "--cert-dir": str(workdir / "certs"), "--bind": "127.0.0.1",
+                 "--port": str(port)}
+    args = []
+    for arg in container["args"]:
+        flag, _, value = arg.partition("=")
+        args.append(f"{flag}={overrides.get(flag, value)}")
+    assert container["command"] == ["pykueue-webhook"]
+    return [sys.executable, "-m", "webhook.main", *args, f"--kubeconfig={kubeconfig}",
+            f"--local-url=https://127.0.0.1:{port}", "--log-format=text"]
+
+
+def stop_process_group(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def run_deploy_steps_on_private_cluster(tmp_path: Path) -> None:
+    """install → wait-rollout → (webhook from the chart's args) → wait-webhook → logs → uninstall.
+
+    On a cluster of its own: the chart installs webhook configurations with the fixed pykueue names,
+    which must not disturb the suite's own webhook on the shared cluster. kwok plays the pods of
+    both Deployments (kept Running by the annotation), so rollouts complete for real. The local
+    apiserver cannot reach a Service, so the configurations are installed pointing at the loopback
+    port the local webhook will listen on (``webhook.externalURL``): no admission call ever leaves
+    this machine, even before the webhook is up.
+    """
+    private = LocalCluster(PRIVATE_CLUSTER)
+    private.up()
+    webhook_process: subprocess.Popen[bytes] | None = None
+    try:
+        port = free_port()
+        values = tmp_path / "values.yaml"
+        values.write_text(yaml.safe_dump({
+            "webhook": {"externalURL": f"https://127.0.0.1:{port}",
+                        "podAnnotations": {SIM_RUN_SECONDS_ANNOTATION: "-1"}},
+            "controller": {"podAnnotations": {SIM_RUN_SECONDS_ANNOTATION: "-1"}},
+        }))
+        env = {"KUBECONFIG": private.kubeconfig, "RELEASE": "pykueue", "NAMESPACE": "pykueue-system",
+               "HELM_VALUES": str(values), "WAIT_TIMEOUT": "120", "ARTIFACTS": str(tmp_path / "artifacts"),
+               "PYTHON": sys.executable}
+
+        installed = deploy_step("install", env)
+        assert installed.returncode == 0, installed.stderr
+        chart_secret = json.loads(private.kubectl("-n", "pykueue-system", "get", "secret",
+                                                  "pykueue-webhook-server-cert", "-o", "json").stdout)
+        assert not chart_secret.get("data"), "the chart's Secret starts empty"
+
+        rolled_out = deploy_step("wait-rollout", env)
+        assert rolled_out.returncode == 0, rolled_out.stderr
+
+        objects = helm.render_objects(namespace="pykueue-system", values_files=[values])
+        log_path = tmp_path / "webhook.log"
+        with log_path.open("wb") as log_file:
+            webhook_process = subprocess.Popen(
+                chart_webhook_command(objects, kubeconfig=private.kubeconfig, workdir=tmp_path, port=port),
+                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, cwd=helm.REPO_ROOT)
+
+        answered = deploy_step("wait-webhook", env)
+        assert webhook_process.poll() is None, f"the webhook exited:\n{log_path.read_text()[-4000:]}"
+        assert answered.returncode == 0, f"{answered.stderr}\nwebhook log:\n{log_path.read_text()[-4000:]}"
+
+        # The certificate went into the very Secret the chart created, and the apiserver trusts it.
+        data = assert_apiserver_trusts_secret_ca(private, "pykueue-system", "pykueue-webhook-server-cert")
+        filled = json.loads(private.kubectl("-n", "pykueue-system", "get", "secret",
+                                            "pykueue-webhook-server-cert", "-o", "json").stdout)
+        assert filled["metadata"]["uid"] == chart_secret["metadata"]["uid"]
+        assert filled["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+        served = served_certificate(f"https://127.0.0.1:{port}", data["ca.crt"])
+        assert served == x509.load_pem_x509_certificate(data["tls.crt"])
+
+        collected = deploy_step("logs", env)
+        assert collected.returncode == 0, collected.stderr
+        artifacts = tmp_path / "artifacts"
+        assert "pykueue-webhook" in (artifacts / "objects.txt").read_text()
+        assert any(path.name.startswith("pykueue-controller-") for path in artifacts.glob("*.log"))
+
+        uninstalled = deploy_step("uninstall", env)
+        assert uninstalled.returncode == 0, uninstalled.stderr
+        gone = private.kubectl("-n", "pykueue-system", "get", "deployments", "-o", "name")
+        assert gone.stdout.strip() == ""
+    finally:
+        if webhook_process is not None:
+            stop_process_group(webhook_process)
+        private.down()
+
+
+def run_deploy_steps_on_installed_cluster(tmp_path: Path, cluster: Any) -> None:
+    """Against an existing cluster the chart is already installed (hack/kind-e2e.sh did it)."""
+    env = {"KUBECONFIG": cluster.kubeconfig, "WAIT_TIMEOUT": "120", "ARTIFACTS": str(tmp_path / "artifacts")}
+    for step in ("wait-rollout", "wait-webhook", "logs"):
+        result = deploy_step(step, env)
+        assert result.returncode == 0, f"{step}: {result.stderr}"
+    assert any(path.name.startswith("pykueue-webhook-") for path in (tmp_path / "artifacts").glob("*.log"))
+
+
+def test_deploy_steps_need_no_docker(cluster: Any, tmp_path: Path) -> None:
+    if isinstance(cluster, LocalCluster):
+        run_deploy_steps_on_private_cluster(tmp_path)
+    else:
+        run_deploy_steps_on_installed_cluster(tmp_path, cluster)

@@ -7,6 +7,7 @@ always look at a real render.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,13 +247,68 @@ def test_configuration_rendered_from_values() -> None:
     assert "objectSelector" not in job_hook
 
 
+@pytest.mark.parametrize("values", [{}, CERT_MANAGER, {"controller.config.manageJobsWithoutQueueName": "true",
+                                                      "controller.config.waitForPodsReady.enable": "true"}],
+                         ids=["default", "cert-manager", "customised"])
+def test_rendered_configuration_loads_in_the_programs(tmp_path: Path, values: dict[str, str]) -> None:
+    """Both programs read the ConfigMap with pykueue.api.config.load_config; it must accept it."""
+    from pykueue.api.config import load_config
+
+    objects = helm.render_objects(namespace=NAMESPACE, set_values=values)
+    path = tmp_path / "config.yaml"
+    path.write_text(one(objects, "ConfigMap", "pykueue-manager-config")["data"]["config.yaml"])
+    config = load_config(path)
+    assert config.namespace == NAMESPACE
+    assert config.internal_cert_management.enable is (values != CERT_MANAGER)
+    assert config.internal_cert_management.webhook_secret_name == "pykueue-webhook-server-cert"
+    assert config.integrations.frameworks == ("batch/job",)
+    customised = "controller.config.manageJobsWithoutQueueName" in values
+    assert config.manage_jobs_without_queue_name is customised
+    assert config.wait_for_pods_ready.enable is customised
+
+
+def test_a_configuration_the_programs_reject_is_caught(tmp_path: Path) -> None:
+    """The check above can fail: a field load_config does not know is refused, naming it."""
+    from pykueue.api.config import ConfigError, load_config
+
+    objects = helm.render_objects(set_values={"controller.config.fairSharing.enable": "true"})
+    path = tmp_path / "config.yaml"
+    path.write_text(one(objects, "ConfigMap", "pykueue-manager-config")["data"]["config.yaml"])
+    with pytest.raises(ConfigError, match="fairSharing"):
+        load_config(path)
+
+
+def test_webhook_command_line_is_accepted_by_the_webhook() -> None:
+    from webhook.main import parse_args
+
+    objects = helm.render_objects(namespace=NAMESPACE)
+    settings = parse_args(container(one(objects, "Deployment", "pykueue-webhook"))["args"])
+    assert settings.namespace == NAMESPACE
+    assert settings.cert_management == "internal"
+    assert settings.cert_secret == "pykueue-webhook-server-cert"
+    assert settings.service_name == "pykueue-webhook-service"
+    assert settings.port == 9443 and settings.workers == 2
+    assert str(settings.cert_dir).startswith("/tmp/"), "the only writable path is the /tmp emptyDir"
+
+
+def test_external_url_replaces_the_service_reference() -> None:
+    objects = helm.render_objects(set_values={"webhook.externalURL": "https://127.0.0.1:9443/"})
+    for configuration in webhook_configurations(objects):
+        for hook in configuration["webhooks"]:
+            assert "service" not in hook["clientConfig"]
+            assert hook["clientConfig"]["url"].startswith("https://127.0.0.1:9443/")
+            assert hook["clientConfig"]["url"].removeprefix("https://127.0.0.1:9443").startswith(("/mutate-", "/validate-"))
+    with pytest.raises(helm.HelmError, match="must start with https://"):
+        helm.render(set_values={"webhook.externalURL": "http://127.0.0.1:9443"})
+
+
 def test_configuration_change_rolls_the_pods() -> None:
     def checksum(objects: list[Obj]) -> str:
         deployment = one(objects, "Deployment", "pykueue-controller")
         return deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
 
     before = checksum(helm.render_objects())
-    after = checksum(helm.render_objects(set_values={"controller.config.fairSharing.enable": "true"}))
+    after = checksum(helm.render_objects(set_values={"controller.config.waitForPodsReady.enable": "true"}))
     assert before != after
 
 

@@ -35,11 +35,18 @@ validating:
   reinvocationPolicy: Never
   {{- end }}
   clientConfig:
+    {{- with $root.Values.webhook.externalURL }}
+    {{- if not (hasPrefix "https://" .) }}
+    {{- fail (printf "webhook.externalURL must start with https://, got %q" .) }}
+    {{- end }}
+    url: {{ printf "%s%s" (trimSuffix "/" .) $hook.path | quote }}
+    {{- else }}
     service:
       name: {{ include "pykueue.webhook.serviceName" $root }}
       namespace: {{ $root.Release.Namespace }}
       path: {{ $hook.path }}
       port: {{ $root.Values.webhook.servicePort }}
+    {{- end }}
   rules:
     - apiGroups: [{{ $hook.group | quote }}]
       apiVersions: [{{ $hook.version | quote }}]
