@@ -198,6 +198,16 @@ def test_controller_command_line(default_objects: list[Obj]) -> None:
     assert "POD_NAME" in env
 
 
+def test_controller_command_line_is_accepted_by_the_controller(default_objects: list[Obj]) -> None:
+    from controller.main import build_parser
+
+    args = build_parser().parse_args(container(one(default_objects, "Deployment", "pykueue-controller"))["args"])
+    assert args.leader_elect is True
+    assert args.namespace == NAMESPACE
+    assert (args.qps, args.burst) == (50.0, 100)
+    assert args.health_addr == "0.0.0.0:8081" and args.metrics_addr == "0.0.0.0:8080"
+
+
 def test_controller_replicas_and_leader_election_are_values() -> None:
     objects = helm.render_objects(set_values={"controller.replicas": "3", "controller.leaderElect": "false"})
     controller = one(objects, "Deployment", "pykueue-controller")
