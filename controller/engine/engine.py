@@ -343,10 +343,10 @@ class Engine:
         # _WAITING/_HELD need nothing; _BACKOFF records are dropped lazily.
 
     def _index_pending(self, info: WorkloadInfo) -> None:
-        self._pending_by_lq.setdefault(object_key(info.namespace, info.queue_name), set()).add(info.key)
+        self._pending_by_lq.setdefault(info.local_queue_key, set()).add(info.key)
 
     def _unindex_pending(self, info: WorkloadInfo) -> None:
-        members = self._pending_by_lq.get(object_key(info.namespace, info.queue_name))
+        members = self._pending_by_lq.get(info.local_queue_key)
         if members is not None:
             members.discard(info.key)
 
@@ -380,7 +380,7 @@ class Engine:
     def _place(self, info: WorkloadInfo) -> None:
         """Queue a schedulable workload in its ClusterQueue, or park it waiting for its queues."""
         key = info.key
-        lq = self.local_queues.get(object_key(info.namespace, info.queue_name))
+        lq = self.local_queues.get(info.local_queue_key)
         problem: tuple[str, str] | None = None
         if lq is None:
             problem = (c.REASON_MISCONFIGURED, f"LocalQueue {info.queue_name} doesn't exist")
@@ -601,7 +601,7 @@ class Engine:
         if spec is not None and spec.stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
             self._emit_drain(info, c.REASON_CLUSTER_QUEUE_STOPPED, "The ClusterQueue is stopped")
             return
-        lq = self.local_queues.get(object_key(info.namespace, info.queue_name))
+        lq = self.local_queues.get(info.local_queue_key)
         if lq is not None and lq.stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
             self._emit_drain(info, c.REASON_LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped")
 

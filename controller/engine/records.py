@@ -211,11 +211,13 @@ class WorkloadInfo:
     priority_class: str | None = None
     priority_class_source: str = ""
     has_priority: bool = True
-    extra: dict[str, object] = field(default_factory=dict)
+    # Derived once: hot paths index by these on every queue and quota operation.
+    key: ObjectKey = field(default="", init=False)
+    local_queue_key: ObjectKey = field(default="", init=False)
 
-    @property
-    def key(self) -> ObjectKey:
-        return object_key(self.namespace, self.name)
+    def __post_init__(self) -> None:
+        self.key = object_key(self.namespace, self.name)
+        self.local_queue_key = object_key(self.namespace, self.queue_name)
 
     @property
     def order_key(self) -> tuple[int, float, str]:

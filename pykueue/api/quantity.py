@@ -97,12 +97,27 @@ def parse_quantity_exact(value: str | int | float) -> Fraction:
     return -magnitude if sign == "-" else magnitude
 
 
+# The forms nearly every manifest uses ("2", "500m", "4Gi", "100M"): parsed with integer math,
+# without building a Fraction. Anything else takes the exact general path.
+_SIMPLE_RE: Final = re.compile(r"^([0-9]{1,18})(m|k|M|G|T|Ki|Mi|Gi|Ti|)$")
+_SIMPLE_FACTORS: Final = {
+    "": (1, 1), "m": (1, 1000), "k": (1000, 1), "M": (10**6, 1), "G": (10**9, 1), "T": (10**12, 1),
+    "Ki": (1024, 1), "Mi": (1024**2, 1), "Gi": (1024**3, 1), "Ti": (1024**4, 1),
+}
+
+
 def parse_quantity(value: str | int | float, resource: str = "") -> int:
     """Parse a quantity into an integer of the engine's unit for ``resource``.
 
     ``parse_quantity("500m", resource="cpu") == 500``; ``parse_quantity("1Gi", "memory") ==
     1073741824``; ``parse_quantity("1.5", "memory") == 2`` (rounded up, never under-counted).
     """
+    if isinstance(value, str):
+        simple = _SIMPLE_RE.match(value)
+        if simple is not None:
+            multiplier, divisor = _SIMPLE_FACTORS[simple.group(2)]
+            amount = int(simple.group(1)) * multiplier * (1000 if resource in MILLI_RESOURCES else 1)
+            return -(-amount // divisor)  # ceiling division: never under-count
     exact = parse_quantity_exact(value)
     if is_milli_resource(resource):
         exact *= 1000

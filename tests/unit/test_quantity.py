@@ -76,3 +76,15 @@ def test_format_quantity(amount: int, resource: str, expected: str) -> None:
 @given(st.integers(min_value=-(10**20), max_value=10**20), st.sampled_from(["cpu", "memory", "pods"]))
 def test_format_then_parse_round_trips(amount: int, resource: str) -> None:
     assert parse_quantity(format_quantity(amount, resource), resource) == amount
+
+
+@given(
+    st.integers(min_value=0, max_value=10**15),
+    st.sampled_from(["", "m", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti"]),
+    st.sampled_from(["cpu", "memory"]),
+)
+def test_fast_path_agrees_with_exact_parsing(number: int, suffix: str, resource: str) -> None:
+    import math
+
+    exact = parse_quantity_exact(f"{number}{suffix}") * (1000 if resource == "cpu" else 1)
+    assert parse_quantity(f"{number}{suffix}", resource) == math.ceil(exact)
