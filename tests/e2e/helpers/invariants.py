@@ -100,11 +100,17 @@ def find_violations(
     cohorts: Iterable[Obj],
     workloads: Iterable[Obj],
     jobs: Iterable[Obj] | None = None,
+    terminating_namespaces: Iterable[str] = (),
 ) -> list[str]:
-    """Every invariant violation, as a message naming the objects involved."""
+    """Every invariant violation, as a message naming the objects involved.
+
+    Workloads in namespaces being deleted are left out: a finished test deletes its namespace
+    and its ClusterQueues concurrently, and what is half-deleted is no longer the system's state.
+    """
     violations: list[str] = []
     cqs = {str((cq.get("metadata") or {}).get("name")): cq for cq in cluster_queues}
-    workloads = list(workloads)
+    gone = set(terminating_namespaces)
+    workloads = [wl for wl in workloads if (wl.get("metadata") or {}).get("namespace") not in gone]
     holding = [wl for wl in workloads if holds_quota(wl)]
 
     usage: dict[str, dict[FR, int]] = defaultdict(lambda: defaultdict(int))
@@ -197,8 +203,8 @@ def find_violations(
     return violations
 
 
-def fetch_state(api_client: Any) -> tuple[list[Obj], list[Obj], list[Obj], list[Obj]]:
-    """ClusterQueues, Cohorts, Workloads and Jobs as the API serves them (raw dicts)."""
+def fetch_state(api_client: Any) -> tuple[list[Obj], list[Obj], list[Obj], list[Obj], list[str]]:
+    """ClusterQueues, Cohorts, Workloads, Jobs (raw dicts) and the namespaces being deleted."""
     from kubernetes import client
 
     custom = client.CustomObjectsApi(api_client)
@@ -213,10 +219,16 @@ def fetch_state(api_client: Any) -> tuple[list[Obj], list[Obj], list[Obj], list[
 
     batch = client.BatchV1Api(api_client)
     jobs = api_client.sanitize_for_serialization(batch.list_job_for_all_namespaces().items)
-    return items("clusterqueues"), items("cohorts"), items("workloads"), jobs
+    namespaces = client.CoreV1Api(api_client).list_namespace().items
+    terminating = [
+        ns.metadata.name
+        for ns in namespaces
+        if ns.metadata.deletion_timestamp or ns.status.phase == "Terminating"
+    ]
+    return items("clusterqueues"), items("cohorts"), items("workloads"), jobs, terminating
 
 
 def check_cluster(api_client: Any) -> list[str]:
     """Violations in the cluster right now."""
-    cqs, cohorts, workloads, jobs = fetch_state(api_client)
-    return find_violations(cqs, cohorts, workloads, jobs)
+    cqs, cohorts, workloads, jobs, terminating = fetch_state(api_client)
+    return find_violations(cqs, cohorts, workloads, jobs, terminating)

@@ -71,3 +71,8 @@ def test_reserving_workload_whose_job_is_gone_is_flagged() -> None:
     wl = _holding("a", "cq", "1").owner("Job", "j", "uid-j").obj()
     assert find_violations([cq], [], [wl], []) == ["workload ns/a holds quota but its Job j is gone"]
     assert find_violations([cq], [], [wl], [{"metadata": {"uid": "uid-j"}}]) == []
+
+
+def test_workloads_in_terminating_namespaces_are_ignored() -> None:
+    wl = _holding("a", "ghost", "1").obj()
+    assert find_violations([], [], [wl], [], terminating_namespaces=["ns"]) == []

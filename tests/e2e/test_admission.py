@@ -1,0 +1,137 @@
+"""Admission of standalone Workloads on the real apiserver: within quota, waiting beyond it,
+quota released by finishing, queue status, Events and metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client as k8s
+
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
+from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, unique
+from tests.e2e.helpers.wait import wait_for
+
+
+def make_queues(kueue: KueueApi, namespace: str, cpu: str, **cq_options: Any) -> tuple[str, str]:
+    flavor = unique("default")
+    kueue.create(ResourceFlavorBuilder(flavor).obj())
+    cq_name = unique("cq")
+    cq = ClusterQueueBuilder(cq_name).flavor(flavor, cpu=cpu)
+    for option, value in cq_options.items():
+        getattr(cq, option)(*value)
+    kueue.create(cq.obj())
+    kueue.create(LocalQueueBuilder("lq", namespace, cq_name).obj())
+    return flavor, cq_name
+
+
+def submit(
+    kueue: KueueApi, namespace: str, name: str, cpu: str = "1", queue: str = "lq", priority: int | None = None
+) -> None:
+    wl = WorkloadBuilder(name, namespace).queue(queue).podset(count=1, cpu=cpu)
+    if priority is not None:
+        wl.priority(priority)
+    obj = wl.obj()
+    del obj["metadata"]["uid"], obj["metadata"]["creationTimestamp"], obj["metadata"]["generation"]
+    kueue.create(obj)
+
+
+def admitted_names(kueue: KueueApi, namespace: str) -> set[str]:
+    return {wl["metadata"]["name"] for wl in kueue.workloads(namespace) if is_admitted(wl)}
+
+
+def events_for(kube: k8s.ApiClient, namespace: str, name: str) -> list[str]:
+    events = k8s.CoreV1Api(kube).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name}"
+    )
+    return [e.reason for e in events.items]
+
+
+def test_admits_within_quota_and_queues_the_rest_with_a_reason(
+    kueue: KueueApi, kube: k8s.ApiClient, namespace: str
+) -> None:
+    flavor, cq_name = make_queues(kueue, namespace, cpu="2")
+    for name in ("a", "b", "c"):
+        submit(kueue, namespace, name)
+
+    def two_admitted() -> set[str] | None:
+        names = admitted_names(kueue, namespace)
+        return names if len(names) == 2 else None
+
+    admitted = wait_for(
+        two_admitted, timeout=30, message="two of three 1-cpu workloads admitted in a 2-cpu queue"
+    )
+    (waiting,) = {"a", "b", "c"} - admitted
+    first = kueue.workload(namespace, sorted(admitted)[0])
+    assert first["status"]["admission"]["clusterQueue"] == cq_name
+    assert first["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": flavor}
+    assert condition(first, "QuotaReserved")["reason"] == "QuotaReserved"
+
+    def pending_reason() -> dict[str, Any] | None:
+        cond = condition(kueue.workload(namespace, waiting), "QuotaReserved")
+        return cond if cond and cond["status"] == "False" else None
+
+    reason = wait_for(pending_reason, timeout=30, message="pending workload explains why")
+    assert reason["reason"] == "WaitingForQuota", reason
+    assert "insufficient unused quota for cpu" in reason["message"]
+
+    def cq_status() -> dict[str, Any] | None:
+        status = (kueue.get("ClusterQueue", cq_name) or {}).get("status") or {}
+        return (
+            status if status.get("admittedWorkloads") == 2 and status.get("pendingWorkloads") == 1 else None
+        )
+
+    status = wait_for(cq_status, timeout=30, message="ClusterQueue status counts")
+    assert status["reservingWorkloads"] == 2
+    assert status["flavorsUsage"] == [
+        {"name": flavor, "resources": [{"name": "cpu", "total": "2", "borrowed": "0"}]}
+    ]
+    assert condition({"status": status}, "Active")["reason"] == "Ready"
+
+    def lq_status_counts() -> dict[str, Any] | None:
+        lq_status = (kueue.get("LocalQueue", "lq", namespace) or {}).get("status") or {}
+        return lq_status if lq_status.get("admittedWorkloads") == 2 else None
+
+    lq_status = wait_for(lq_status_counts, timeout=30, message="LocalQueue status")
+    assert lq_status["pendingWorkloads"] == 1
+    assert lq_status["flavorUsage"] == [{"name": flavor, "resources": [{"name": "cpu", "total": "2"}]}]
+    wait_for(
+        lambda: {"QuotaReserved", "Admitted"} <= set(events_for(kube, namespace, first["metadata"]["name"])),
+        timeout=30,
+        message="QuotaReserved and Admitted events",
+    )
+
+    # Finishing an admitted workload releases its quota to the waiting one.
+    kueue.finish(first)
+    wait_for(
+        lambda: is_admitted(kueue.workload(namespace, waiting)),
+        timeout=30,
+        message="the waiting workload is admitted once quota is released",
+    )
+
+
+def test_workload_larger_than_the_queue_never_fits(kueue: KueueApi, namespace: str) -> None:
+    make_queues(kueue, namespace, cpu="2")
+    submit(kueue, namespace, "huge", cpu="3")
+
+    def reason() -> str | None:
+        cond = condition(kueue.workload(namespace, "huge"), "QuotaReserved")
+        return cond["reason"] if cond and cond["status"] == "False" else None
+
+    assert wait_for(reason, timeout=30, message="oversized workload gets a pending reason") in (
+        "ExceedsMaxQuota",
+        "NoMatchingFlavor",
+        "WaitingForQuota",
+    )
+    assert not holds_quota(kueue.workload(namespace, "huge"))
+
+
+def test_missing_local_queue_is_misconfigured(kueue: KueueApi, namespace: str) -> None:
+    submit(kueue, namespace, "lost", queue="no-such-queue")
+
+    def reason() -> dict[str, Any] | None:
+        cond = condition(kueue.workload(namespace, "lost"), "QuotaReserved")
+        return cond if cond and cond["status"] == "False" else None
+
+    cond = wait_for(reason, timeout=30, message="workload without a LocalQueue explains why")
+    assert cond["reason"] == "Misconfigured"
+    assert cond["message"] == "LocalQueue no-such-queue doesn't exist"
