@@ -8,6 +8,7 @@ clusters can run side by side and `down()` can stop exactly the processes `up()`
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -39,6 +40,10 @@ APISERVER_PORT_ENV = "PYKUEUE_APISERVER_PORT"
 START_TIMEOUT = 90.0
 
 T = TypeVar("T")
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode("ascii")
 
 
 def default_cluster_name() -> str:
@@ -135,28 +140,35 @@ class LocalCluster:
         return result
 
     def restart_apiserver(self, *, timeout: float = START_TIMEOUT) -> None:
-        """Stop and start kube-apiserver on the same port: every open watch is cut."""
+        """Stop and start kube-apiserver on the same port: every open watch is cut.
+
+        The apiserver gets one second to exit after SIGTERM and is then killed: with clients
+        still connected it lingers in shutdown, and the callers want a restart (closer to a
+        crash), not a tidy drain.
+        """
         spec = self._saved_specs()["kube-apiserver"]
-        # A short grace period: the apiserver sometimes lingers after it stopped listening, and
-        # the callers want a restart, not a tidy shutdown.
-        processes.stop(spec, timeout=3.0)
+        processes.stop(spec, timeout=1.0)
         pid = processes.start(spec)
         self._wait_apiserver(pid, spec, timeout)
 
     def compact_etcd(self) -> int:
-        """Compact etcd to its current revision and return that revision.
+        """Compact etcd to its current revision, make the apiserver see it, and return the revision.
 
-        Afterwards no watch can resume from an older resourceVersion: once the apiserver's
-        watch cache notices, such watches end with 410 Gone, as on a real cluster after its
-        periodic compaction.
+        Compacting etcd alone is invisible to clients: the apiserver's watch cache keeps serving
+        the compacted history from memory. So after compacting, the apiserver is restarted and
+        rebuilds its cache from the compacted store; open watches are cut, and resuming them
+        (or continuing a paginated list) from a resourceVersion before the compaction fails with
+        410 Gone. A marker key outside /registry is written first so that every Kubernetes
+        object's resourceVersion is strictly older than the compaction point.
         """
         ports = self._require_ports()
         pki = self.layout.pki
         context = tls_context(pki.ca_cert, pki.client_cert(APISERVER_ETCD_CLIENT), pki.client_key(APISERVER_ETCD_CLIENT))
         base = f"https://{LOOPBACK}:{ports.etcd_client}"
-        status = post_json(f"{base}/v3/maintenance/status", {}, context)
-        revision = int(status["header"]["revision"])
+        marker = {"key": _b64("/pykueue-localcluster/compaction-marker"), "value": _b64(str(time.time()))}
+        revision = int(post_json(f"{base}/v3/kv/put", marker, context)["header"]["revision"])
         post_json(f"{base}/v3/kv/compaction", {"revision": revision, "physical": True}, context)
+        self.restart_apiserver()
         return revision
 
     def create_nodes(

@@ -20,6 +20,14 @@ pytest_plugins = [
 _E2E_DIR = Path(__file__).parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "needs_local_cluster: restarts or compacts the control plane, so it needs the local cluster "
+        "(deselect with -m 'not needs_local_cluster' when PYKUEUE_KUBECONFIG points elsewhere)",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _E2E_DIR in Path(str(item.path)).parents:

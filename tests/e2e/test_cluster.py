@@ -6,11 +6,17 @@ on (apiserver, controller manager, scheduler and kwok working together).
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+from urllib3.exceptions import ProtocolError
 
-from hack.localcluster import SIMULATED_NODE_LABEL
+from hack.localcluster import SIMULATED_NODE_LABEL, LocalCluster
 from tests.builders import JobBuilder, PodBuilder
 from tests.e2e.helpers.wait import wait_for
 
@@ -73,3 +79,74 @@ def test_pod_with_negative_run_seconds_keeps_running(kube: k8s.ApiClient, namesp
     forever = core.read_namespaced_pod("forever", namespace)
     assert forever.spec.node_name in _simulated_node_names(core)
     assert running_and_ready("forever"), f"pod forever left Running: {forever.status.phase}"
+
+
+def _watch_events(core: k8s.CoreV1Api, namespace: str, resource_version: str, timeout: int) -> list[dict[str, Any]]:
+    """All events of a configmap watch from `resource_version`, read until the server ends it."""
+    response = core.list_namespaced_config_map(
+        namespace, watch=True, resource_version=resource_version, timeout_seconds=timeout, _preload_content=False
+    )
+    try:
+        body = response.read().decode()
+    finally:
+        response.release_conn()
+    return [json.loads(line) for line in body.splitlines() if line.strip()]
+
+
+def _status_of(call: Callable[[], Any]) -> int | None:
+    """HTTP status of an API call that is expected to fail (None while it still succeeds)."""
+    try:
+        call()
+    except ApiException as err:
+        return err.status
+    return None
+
+
+@pytest.mark.needs_local_cluster
+def test_restarting_the_apiserver_ends_watches_and_keeps_objects(
+    cluster: LocalCluster, kube: k8s.ApiClient, namespace: str
+) -> None:
+    core = k8s.CoreV1Api(kube)
+    core.create_namespaced_config_map(namespace, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name="kept")))
+    rv = core.list_namespaced_config_map(namespace).metadata.resource_version
+    watch = core.list_namespaced_config_map(
+        namespace, watch=True, resource_version=rv, timeout_seconds=120, _preload_content=False
+    )
+    cluster.restart_apiserver()
+    started = time.monotonic()
+    try:
+        watch.read()  # returns (or breaks) once the server side of the stream is gone
+    except ProtocolError:
+        pass  # the apiserver went away mid-stream: the watch ended, which is what we check
+    finally:
+        watch.release_conn()
+    assert time.monotonic() - started < 30, "the watch outlived the apiserver restart"
+    kept = wait_for(lambda: core.read_namespaced_config_map("kept", namespace), timeout=30,
+                    message="configmap kept readable after the restart")
+    assert kept.metadata.name == "kept"
+
+
+@pytest.mark.needs_local_cluster
+def test_compacting_etcd_expires_older_resource_versions(
+    cluster: LocalCluster, kube: k8s.ApiClient, namespace: str
+) -> None:
+    core = k8s.CoreV1Api(kube)
+    for i in range(3):
+        core.create_namespaced_config_map(namespace, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name=f"cm-{i}")))
+    page = core.list_namespaced_config_map(namespace, limit=1)
+    continue_token, old_rv = page.metadata._continue, page.metadata.resource_version
+    assert continue_token, "expected a paginated list"
+    # Before compaction both are still served.
+    assert _status_of(lambda: core.list_namespaced_config_map(namespace, limit=1, _continue=continue_token)) is None
+    assert all(e["type"] != "ERROR" for e in _watch_events(core, namespace, old_rv, timeout=1))
+
+    compacted_at = cluster.compact_etcd()
+    assert compacted_at > int(old_rv)
+
+    wait_for(
+        lambda: _status_of(lambda: core.list_namespaced_config_map(namespace, limit=1, _continue=continue_token)) == 410,
+        timeout=30,
+        message="continuing a list from before the compaction answers 410 Gone",
+    )
+    events = _watch_events(core, namespace, old_rv, timeout=5)
+    assert [(e["type"], e["object"].get("code")) for e in events] == [("ERROR", 410)]
