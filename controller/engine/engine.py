@@ -235,6 +235,8 @@ class Engine:
             self._forget(key)
             return
         self.workloads[key] = info
+        if old is not None:
+            self._unindex_pending(old)  # its LocalQueue may have changed
         if info.admission is not None:
             self._hold_quota(info, old)
         else:
@@ -353,12 +355,7 @@ class Engine:
     def _route(self, info: WorkloadInfo) -> None:
         """Decide where a pending workload belongs and put it there."""
         key = info.key
-        old = self._location.get(key)
         self._unplace(key)
-        if old is not None and old[0] != _ADMITTED:
-            prev = self.workloads.get(key)
-            if prev is not None and prev is not info:
-                self._unindex_pending(prev)
         self._index_pending(info)
         if info.invalid:
             self._location[key] = (_HELD, "")
@@ -440,8 +437,6 @@ class Engine:
         where = self._location.get(key)
         if where is not None and where[0] != _ADMITTED:
             self._unplace(key)
-            if old is not None:
-                self._unindex_pending(old)
             self._unindex_pending(info)
         assert info.admission is not None
         cq = info.admission.cluster_queue

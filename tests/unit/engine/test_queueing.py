@@ -232,3 +232,17 @@ def test_inactive_cluster_queue(setup: str, reason: str, message: str) -> None:
     assert [(p.reason, p.message) for p in result.pending] == [("Inadmissible", "ClusterQueue cq is inactive")]
     lq = world.engine.local_queue_status("ns", "lq-cq")
     assert lq is not None and lq.reason == "ClusterQueueIsInactive"
+
+
+def test_moving_a_pending_workload_to_another_local_queue() -> None:
+    world = World().flavors("default")
+    world.queue(QueueBuilder("a").flavor("default", cpu="0").obj())
+    world.queue(QueueBuilder("b").flavor("default", cpu="1").obj())
+    wl = WlBuilder("wl", "ns").queue("lq-a").podset(cpu="1")
+    world.add(wl.obj())
+    assert world.admit() == []
+    world.add(wl.queue("lq-b").obj())
+    assert world.engine.local_queue_status("ns", "lq-a").pending_workloads == 0
+    assert world.engine.local_queue_status("ns", "lq-b").pending_workloads == 1
+    assert world.admit() == ["ns/wl"]
+    assert world.engine.local_queue_status("ns", "lq-b").pending_workloads == 0
