@@ -25,7 +25,9 @@ from tests.e2e.helpers.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "docs" / "examples"
-CRD_FILES = sorted((REPO / "manifests" / "crds").glob("*.yaml")) + sorted((REPO / "manifests" / "test").glob("*.yaml"))
+CRD_FILES = sorted((REPO / "manifests" / "crds").glob("*.yaml")) + sorted(
+    (REPO / "manifests" / "test").glob("*.yaml")
+)
 
 
 def _examples() -> list[dict[str, Any]]:
@@ -66,8 +68,14 @@ def examples(crds: Any) -> Iterator[Any]:
             _strip_finalizers(crds, doc)
 
         def all_gone() -> bool:
-            names = [f"{d['kind'].lower()}/{d['metadata']['name']}" for d in _examples() if d["kind"] != "Namespace"]
-            left = crds.kubectl("get", *names, "-n", "team-a", "--ignore-not-found", "-o", "name", check=False)
+            names = [
+                f"{d['kind'].lower()}/{d['metadata']['name']}"
+                for d in _examples()
+                if d["kind"] != "Namespace"
+            ]
+            left = crds.kubectl(
+                "get", *names, "-n", "team-a", "--ignore-not-found", "-o", "name", check=False
+            )
             return left.stdout.strip() == ""
 
         wait_for(all_gone, timeout=90, message="example objects were not deleted")
@@ -78,7 +86,10 @@ def test_every_crd_is_established(crds: Any) -> None:
     established = {
         item["metadata"]["name"]
         for item in json.loads(out)["items"]
-        if any(c["type"] == "Established" and c["status"] == "True" for c in item.get("status", {}).get("conditions", []))
+        if any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in item.get("status", {}).get("conditions", [])
+        )
     }
     expected = {info.crd_name for info in [*KINDS.values(), *TEST_KINDS.values()]}
     assert expected <= established
@@ -96,7 +107,9 @@ def test_defaults_are_applied_by_the_apiserver(crds: Any, examples: Any) -> None
     assert cq["spec"]["queueingStrategy"] == "BestEffortFIFO"
     assert cq["spec"]["preemption"]["withinClusterQueue"] == "Never"
     assert cq["spec"]["flavorFungibility"]["whenCanPreempt"] == "TryNextFlavor"
-    prc = json.loads(crds.kubectl("get", "provisioningrequestconfig", "spot-capacity-config", "-o", "json").stdout)
+    prc = json.loads(
+        crds.kubectl("get", "provisioningrequestconfig", "spot-capacity-config", "-o", "json").stdout
+    )
     assert prc["spec"]["retryStrategy"]["backoffLimitCount"] == 2
     mkc = json.loads(crds.kubectl("get", "multikueuecluster", "worker-east", "-o", "json").stdout)
     assert mkc["spec"]["kubeConfig"]["locationType"] == "Secret"
@@ -104,8 +117,17 @@ def test_defaults_are_applied_by_the_apiserver(crds: Any, examples: Any) -> None
 
 def test_kubectl_get_prints_kueue_columns(crds: Any, examples: Any) -> None:
     out = crds.kubectl("get", "cq,lq,wl,rf", "-A").stdout
-    for header in ["COHORT", "PENDING WORKLOADS", "CLUSTERQUEUE", "ADMITTED WORKLOADS", "QUEUE", "RESERVED IN",
-                   "ADMITTED", "FINISHED", "AGE"]:
+    for header in [
+        "COHORT",
+        "PENDING WORKLOADS",
+        "CLUSTERQUEUE",
+        "ADMITTED WORKLOADS",
+        "QUEUE",
+        "RESERVED IN",
+        "ADMITTED",
+        "FINISHED",
+        "AGE",
+    ]:
         assert header in out, out
     row = next(line for line in out.splitlines() if "clusterqueue.kueue.x-k8s.io/team-a-cq" in line)
     assert "team-a-cohort" in row
@@ -156,49 +178,158 @@ def _negative_quota() -> dict[str, Any]:
 def _workload(**spec: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "queueName": "lq",
-        "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}],
+        "podSets": [
+            {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
+        ],
     }
     base.update(spec)
     return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": {"name": "e2e-bad-wl"}, "spec": base}
 
 
 REJECTED = [
-    ("negative nominalQuota", _negative_quota(), "spec.resourceGroups[0].flavors[1].resources[0].nominalQuota"),
-    ("unknown onSuccess", _cq("e2e-bad-onsuccess", concurrentAdmission={"onSuccess": "RemoveAll"}),
-     'spec.concurrentAdmission.onSuccess: Unsupported value: "RemoveAll"'),
-    ("wrong fallback trigger",
-     _cq("e2e-bad-trigger", flavorFungibility={"fallbackStrategy": {"rules": [{"name": "spot", "trigger": "Stockout"}]}}),
-     'spec.flavorFungibility.fallbackStrategy.rules[0].trigger: Unsupported value: "Stockout"'),
-    ("wrong failurePolicy",
-     _cq("e2e-bad-policy", flavorFungibility={"fallbackStrategy": {"failurePolicy": "GiveUp"}}),
-     'spec.flavorFungibility.fallbackStrategy.failurePolicy: Unsupported value: "GiveUp"'),
-    ("both fallback timeouts",
-     _cq("e2e-bad-timeouts", flavorFungibility={"fallbackStrategy": {"rules": [
-         {"name": "spot", "timeout": "5m", "timeoutMinutes": 5}]}}),
-     "spec.flavorFungibility.fallbackStrategy.rules[0]: Invalid value: timeout and timeoutMinutes are mutually exclusive"),
-    ("duplicate explicit option",
-     _cq("e2e-bad-options", concurrentAdmission={"onSuccess": "RemoveOther", "explicitOptions": [
-         {"name": "a", "allowedResourceFlavors": ["spot"]}, {"name": "a", "allowedResourceFlavors": ["on-demand"]}]}),
-     "spec.concurrentAdmission.explicitOptions[1]: Duplicate value"),
-    ("RemoveBelowTarget without target", _cq("e2e-bad-target", concurrentAdmission={"onSuccess": "RemoveBelowTarget"}),
-     "spec.concurrentAdmission: Invalid value: removeBelowTargetConfig is required"),
-    ("concurrent admission with StrictFIFO",
-     _cq("e2e-bad-fifo", queueingStrategy="StrictFIFO", concurrentAdmission={"onSuccess": "RemoveLower"}),
-     "spec.concurrentAdmission: Invalid value: concurrentAdmission is not supported with queueingStrategy StrictFIFO"),
-    ("borrowingLimit without cohort",
-     _cq("e2e-bad-borrow", resourceGroups=[{"coveredResources": ["cpu"], "flavors": [
-         {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": "4", "borrowingLimit": "1"}]}]}]),
-     "spec: Invalid value: borrowingLimit must be nil when cohort is empty"),
-    ("unknown workloadMode", _workload(workloadMode={"type": "Child"}),
-     'spec.workloadMode.type: Unsupported value: "Child"'),
-    ("minCount above count",
-     _workload(podSets=[{"name": "main", "count": 1, "minCount": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}]),
-     "spec.podSets[0]: Invalid value: minCount should be positive and less or equal to count"),
+    (
+        "negative nominalQuota",
+        _negative_quota(),
+        "spec.resourceGroups[0].flavors[1].resources[0].nominalQuota",
+    ),
+    (
+        "unknown onSuccess",
+        _cq("e2e-bad-onsuccess", concurrentAdmission={"onSuccess": "RemoveAll"}),
+        'spec.concurrentAdmission.onSuccess: Unsupported value: "RemoveAll"',
+    ),
+    (
+        "wrong fallback trigger",
+        _cq(
+            "e2e-bad-trigger",
+            flavorFungibility={"fallbackStrategy": {"rules": [{"name": "spot", "trigger": "Stockout"}]}},
+        ),
+        'spec.flavorFungibility.fallbackStrategy.rules[0].trigger: Unsupported value: "Stockout"',
+    ),
+    (
+        "wrong failurePolicy",
+        _cq("e2e-bad-policy", flavorFungibility={"fallbackStrategy": {"failurePolicy": "GiveUp"}}),
+        'spec.flavorFungibility.fallbackStrategy.failurePolicy: Unsupported value: "GiveUp"',
+    ),
+    (
+        "both fallback timeouts",
+        _cq(
+            "e2e-bad-timeouts",
+            flavorFungibility={
+                "fallbackStrategy": {"rules": [{"name": "spot", "timeout": "5m", "timeoutMinutes": 5}]}
+            },
+        ),
+        "spec.flavorFungibility.fallbackStrategy.rules[0]: Invalid value: timeout and timeoutMinutes are mutually exclusive",
+    ),
+    (
+        "duplicate explicit option",
+        _cq(
+            "e2e-bad-options",
+            concurrentAdmission={
+                "onSuccess": "RemoveOther",
+                "explicitOptions": [
+                    {"name": "a", "allowedResourceFlavors": ["spot"]},
+                    {"name": "a", "allowedResourceFlavors": ["on-demand"]},
+                ],
+            },
+        ),
+        "spec.concurrentAdmission.explicitOptions[1]: Duplicate value",
+    ),
+    (
+        "RemoveBelowTarget without target",
+        _cq("e2e-bad-target", concurrentAdmission={"onSuccess": "RemoveBelowTarget"}),
+        "spec.concurrentAdmission: Invalid value: removeBelowTargetConfig is required",
+    ),
+    (
+        "concurrent admission with StrictFIFO",
+        _cq("e2e-bad-fifo", queueingStrategy="StrictFIFO", concurrentAdmission={"onSuccess": "RemoveLower"}),
+        "spec.concurrentAdmission: Invalid value: concurrentAdmission is not supported with queueingStrategy StrictFIFO",
+    ),
+    (
+        "borrowingLimit without cohort",
+        _cq(
+            "e2e-bad-borrow",
+            resourceGroups=[
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {
+                            "name": "spot",
+                            "resources": [{"name": "cpu", "nominalQuota": "4", "borrowingLimit": "1"}],
+                        }
+                    ],
+                }
+            ],
+        ),
+        "spec: Invalid value: borrowingLimit must be nil when cohort is empty",
+    ),
+    (
+        "cohort limits without parent",
+        {
+            "apiVersion": API_VERSION,
+            "kind": "Cohort",
+            "metadata": {"name": "e2e-bad-cohort"},
+            "spec": {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {
+                                "name": "spot",
+                                "resources": [{"name": "cpu", "nominalQuota": "4", "lendingLimit": "1"}],
+                            }
+                        ],
+                    }
+                ]
+            },
+        },
+        "spec: Invalid value: borrowingLimit and lendingLimit must be nil when parent is empty",
+    ),
+    (
+        "flavor topology without node labels",
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "e2e-bad-rf"},
+            "spec": {"topologyName": "default"},
+        },
+        "spec: Invalid value: at least one nodeLabel is required when topology is set",
+    ),
+    (
+        "duplicate MultiKueue clusters",
+        {
+            "apiVersion": API_VERSION,
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": "e2e-bad-mk"},
+            "spec": {"clusters": ["a", "a"]},
+        },
+        "spec.clusters: Invalid value: must be unique",
+    ),
+    (
+        "unknown workloadMode",
+        _workload(workloadMode={"type": "Child"}),
+        'spec.workloadMode.type: Unsupported value: "Child"',
+    ),
+    (
+        "minCount above count",
+        _workload(
+            podSets=[
+                {
+                    "name": "main",
+                    "count": 1,
+                    "minCount": 2,
+                    "template": {"spec": {"containers": [{"name": "c"}]}},
+                }
+            ]
+        ),
+        "spec.podSets[0]: Invalid value: minCount should be positive and less or equal to count",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("obj", "expected"), [c[1:] for c in REJECTED], ids=[c[0] for c in REJECTED])
-def test_apiserver_rejects_schema_level_mistakes(crds: Any, namespace: str, obj: dict[str, Any], expected: str) -> None:
+def test_apiserver_rejects_schema_level_mistakes(
+    crds: Any, namespace: str, obj: dict[str, Any], expected: str
+) -> None:
     obj = copy.deepcopy(obj)
     if obj["kind"] == "Workload":
         obj["metadata"]["namespace"] = namespace
@@ -209,7 +340,10 @@ def test_apiserver_rejects_schema_level_mistakes(crds: Any, namespace: str, obj:
     assert expected in result.stderr, result.stderr
     # The webhook's schema check (schema_errors) finds the same field.
     python_errors = schema_errors(obj["kind"], obj)
-    assert any(_same_field(err.path, err.message, result.stderr) for err in python_errors), (python_errors, result.stderr)
+    assert any(_same_field(err.path, err.message, result.stderr) for err in python_errors), (
+        python_errors,
+        result.stderr,
+    )
 
 
 def _same_field(path: str, message: str, stderr: str) -> bool:
@@ -224,11 +358,24 @@ def _same_field(path: str, message: str, stderr: str) -> bool:
 
 
 def test_immutable_fields_are_enforced_by_cel(crds: Any, namespace: str) -> None:
-    lq = {"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
-          "spec": {"clusterQueue": "first"}}
+    lq = {
+        "apiVersion": API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": {"name": "lq", "namespace": namespace},
+        "spec": {"clusterQueue": "first"},
+    }
     crds.kubectl("create", "-f", "-", input=json.dumps(lq))
-    changed = crds.kubectl("patch", "localqueue", "lq", "-n", namespace, "--type=merge",
-                           "-p", '{"spec":{"clusterQueue":"second"}}', check=False)
+    changed = crds.kubectl(
+        "patch",
+        "localqueue",
+        "lq",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        '{"spec":{"clusterQueue":"second"}}',
+        check=False,
+    )
     assert changed.returncode != 0
     assert "spec.clusterQueue: Invalid value" in changed.stderr and "field is immutable" in changed.stderr
 
@@ -237,16 +384,45 @@ def test_tests_can_play_the_autoscaler_on_provisioning_requests(crds: Any, names
     """The test-only ProvisioningRequest CRD takes requests and condition updates on its status."""
     request = ProvisioningRequestBuilder("wl-check-1", namespace).pod_set("ppt-wl-check-1-main", 3).obj()
     crds.kubectl("create", "-f", "-", input=json.dumps(request))
-    status = {"status": {"conditions": [{
-        "type": "Provisioned", "status": "True", "reason": "Provisioned", "message": "capacity is ready",
-        "lastTransitionTime": "2026-01-01T00:00:00Z"}], "provisioningClassDetails": {"ResizeRequestName": "rr-1"}}}
-    crds.kubectl("patch", "provisioningrequest", "wl-check-1", "-n", namespace, "--subresource=status",
-                 "--type=merge", "-p", json.dumps(status))
+    status = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Provisioned",
+                    "status": "True",
+                    "reason": "Provisioned",
+                    "message": "capacity is ready",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+            "provisioningClassDetails": {"ResizeRequestName": "rr-1"},
+        }
+    }
+    crds.kubectl(
+        "patch",
+        "provisioningrequest",
+        "wl-check-1",
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+    )
     served = json.loads(crds.kubectl("get", "provreq", "wl-check-1", "-n", namespace, "-o", "json").stdout)
     assert served["spec"]["podSets"] == [{"podTemplateRef": {"name": "ppt-wl-check-1-main"}, "count": 3}]
     assert served["status"]["conditions"][0]["type"] == "Provisioned"
     assert served["status"]["provisioningClassDetails"] == {"ResizeRequestName": "rr-1"}
-    bad = crds.kubectl("patch", "provisioningrequest", "wl-check-1", "-n", namespace, "--subresource=status",
-                       "--type=merge", "-p", '{"status":{"conditions":[{"type":"Failed","status":"Maybe"}]}}',
-                       check=False)
+    bad = crds.kubectl(
+        "patch",
+        "provisioningrequest",
+        "wl-check-1",
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"conditions":[{"type":"Failed","status":"Maybe"}]}}',
+        check=False,
+    )
     assert bad.returncode != 0 and "status.conditions[0].status" in bad.stderr

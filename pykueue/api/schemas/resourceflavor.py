@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pykueue.api.dsl import array, map_of, name_ref, obj, string
+from pykueue.api.dsl import Rule, array, map_of, name_ref, obj, string
 from pykueue.api.kindinfo import KindInfo
 from pykueue.api.schemas.common import TAINT, tolerations
 
@@ -26,8 +26,22 @@ SPEC = obj(
         "tolerations": tolerations(
             "Tolerations added to the pods admitted with this flavor, so they can run on its tainted nodes."
         ),
-        "topologyName": name_ref("Name of the Topology for topology-aware scheduling on this flavor."),
+        "topologyName": name_ref(
+            "Name of the Topology for topology-aware scheduling on this flavor. Needs nodeLabels; "
+            "immutable once set."
+        ),
     },
+    rules=[
+        Rule(
+            cel="!has(self.topologyName) || (has(self.nodeLabels) && size(self.nodeLabels) >= 1)",
+            message="at least one nodeLabel is required when topology is set",
+            check=lambda spec: "topologyName" not in spec or bool(spec.get("nodeLabels")),
+        ),
+        Rule(
+            cel="!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)",
+            message="topologyName is immutable when topologyName is set",
+        ),
+    ],
 )
 
 KIND = KindInfo(
