@@ -124,8 +124,11 @@ def election_config(config: Any, args: argparse.Namespace, identity: str) -> Ele
     if not enabled:
         return None
 
-    def duration(snake: str, camel: str, default: float) -> float:
-        value = _field(section, snake, camel) if section is not None else None
+    def duration(camel: str, default: float) -> float:
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()
+        # pykueue.api.config spells these ``lease_duration_seconds`` (floats); Kueue's YAML
+        # spells them ``leaseDuration: 15s``. Accept both so neither silently falls back.
+        value = _field(section, f"{snake}_seconds", snake, camel) if section is not None else None
         return default if value is None else parse_duration(value, f"leaderElection.{camel}")
 
     name = (_field(section, "resource_name", "resourceName") if section is not None else None) or DEFAULT_LEASE_NAME
@@ -136,9 +139,9 @@ def election_config(config: Any, args: argparse.Namespace, identity: str) -> Ele
         lease_name=str(name),
         lease_namespace=str(namespace),
         identity=identity,
-        lease_duration=duration("lease_duration", "leaseDuration", 15.0),
-        renew_deadline=duration("renew_deadline", "renewDeadline", 10.0),
-        retry_period=duration("retry_period", "retryPeriod", 2.0),
+        lease_duration=duration("leaseDuration", 15.0),
+        renew_deadline=duration("renewDeadline", 10.0),
+        retry_period=duration("retryPeriod", 2.0),
     )
 
 

@@ -6,7 +6,14 @@ client-go:
 * A candidate takes the lease when nobody holds it, or when the record it observes has not
   changed for ``lease_duration`` seconds **of its own clock** (timestamps written in the Lease
   are informational: comparing them across machines would make the election depend on clock
-  skew).
+  skew). Unlike client-go, which counts from the moment it *saw* a change, we count from the
+  previous read that still showed the old record (the change cannot be older than that), and
+  we wake up exactly at expiry instead of at the next retry tick. A standby therefore takes over
+  within ``lease_duration`` of the leader's death rather than up to two retry periods later. It
+  stays safe: that earlier bound is only used when the previous read is less than
+  ``lease_duration - renew_deadline`` old, so the standby still waits more than
+  ``renew_deadline`` after the last renewal, by which time a live leader that could not renew
+  has already stepped down.
 * The leader renews every ``retry_period``; if it cannot renew for ``renew_deadline`` seconds,
   or it sees another holder in the record, it stops leading at once.
 * Every write carries the Lease's resourceVersion, so two candidates racing for the same record
@@ -196,6 +203,7 @@ class LeaderElector:
         self.state = State.FOLLOWING
         self._observed = _Observation()
         self._observed_rv = ""
+        self._last_read: float | None = None  # when we last read the lease (any content)
         self._last_renew = 0.0
         self._leader_seen = ""
         self._stop = threading.Event()
@@ -225,8 +233,11 @@ class LeaderElector:
             if succeeded:
                 self._become_leader(now)
                 return self.config.retry_period
-            # client-go jitters acquisition retries by up to 1.2x so candidates do not align.
-            return self.config.retry_period * (1 + 0.2 * self.rng.random())
+            # client-go jitters acquisition retries by up to 1.2x so candidates do not align;
+            # but never sleep past the moment the observed lease expires.
+            retry = self.config.retry_period * (1 + 0.2 * self.rng.random())
+            expires_in = self._expires_in(now)
+            return retry if expires_in is None else max(0.01, min(retry, expires_in))
         # LEADING
         if succeeded:
             self._last_renew = now
@@ -234,9 +245,20 @@ class LeaderElector:
         holder = self._observed.record.holder_identity if self._observed.record else ""
         if holder and holder != self.config.identity:
             self._lose(f"lease taken over by {holder}")
-        elif now - self._last_renew >= self.config.renew_deadline:
+            return self.config.retry_period
+        deadline_in = self._last_renew + self.config.renew_deadline - now
+        if deadline_in <= 0:
             self._lose(f"could not renew within {self.config.renew_deadline:g}s")
-        return self.config.retry_period
+            return self.config.retry_period
+        # Retry, but be awake at the renew deadline to step down on time.
+        return max(0.01, min(self.config.retry_period, deadline_in))
+
+    def _expires_in(self, now: float) -> float | None:
+        record = self._observed.record
+        if record is None or not record.holder_identity or record.holder_identity == self.config.identity:
+            return None
+        duration = record.lease_duration_seconds or self.config.lease_duration
+        return self._observed.at + duration - now
 
     def _try_acquire_or_renew(self, now: float) -> bool:
         timestamp = _micro_time(self.wall_clock())
@@ -263,8 +285,9 @@ class LeaderElector:
             return True
 
         record = current.record
+        previous_read, self._last_read = self._last_read, now
         if record != self._observed.record:
-            self._observe(current, now)
+            self._observe(current, self._change_time_bound(previous_read, now))
         held_by_other = bool(record.holder_identity) and record.holder_identity != self.config.identity
         duration = record.lease_duration_seconds or self.config.lease_duration
         if held_by_other and self._observed.at + duration > now:
@@ -285,6 +308,20 @@ class LeaderElector:
             return False
         self._observe(updated, now)
         return True
+
+    def _change_time_bound(self, previous_read: float | None, now: float) -> float:
+        """A safe earliest time for a change we just saw.
+
+        The change happened after our previous read (which still showed the old record). That
+        bound is used only when the previous read is recent enough, closer than
+        ``lease_duration - renew_deadline``: then the lease cannot expire in our eyes before
+        the leader's own renew deadline has passed, so a live leader is never overtaken. After a
+        long gap (we could not read the lease for a while) we fall back to client-go's "now".
+        """
+        margin = self.config.lease_duration - self.config.renew_deadline
+        if self._observed.record is not None and previous_read is not None and now - previous_read < margin:
+            return previous_read
+        return now
 
     def _observe(self, lease: ObservedLease, now: float) -> None:
         self._observed = _Observation(lease.record, now)

@@ -123,6 +123,56 @@ def test_standby_waits_the_lease_duration_of_its_own_observation_before_taking_o
     assert lock.lease.record.lease_transitions == 1
 
 
+def test_standby_counts_from_its_previous_read_and_wakes_at_expiry() -> None:
+    clock, lock = FakeClock(), MemoryLock()
+    a, b = elector("a", lock, clock), elector("b", lock, clock)
+    clock.now = 100.0
+    a.tick()
+    b.tick()  # t=100: sees a's record
+    clock.now = 101.0
+    a.tick()  # t=101: a's last renewal, then a dies
+    clock.now = 102.0
+    b.tick()  # t=102: sees the renewal; it happened after t=100
+    clock.now = 114.0
+    delay = b.tick()
+    assert b.state is State.FOLLOWING
+    assert delay == pytest.approx(1.0), "b wakes up exactly when the lease expires (100 + 15)"
+    clock.now = 115.0
+    b.tick()
+    assert b.state is State.LEADING, "taken over 14 s after a's last renewal, not 17 s"
+
+
+def test_after_a_long_read_gap_the_standby_counts_from_now() -> None:
+    clock, lock = FakeClock(), MemoryLock()
+    a, b = elector("a", lock, clock), elector("b", lock, clock)
+    a.tick()
+    b.tick()  # t=0
+    for t in range(2, 31, 2):  # a renews; b cannot read the lease meanwhile
+        clock.now = float(t)
+        a.tick()
+    clock.now = 30.5
+    b.tick()  # sees a fresh renewal after 30 s without reads: must not treat it as 30 s old
+    assert b.state is State.FOLLOWING
+    clock.now = 31.0
+    a.tick()
+    clock.now = 40.0
+    b.tick()
+    assert b.state is State.FOLLOWING
+    assert a.state is State.LEADING
+
+
+def test_leader_wakes_up_at_its_renew_deadline() -> None:
+    clock, lock = FakeClock(), MemoryLock()
+    a = elector("a", lock, clock)
+    a.tick()
+    lock.failing = True
+    clock.now = 9.5
+    assert a.tick() == pytest.approx(0.5)
+    clock.now = 10.0
+    a.tick()
+    assert a.state is State.STOPPED
+
+
 def test_renewals_keep_the_standby_out() -> None:
     clock, lock = FakeClock(), MemoryLock()
     a, b = elector("a", lock, clock), elector("b", lock, clock)

@@ -55,3 +55,33 @@ def test_missing_setup_module_is_skipped_but_broken_one_fails() -> None:
     assert run_setup_modules(object(), ("controller.no_such_area.setup",)) == []  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         run_setup_modules(object(), ("controller.runtime.signals",))  # exists, has no setup()
+
+
+def test_election_reads_pykueue_api_configuration_dataclass() -> None:
+    from dataclasses import dataclass
+
+    @dataclass
+    class LeaderElection:
+        leader_elect: bool = True
+        resource_name: str = "lease-x"
+        resource_namespace: str | None = None
+        lease_duration_seconds: float = 40.0
+        renew_deadline_seconds: float = 30.0
+        retry_period_seconds: float = 5.0
+
+    @dataclass
+    class Configuration:
+        leader_election: LeaderElection
+
+    config = election_config(Configuration(LeaderElection()), args("--namespace", "ns"), "me")
+    assert config is not None
+    assert (config.lease_duration, config.renew_deadline, config.retry_period) == (40.0, 30.0, 5.0)
+    assert (config.lease_name, config.lease_namespace) == ("lease-x", "ns")
+
+
+def test_real_configuration_defaults_map_to_client_go_timings() -> None:
+    from controller.main import load_configuration
+
+    config = election_config(load_configuration(None), args("--namespace", "ns"), "me")
+    assert config is not None
+    assert (config.lease_duration, config.renew_deadline, config.retry_period) == (15.0, 10.0, 2.0)
