@@ -7,36 +7,16 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
-from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, unique
+from tests.e2e.helpers.kueue import (
+    KueueApi,
+    admitted_names,
+    condition,
+    holds_quota,
+    is_admitted,
+    make_queues,
+    submit,
+)
 from tests.e2e.helpers.wait import wait_for
-
-
-def make_queues(kueue: KueueApi, namespace: str, cpu: str, **cq_options: Any) -> tuple[str, str]:
-    flavor = unique("default")
-    kueue.create(ResourceFlavorBuilder(flavor).obj())
-    cq_name = unique("cq")
-    cq = ClusterQueueBuilder(cq_name).flavor(flavor, cpu=cpu)
-    for option, value in cq_options.items():
-        getattr(cq, option)(*value)
-    kueue.create(cq.obj())
-    kueue.create(LocalQueueBuilder("lq", namespace, cq_name).obj())
-    return flavor, cq_name
-
-
-def submit(
-    kueue: KueueApi, namespace: str, name: str, cpu: str = "1", queue: str = "lq", priority: int | None = None
-) -> None:
-    wl = WorkloadBuilder(name, namespace).queue(queue).podset(count=1, cpu=cpu)
-    if priority is not None:
-        wl.priority(priority)
-    obj = wl.obj()
-    del obj["metadata"]["uid"], obj["metadata"]["creationTimestamp"], obj["metadata"]["generation"]
-    kueue.create(obj)
-
-
-def admitted_names(kueue: KueueApi, namespace: str) -> set[str]:
-    return {wl["metadata"]["name"] for wl in kueue.workloads(namespace) if is_admitted(wl)}
 
 
 def events_for(kube: k8s.ApiClient, namespace: str, name: str) -> list[str]:

@@ -15,6 +15,8 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
+
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta1"
 PLURALS = {
@@ -194,3 +196,47 @@ class KueueApi:
                 if err.status != 404:
                     raise
         self.created.clear()
+
+
+def make_queues(
+    kueue: KueueApi,
+    namespace: str,
+    cpu: str,
+    *,
+    lq: str = "lq",
+    cohort: str | None = None,
+    flavor: str | None = None,
+    **cq_options: Any,
+) -> tuple[str, str]:
+    """A fresh flavor, a ClusterQueue with ``cpu`` of it (``cq_options`` are builder calls, e.g.
+    ``preemption=("LowerPriority",)``) and LocalQueue ``lq`` in ``namespace``; returns
+    (flavor, ClusterQueue name). Pass ``flavor`` to share an existing flavor (cohorts lend per
+    flavor)."""
+    if flavor is None:
+        flavor = unique("default")
+        kueue.create(ResourceFlavorBuilder(flavor).obj())
+    cq_name = unique("cq")
+    cq = ClusterQueueBuilder(cq_name).flavor(flavor, cpu=cpu)
+    if cohort:
+        cq.cohort(cohort)
+    for option, value in cq_options.items():
+        getattr(cq, option)(*value)
+    kueue.create(cq.obj())
+    kueue.create(LocalQueueBuilder(lq, namespace, cq_name).obj())
+    return flavor, cq_name
+
+
+def submit(
+    kueue: KueueApi, namespace: str, name: str, cpu: str = "1", queue: str = "lq", priority: int | None = None
+) -> None:
+    wl = WorkloadBuilder(name, namespace).queue(queue).podset(count=1, cpu=cpu)
+    if priority is not None:
+        wl.priority(priority)
+    obj = wl.obj()
+    # Let the apiserver assign identity and timestamps.
+    del obj["metadata"]["uid"], obj["metadata"]["creationTimestamp"], obj["metadata"]["generation"]
+    kueue.create(obj)
+
+
+def admitted_names(kueue: KueueApi, namespace: str) -> set[str]:
+    return {wl["metadata"]["name"] for wl in kueue.workloads(namespace) if is_admitted(wl)}
