@@ -42,6 +42,7 @@ cluster-up: $(STAMP) binaries ## start the local cluster with pykueue running
 	$(PY) -m hack.localcluster up
 
 cluster-down: $(STAMP) ## stop the local cluster (only the processes it started)
+	$(PY) -m hack.run_pykueue stop
 	$(PY) -m hack.localcluster down
 
 demo: cluster-up ## bring up the local cluster and show jobs queue and get admitted

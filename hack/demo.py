@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from hack.demo_jobs import queue_jobs, start_pykueue
 from hack.localcluster import LocalCluster, LocalClusterError, default_cluster_name
 from pykueue.api.constants import GROUP
 
@@ -40,7 +41,7 @@ def show_cluster(cluster: LocalCluster) -> None:
     show(cluster, "api-resources", f"--api-group={GROUP}")
 
 
-STEPS: list[DemoStep] = [show_cluster]
+STEPS: list[DemoStep] = [show_cluster, start_pykueue, queue_jobs]
 
 
 def main() -> int:
@@ -56,7 +57,7 @@ def main() -> int:
     section("Try it yourself")
     print(f"export KUBECONFIG={cluster.kubeconfig}\n"
           f"kubectl get clusterqueues,localqueues,workloads -A\n"
-          f"make cluster-down   # stops only this cluster's processes")
+          f"make cluster-down   # stops pykueue and this cluster's processes, nothing else")
     return 0
 
 
