@@ -105,7 +105,9 @@ def render(
     return run_helm(*args).stdout
 
 
-def lint(*, set_values: Mapping[str, str] | None = None, strict: bool = True) -> subprocess.CompletedProcess[str]:
+def lint(
+    *, set_values: Mapping[str, str] | None = None, strict: bool = True
+) -> subprocess.CompletedProcess[str]:
     """``helm lint`` of the chart (``--strict`` makes warnings fail)."""
     args = ["lint", str(CHART_DIR), "--kube-version", kube_version()]
     if strict:

@@ -54,7 +54,11 @@ def stale_files() -> list[str]:
     """Repository-relative paths whose committed content differs from what generation produces."""
     stale: list[str] = []
     wanted = expected_chart_crds()
-    present = {path.name: path.read_text() for path in CHART_CRD_DIR.glob("*.yaml")} if CHART_CRD_DIR.is_dir() else {}
+    present = (
+        {path.name: path.read_text() for path in CHART_CRD_DIR.glob("*.yaml")}
+        if CHART_CRD_DIR.is_dir()
+        else {}
+    )
     for name in sorted(set(wanted) | set(present)):
         if wanted.get(name) != present.get(name):
             stale.append(str((CHART_CRD_DIR / name).relative_to(helm.REPO_ROOT)))
@@ -86,7 +90,9 @@ def write_install_manifest() -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hack.render_install", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m hack.render_install", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--check", action="store_true", help="only report stale files; exit 1 if any")
     args = parser.parse_args(argv)
     try:

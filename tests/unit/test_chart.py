@@ -85,16 +85,27 @@ def bound_rules(objects: list[Obj], service_account: str, namespace: str | None)
     return rules
 
 
-def allowed(objects: list[Obj], sa: str, verb: str, group: str, resource: str, *,
-            namespace: str | None = None, name: str | None = None) -> bool:
+def allowed(
+    objects: list[Obj],
+    sa: str,
+    verb: str,
+    group: str,
+    resource: str,
+    *,
+    namespace: str | None = None,
+    name: str | None = None,
+) -> bool:
     return any(rule_allows(r, group, resource, verb, name) for r in bound_rules(objects, sa, namespace))
 
 
 # --- lint and render -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("values", [{}, CERT_MANAGER, {"metrics.serviceMonitor.enabled": "true"}],
-                         ids=["default", "cert-manager", "service-monitor"])
+@pytest.mark.parametrize(
+    "values",
+    [{}, CERT_MANAGER, {"metrics.serviceMonitor.enabled": "true"}],
+    ids=["default", "cert-manager", "service-monitor"],
+)
 def test_helm_lint_strict_passes(values: dict[str, str]) -> None:
     result = helm.lint(set_values=values)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -119,8 +130,12 @@ def test_default_render_has_every_component(default_objects: list[Obj]) -> None:
     assert not find(default_objects, "ServiceMonitor")
     assert not find(default_objects, "Certificate")
     for obj in default_objects:
-        if obj["kind"] not in {"ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
-                               "ValidatingWebhookConfiguration"}:
+        if obj["kind"] not in {
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+        }:
             assert obj["metadata"]["namespace"] == NAMESPACE, obj["metadata"]["name"]
 
 
@@ -131,8 +146,11 @@ def test_install_manifest_and_chart_crds_are_fresh() -> None:
 
 def test_install_manifest_is_the_default_render_plus_namespace() -> None:
     docs = [d for d in yaml.safe_load_all(render_install.INSTALL_MANIFEST.read_text()) if d]
-    assert docs[0] == {"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": NAMESPACE, "labels": {"app.kubernetes.io/name": "pykueue"}}}
+    assert docs[0] == {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": NAMESPACE, "labels": {"app.kubernetes.io/name": "pykueue"}},
+    }
     crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
     assert len(crds) == len(render_install.expected_chart_crds())
     assert {"Deployment", "MutatingWebhookConfiguration", "ClusterRole"} <= {d["kind"] for d in docs}
@@ -155,7 +173,9 @@ def test_webhook_is_highly_available(default_objects: list[Obj]) -> None:
 
 def test_hard_anti_affinity_is_required_scheduling() -> None:
     objects = helm.render_objects(set_values={"webhook.podAntiAffinity": "hard"})
-    anti = one(objects, "Deployment", "pykueue-webhook")["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    anti = one(objects, "Deployment", "pykueue-webhook")["spec"]["template"]["spec"]["affinity"][
+        "podAntiAffinity"
+    ]
     assert list(anti) == ["requiredDuringSchedulingIgnoredDuringExecution"]
 
 
@@ -201,7 +221,9 @@ def test_controller_command_line(default_objects: list[Obj]) -> None:
 def test_controller_command_line_is_accepted_by_the_controller(default_objects: list[Obj]) -> None:
     from controller.main import build_parser
 
-    args = build_parser().parse_args(container(one(default_objects, "Deployment", "pykueue-controller"))["args"])
+    args = build_parser().parse_args(
+        container(one(default_objects, "Deployment", "pykueue-controller"))["args"]
+    )
     assert args.leader_elect is True
     assert args.namespace == NAMESPACE
     assert (args.qps, args.burst) == (50.0, 100)
@@ -236,7 +258,9 @@ def test_controller_username_follows_the_release_name() -> None:
     assert one(objects, "ServiceAccount", "team-a-pykueue-controller")
     # The webhook program patches its CA bundle into these exact names, whatever the release.
     assert [c["metadata"]["name"] for c in webhook_configurations(objects)] == [
-        "pykueue-mutating-webhook-configuration", "pykueue-validating-webhook-configuration"]
+        "pykueue-mutating-webhook-configuration",
+        "pykueue-validating-webhook-configuration",
+    ]
 
 
 def test_configuration_rendered_from_values() -> None:
@@ -257,9 +281,18 @@ def test_configuration_rendered_from_values() -> None:
     assert "objectSelector" not in job_hook
 
 
-@pytest.mark.parametrize("values", [{}, CERT_MANAGER, {"controller.config.manageJobsWithoutQueueName": "true",
-                                                      "controller.config.waitForPodsReady.enable": "true"}],
-                         ids=["default", "cert-manager", "customised"])
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        CERT_MANAGER,
+        {
+            "controller.config.manageJobsWithoutQueueName": "true",
+            "controller.config.waitForPodsReady.enable": "true",
+        },
+    ],
+    ids=["default", "cert-manager", "customised"],
+)
 def test_rendered_configuration_loads_in_the_programs(tmp_path: Path, values: dict[str, str]) -> None:
     """Both programs read the ConfigMap with pykueue.api.config.load_config; it must accept it."""
     from pykueue.api.config import load_config
@@ -307,7 +340,11 @@ def test_external_url_replaces_the_service_reference() -> None:
         for hook in configuration["webhooks"]:
             assert "service" not in hook["clientConfig"]
             assert hook["clientConfig"]["url"].startswith("https://127.0.0.1:9443/")
-            assert hook["clientConfig"]["url"].removeprefix("https://127.0.0.1:9443").startswith(("/mutate-", "/validate-"))
+            assert (
+                hook["clientConfig"]["url"]
+                .removeprefix("https://127.0.0.1:9443")
+                .startswith(("/mutate-", "/validate-"))
+            )
     with pytest.raises(helm.HelmError, match="must start with https://"):
         helm.render(set_values={"webhook.externalURL": "http://127.0.0.1:9443"})
 
@@ -349,7 +386,10 @@ def test_webhook_entries_fail_closed_and_target_the_service(default_objects: lis
             assert "caBundle" not in hook["clientConfig"], "the CA bundle is injected, never rendered"
             ref = hook["clientConfig"]["service"]
             assert (ref["name"], ref["namespace"], ref["port"]) == (
-                "pykueue-webhook-service", NAMESPACE, service["spec"]["ports"][0]["port"])
+                "pykueue-webhook-service",
+                NAMESPACE,
+                service["spec"]["ports"][0]["port"],
+            )
             assert ref["path"].startswith(("/mutate-", "/validate-"))
 
 
@@ -358,24 +398,36 @@ def test_webhook_entries_match_the_webhook_registry(default_objects: list[Obj]) 
 
     mutating, validating = webhook_configurations(default_objects)
     assert (mutating["metadata"]["name"], validating["metadata"]["name"]) == (
-        MUTATING_CONFIGURATION_NAME, VALIDATING_CONFIGURATION_NAME)
+        MUTATING_CONFIGURATION_NAME,
+        VALIDATING_CONFIGURATION_NAME,
+    )
     rendered = {
-        (hook["name"], hook["clientConfig"]["service"]["path"], configuration is mutating,
-         tuple(rule["apiGroups"]), tuple(rule["apiVersions"]), tuple(rule["resources"]),
-         tuple(rule["operations"]), rule["scope"])
+        (
+            hook["name"],
+            hook["clientConfig"]["service"]["path"],
+            configuration is mutating,
+            tuple(rule["apiGroups"]),
+            tuple(rule["apiVersions"]),
+            tuple(rule["resources"]),
+            tuple(rule["operations"]),
+            rule["scope"],
+        )
         for configuration in (mutating, validating)
         for hook in configuration["webhooks"]
         for rule in hook["rules"]
     }
     registered = {
-        (h.name, h.path, h.mutating, (h.group,), (h.version,), h.resources, h.operations, h.scope) for h in HOOKS
+        (h.name, h.path, h.mutating, (h.group,), (h.version,), h.resources, h.operations, h.scope)
+        for h in HOOKS
     }
     assert rendered == registered
 
 
 def test_job_hooks_exclude_the_release_namespace(default_objects: list[Obj]) -> None:
     mutating, validating = webhook_configurations(default_objects)
-    job_hooks = [h for c in (mutating, validating) for h in c["webhooks"] if h["rules"][0]["resources"] == ["jobs"]]
+    job_hooks = [
+        h for c in (mutating, validating) for h in c["webhooks"] if h["rules"][0]["resources"] == ["jobs"]
+    ]
     assert len(job_hooks) == 2
     for hook in job_hooks:
         (expression,) = hook["namespaceSelector"]["matchExpressions"]
@@ -394,12 +446,23 @@ def test_job_hooks_exclude_the_release_namespace(default_objects: list[Obj]) -> 
 
 # --- RBAC ----------------------------------------------------------------------------------------
 
-CORE_GROUPS = {"", "apps", "batch", "policy", "coordination.k8s.io", "rbac.authorization.k8s.io",
-               "admissionregistration.k8s.io", "scheduling.k8s.io", "events.k8s.io"}
+CORE_GROUPS = {
+    "",
+    "apps",
+    "batch",
+    "policy",
+    "coordination.k8s.io",
+    "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
+    "scheduling.k8s.io",
+    "events.k8s.io",
+}
 
 
 @pytest.mark.parametrize("variant", ["default", "cert-manager"])
-def test_no_wildcards_in_rbac(default_objects: list[Obj], cert_manager_objects: list[Obj], variant: str) -> None:
+def test_no_wildcards_in_rbac(
+    default_objects: list[Obj], cert_manager_objects: list[Obj], variant: str
+) -> None:
     objects = default_objects if variant == "default" else cert_manager_objects
     roles = find(objects, "ClusterRole") + find(objects, "Role")
     assert roles
@@ -450,10 +513,15 @@ CONTROLLER_NEEDS = [
 def test_controller_may_do_what_it_needs(default_objects: list[Obj]) -> None:
     for group, resource, verbs in CONTROLLER_NEEDS:
         for verb in verbs:
-            assert allowed(default_objects, "pykueue-controller", verb, group, resource), (group, resource, verb)
+            assert allowed(default_objects, "pykueue-controller", verb, group, resource), (
+                group,
+                resource,
+                verb,
+            )
     for verb in ["get", "create", "update", "patch"]:
-        assert allowed(default_objects, "pykueue-controller", verb, "coordination.k8s.io", "leases",
-                       namespace=NAMESPACE)
+        assert allowed(
+            default_objects, "pykueue-controller", verb, "coordination.k8s.io", "leases", namespace=NAMESPACE
+        )
 
 
 def test_controller_may_not_do_more(default_objects: list[Obj]) -> None:
@@ -463,9 +531,17 @@ def test_controller_may_not_do_more(default_objects: list[Obj]) -> None:
     assert not allowed(default_objects, sa, "create", "batch", "jobs")
     assert not allowed(default_objects, sa, "create", "", "pods")
     assert not allowed(default_objects, sa, "patch", "", "nodes")
-    assert not allowed(default_objects, sa, "get", "coordination.k8s.io", "leases"), "leases only in its namespace"
-    assert not allowed(default_objects, sa, "patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations",
-                       name="pykueue-mutating-webhook-configuration")
+    assert not allowed(default_objects, sa, "get", "coordination.k8s.io", "leases"), (
+        "leases only in its namespace"
+    )
+    assert not allowed(
+        default_objects,
+        sa,
+        "patch",
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+        name="pykueue-mutating-webhook-configuration",
+    )
 
 
 def test_webhook_rbac_is_scoped_to_its_own_objects(default_objects: list[Obj]) -> None:
@@ -475,12 +551,18 @@ def test_webhook_rbac_is_scoped_to_its_own_objects(default_objects: list[Obj]) -
         assert allowed(default_objects, sa, verb, "", "secrets", namespace=NAMESPACE, name=secret)
         assert not allowed(default_objects, sa, verb, "", "secrets", namespace=NAMESPACE, name="someone-else")
     assert not allowed(default_objects, sa, "list", "", "secrets", namespace=NAMESPACE)
-    assert not allowed(default_objects, sa, "get", "", "secrets", name=secret), "no cluster-wide Secret access"
-    for kind, name in [("mutatingwebhookconfigurations", "pykueue-mutating-webhook-configuration"),
-                       ("validatingwebhookconfigurations", "pykueue-validating-webhook-configuration")]:
+    assert not allowed(default_objects, sa, "get", "", "secrets", name=secret), (
+        "no cluster-wide Secret access"
+    )
+    for kind, name in [
+        ("mutatingwebhookconfigurations", "pykueue-mutating-webhook-configuration"),
+        ("validatingwebhookconfigurations", "pykueue-validating-webhook-configuration"),
+    ]:
         for verb in ["get", "patch"]:
             assert allowed(default_objects, sa, verb, "admissionregistration.k8s.io", kind, name=name)
-        assert not allowed(default_objects, sa, "patch", "admissionregistration.k8s.io", kind, name="other-webhook")
+        assert not allowed(
+            default_objects, sa, "patch", "admissionregistration.k8s.io", kind, name="other-webhook"
+        )
         assert not allowed(default_objects, sa, "delete", "admissionregistration.k8s.io", kind, name=name)
     for resource in ["localqueues", "clusterqueues", "resourceflavors"]:
         assert allowed(default_objects, sa, "list", "kueue.x-k8s.io", resource)
@@ -514,16 +596,28 @@ def test_cert_manager_variant(cert_manager_objects: list[Obj]) -> None:
     assert config["internalCertManagement"]["enable"] is False
     # cert-manager injects the bundle and writes the Secret, so the webhook needs neither right.
     sa = "pykueue-webhook"
-    assert not allowed(objects, sa, "patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations",
-                       name="pykueue-mutating-webhook-configuration")
-    assert not allowed(objects, sa, "update", "", "secrets", namespace=NAMESPACE,
-                       name="pykueue-webhook-server-cert")
+    assert not allowed(
+        objects,
+        sa,
+        "patch",
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+        name="pykueue-mutating-webhook-configuration",
+    )
+    assert not allowed(
+        objects, sa, "update", "", "secrets", namespace=NAMESPACE, name="pykueue-webhook-server-cert"
+    )
     assert not allowed(objects, sa, "create", "", "secrets", namespace=NAMESPACE)
 
 
 def test_cert_manager_with_an_existing_issuer() -> None:
-    objects = helm.render_objects(set_values={**CERT_MANAGER, "certManager.issuerRef.name": "corp-ca",
-                                              "certManager.issuerRef.kind": "ClusterIssuer"})
+    objects = helm.render_objects(
+        set_values={
+            **CERT_MANAGER,
+            "certManager.issuerRef.name": "corp-ca",
+            "certManager.issuerRef.kind": "ClusterIssuer",
+        }
+    )
     assert not find(objects, "Issuer")
     certificate = one(objects, "Certificate", "pykueue-serving-cert")
     assert certificate["spec"]["issuerRef"] == {"name": "corp-ca", "kind": "ClusterIssuer"}

@@ -53,7 +53,9 @@ def test_every_runtime_dependency_is_pinned_within_its_range() -> None:
     for spec in project["dependencies"]:
         requirement = Requirement(spec)
         name = canonicalize_name(requirement.name)
-        assert name in pins, f"{requirement.name} is in pyproject.toml but not in {LOCK.name}: run hack/lock-requirements.sh"
+        assert name in pins, (
+            f"{requirement.name} is in pyproject.toml but not in {LOCK.name}: run hack/lock-requirements.sh"
+        )
         assert requirement.specifier.contains(pins[name], prereleases=True), (
             f"{requirement.name}=={pins[name]} in {LOCK.name} is outside pyproject's {requirement.specifier}"
         )
@@ -93,7 +95,14 @@ def test_build_context_excludes_everything_but_the_sources() -> None:
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
     assert ignore[ignore.index("*")] == "*", "deny by default"
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "README.md", "hack/requirements.lock", "pykueue", "webhook", "controller"}
+    assert allowed == {
+        "pyproject.toml",
+        "README.md",
+        "hack/requirements.lock",
+        "pykueue",
+        "webhook",
+        "controller",
+    }
     copied = {
         source.rstrip("/")
         for stage in stages()
