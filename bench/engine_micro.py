@@ -98,6 +98,7 @@ def _workload(name: str, namespace: str, klass: str, created_s: float) -> dict[s
             "name": name,
             "namespace": namespace,
             "uid": f"uid-{namespace}-{name}",
+            "generation": 1,
             "creationTimestamp": stamp,
             "labels": {"class": klass},
         },

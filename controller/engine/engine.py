@@ -217,14 +217,15 @@ class Engine:
     # Workloads
     # ============================================================================================
     def upsert_workload(self, obj: Mapping[str, Any]) -> None:
-        info = parse_workload(obj)
-        if not info.name or not info.namespace:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name") or not meta.get("namespace"):
             return
+        old = self.workloads.get(object_key(str(meta["namespace"]), str(meta["name"])))
+        info = parse_workload(obj, old)
         key = info.key
         self._resolve_priority(info)
         if info.pending_reason is not None:
             self._last_reason[key] = info.pending_reason
-        old = self.workloads.get(key)
         if old is not None and old.admission is not None and old.admission.assumed and info.admission is None:
             # A stale event from before our own admission write: keep the assumption until the
             # controller confirms or rolls it back.

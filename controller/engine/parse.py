@@ -369,21 +369,35 @@ def _admission_usage(
     return usage
 
 
-def parse_workload(obj: Mapping[str, Any]) -> WorkloadInfo:
-    """Build a :class:`WorkloadInfo`; never raises (problems land in ``invalid``)."""
+def parse_workload(obj: Mapping[str, Any], previous: WorkloadInfo | None = None) -> WorkloadInfo:
+    """Build a :class:`WorkloadInfo`; never raises (problems land in ``invalid``).
+
+    ``previous`` is the record of the same object's last version: when the spec is unchanged
+    (same UID and ``metadata.generation``; status writes do not bump it) its parsed podSets are
+    reused, so the many status-only updates (our own admission writes coming back through the
+    informer) cost no request parsing.
+    """
     meta = _dict(obj.get("metadata"))
     spec = _dict(obj.get("spec"))
     status = _dict(obj.get("status"))
     conditions = _conditions(status)
     creation = parse_time(meta.get("creationTimestamp")) or 0.0
-    invalid: str | None = None
+    generation = _int(meta.get("generation"), 0)
+    uid = _str(meta.get("uid"))
+    spec_problem: str | None = None
     podsets: tuple[PodSetInfo, ...] = ()
-    try:
-        podsets = tuple(_parse_podset(_dict(raw), i) for i, raw in enumerate(_list(spec.get("podSets"))))
-        if not podsets:
-            invalid = "spec.podSets: Required value: at least one podSet is needed"
-    except FieldProblem as err:
-        invalid = str(err)
+    shape = 0
+    if previous is not None and generation and previous.generation == generation and previous.uid == uid:
+        podsets, shape, spec_problem = previous.podsets, previous.shape, previous.spec_problem
+    else:
+        try:
+            podsets = tuple(_parse_podset(_dict(raw), i) for i, raw in enumerate(_list(spec.get("podSets"))))
+            if not podsets:
+                spec_problem = "spec.podSets: Required value: at least one podSet is needed"
+        except FieldProblem as err:
+            spec_problem = str(err)
+        shape = _shape_of(podsets)
+    invalid = spec_problem
 
     evicted_cond = conditions.get(c.COND_EVICTED, {})
     queue_ts = creation
@@ -419,7 +433,8 @@ def parse_workload(obj: Mapping[str, Any]) -> WorkloadInfo:
     return WorkloadInfo(
         namespace=_str(meta.get("namespace")),
         name=_str(meta.get("name")),
-        uid=_str(meta.get("uid")),
+        uid=uid,
+        generation=generation,
         queue_name=_str(spec.get("queueName")),
         priority=_int(priority, 0),
         has_priority=isinstance(priority, int) and not isinstance(priority, bool),
@@ -428,7 +443,7 @@ def parse_workload(obj: Mapping[str, Any]) -> WorkloadInfo:
         creation_ts=creation,
         queue_ts=queue_ts,
         podsets=podsets,
-        shape=_shape_of(podsets),
+        shape=shape,
         job_uid=_str(_dict(meta.get("labels")).get(c.JOB_UID_LABEL)),
         active=spec.get("active", True) is not False,
         finished=conditions.get(c.COND_FINISHED, {}).get("status") == "True",
@@ -440,5 +455,6 @@ def parse_workload(obj: Mapping[str, Any]) -> WorkloadInfo:
         blocked_by_checks=any(chk.get("state") in (c.CHECK_RETRY, c.CHECK_REJECTED) for chk in checks),
         pending_reason=pending_reason,
         invalid=invalid,
+        spec_problem=spec_problem,
         gated=bool(annotations.get(c.ADMISSION_GATED_BY_ANNOTATION)),
     )

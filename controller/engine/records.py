@@ -207,6 +207,8 @@ class WorkloadInfo:
     blocked_by_checks: bool = False  # an admission check in Retry or Rejected
     pending_reason: tuple[str, str] | None = None  # QuotaReserved=False (reason, message) as stored
     invalid: str | None = None  # why the object cannot be scheduled at all (bad quantity, ...)
+    spec_problem: str | None = None  # the part of ``invalid`` that comes from the spec
+    generation: int = 0
     gated: bool = False  # kueue.x-k8s.io/admission-gated-by annotation present
     priority_class: str | None = None
     priority_class_source: str = ""

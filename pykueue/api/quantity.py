@@ -47,6 +47,9 @@ _EXPONENT_RE: Final = re.compile(r"^[eE]([+-]?[0-9]+)$")
 # Guard against "1e999999999" making a number with a billion digits.
 _MAX_EXPONENT: Final = 64
 _MAX_LENGTH: Final = 128
+# The apiserver's wording, so messages read the same as a kubectl error.
+_K8S_PATTERN: Final = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+_FORMAT_MESSAGE: Final = f"quantities must match the regular expression '{_K8S_PATTERN}'"
 
 
 class QuantityError(ValueError):
@@ -65,7 +68,7 @@ def parse_quantity_exact(value: str | int | float) -> Fraction:
     integer, or (from hand-written YAML) a float. Raises :class:`QuantityError` for anything else.
     """
     if isinstance(value, bool):  # bool is an int subclass; "true" is never a quantity
-        raise QuantityError(f"quantities must match the regular expression, got {value!r}")
+        raise QuantityError(_FORMAT_MESSAGE)
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
@@ -76,10 +79,10 @@ def parse_quantity_exact(value: str | int | float) -> Fraction:
         raise QuantityError(f"quantity must be a string or a number, got {type(value).__name__}")
     text = value.strip()
     if not text or len(text) > _MAX_LENGTH:
-        raise QuantityError(f"quantities must match the regular expression '{_NUMBER_RE.pattern}', got {value!r}")
+        raise QuantityError(_FORMAT_MESSAGE)
     match = _NUMBER_RE.match(text)
     if match is None:
-        raise QuantityError(f"quantities must match the regular expression '{_NUMBER_RE.pattern}', got {value!r}")
+        raise QuantityError(_FORMAT_MESSAGE)
     sign, number, suffix = match.groups()
     magnitude = Fraction(number if not number.endswith(".") else number[:-1])
     if suffix in _BINARY_SUFFIXES:
@@ -89,10 +92,10 @@ def parse_quantity_exact(value: str | int | float) -> Fraction:
     else:
         exp_match = _EXPONENT_RE.match(suffix)
         if exp_match is None:
-            raise QuantityError(f"unable to parse quantity's suffix {suffix!r} in {value!r}")
+            raise QuantityError(f"unable to parse quantity's suffix {suffix!r}")
         exponent = int(exp_match.group(1))
         if abs(exponent) > _MAX_EXPONENT:
-            raise QuantityError(f"quantity exponent out of range in {value!r}")
+            raise QuantityError("quantity exponent out of range")
         magnitude *= Fraction(10) ** exponent
     return -magnitude if sign == "-" else magnitude
 
