@@ -54,6 +54,15 @@ def _existing_bundle(configuration: dict[str, Any] | None) -> bytes:
     return b""
 
 
+def _essentials(configuration: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """What we set on each entry; the apiserver fills in defaults for the rest, which we ignore."""
+    return [
+        (hook.get("name"), hook.get("clientConfig"), hook.get("rules"), hook.get("namespaceSelector") or None,
+         hook.get("objectSelector") or None)
+        for hook in configuration.get("webhooks") or []
+    ]
+
+
 def job_namespace_selector(own_namespace: str) -> dict[str, Any]:
     """Never intercept Jobs in kube-system or the webhook's own namespace (it could block its recovery)."""
     return {
@@ -140,7 +149,7 @@ class LocalConfigurations:
                 try:
                     if current is None:
                         self.client.create(resource, desired_now)
-                    elif current.get("webhooks") != desired_now["webhooks"]:
+                    elif _essentials(current) != _essentials(desired_now):
                         desired_now["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
                         self.client.replace(resource, desired_now)
                     break

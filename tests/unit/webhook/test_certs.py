@@ -122,6 +122,9 @@ def test_local_configurations_are_written_with_both_cas_after_rotation(tmp_path:
     first = generate_bundle(dns_names=["localhost"], ip_addresses=["127.0.0.1"])
     second = generate_bundle(dns_names=["localhost"], ip_addresses=["127.0.0.1"])
     sync.sync(first.ca_cert)
+    writes = kube.version
+    sync.sync(first.ca_cert)
+    assert kube.version == writes  # nothing changed: no write
     sync.sync(second.ca_cert)
     for resource, name in ((r.MUTATING_WEBHOOK_CONFIGURATIONS, "pykueue-mutating-webhook-configuration"),
                            (r.VALIDATING_WEBHOOK_CONFIGURATIONS, "pykueue-validating-webhook-configuration")):
