@@ -14,6 +14,8 @@ only on a status flip; observedGeneration is the generation decided on).
   as Kueue sets it (True only for preemption and node failures; the workload controller may have
   set it already with its backoff decision, which is kept), admission checks reset to Pending,
   and ``PodsReady`` back to ``WaitForStart`` so a re-admission is timed from scratch.
+- :func:`back_to_pending_plan`: a reservation that cannot be used before any pod exists goes
+  back to pending (seed 004: the InQueue analogue falls back instead of retry-looping).
 - :func:`pods_ready_plan`: keep ``PodsReady`` in step with the running Job.
 """
 
@@ -24,14 +26,18 @@ from typing import Any
 
 from controller.core import checks
 from controller.core import workload_view as wv
-from controller.core.decisions import clear_reservation
+from controller.core.decisions import MSG_NO_RESERVATION, clear_reservation
 from controller.core.plan import ConditionSpec, WorkloadPlan
 from pykueue.api.constants import (
+    COND_ADMITTED,
     COND_EVICTED,
     COND_FINISHED,
     COND_PODS_READY,
+    COND_QUOTA_RESERVED,
     COND_REQUEUED,
     REASON_FAILED,
+    REASON_NO_RESERVATION,
+    REASON_PENDING,
     REASON_PREEMPTED,
     REASON_SUCCEEDED,
     REASON_WAIT_FOR_START,
@@ -77,6 +83,26 @@ def release_plan(workload: dict[str, Any], now: datetime) -> WorkloadPlan:
         plan.set_conditions.append(
             ConditionSpec(COND_PODS_READY, "False", REASON_WAIT_FOR_START, MSG_NOT_READY)
         )
+    return plan
+
+
+def back_to_pending_plan(workload: dict[str, Any], message: str, now: datetime) -> WorkloadPlan:
+    """Give up a reservation that cannot be used (the Job was never started, so no pods exist).
+
+    Seed 004's rule: when what admission promised vanishes before the pods exist (an admitted
+    ResourceFlavor was deleted), the workload goes back to pending instead of retrying the start
+    forever; the scheduler then decides again from the current objects.
+    """
+    plan = WorkloadPlan()
+    plan.admission = None
+    plan.set_conditions.append(ConditionSpec(COND_QUOTA_RESERVED, "False", REASON_PENDING, message))
+    if wv.condition(workload, COND_ADMITTED) is not None:
+        plan.set_conditions.append(
+            ConditionSpec(COND_ADMITTED, "False", REASON_NO_RESERVATION, MSG_NO_RESERVATION)
+        )
+    reset = checks.reset_after_eviction(wv.status(workload).get("admissionChecks"), now)
+    if reset is not None:
+        plan.admission_checks = reset
     return plan
 
 

@@ -40,7 +40,7 @@ from pykueue.kube.errors import AlreadyExists, Invalid, NotFound
 
 from . import job as jobs
 from .compose import ComposeError, compose_workload, job_podsets, owned_by, podsets_match
-from .lifecycle import failed_to_start_plan, finish_plan, pods_ready_plan, release_plan
+from .lifecycle import back_to_pending_plan, failed_to_start_plan, finish_plan, pods_ready_plan, release_plan
 from .management import ManagementPolicy, queue_name_for
 from .podsets import (
     FlavorNotFound,
@@ -52,7 +52,7 @@ from .podsets import (
     start_patch,
     suspend_patch,
 )
-from .priority import PriorityClassNotFound, resolve_priority
+from .priority import SOURCE_WORKLOAD_PRIORITY_CLASS, Priority, PriorityClassNotFound, resolve_priority
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,6 @@ TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 # How soon to look again while waiting for something no watch event of ours announces.
 PODS_GONE_POLL_SECONDS = 1.0
-MISSING_FLAVOR_RETRY_SECONDS = 5.0
 MISSING_PRIORITY_CLASS_RETRY_SECONDS = 15.0
 
 
@@ -224,7 +223,40 @@ class JobReconciler:
         workload = self._ensure_one_workload(job, mine, queue_name)
         if workload is None:
             return self._create_workload(job, queue_name)
+        workload = self._sync_priority(job, workload)
         return self._drive(job, workload)
+
+    def _sync_priority(self, job: Obj, workload: Obj) -> Obj:
+        """Follow a change of the Job's WorkloadPriorityClass label (allowed at any time, so a
+        running Job can be made more or less preemptible)."""
+        wanted = jobs.labels(job).get(C.PRIORITY_CLASS_LABEL)
+        spec = wv.spec(workload)
+        if not wanted or spec.get("priorityClassSource") != SOURCE_WORKLOAD_PRIORITY_CLASS:
+            return workload
+        if spec.get("priorityClassName") == wanted:
+            return workload
+        wpc = self._lister.workload_priority_class(wanted)
+        if wpc is None:
+            self._event(
+                job,
+                "Warning",
+                C.EVENT_PRIORITY_CLASS_NOT_FOUND,
+                f"WorkloadPriorityClass {wanted!r} not found",
+            )
+            return workload
+        priority = Priority(int(wpc.get("value") or 0), wanted, SOURCE_WORKLOAD_PRIORITY_CLASS)
+        patch = {
+            "metadata": {"resourceVersion": wv.meta(workload).get("resourceVersion")},
+            "spec": priority.spec_fields(),
+        }
+        updated = self._writer.patch(R.WORKLOADS, wv.name(workload), patch, wv.namespace(workload))
+        self._event(
+            job,
+            "Normal",
+            C.EVENT_UPDATED_WORKLOAD,
+            f"Updated priority of Workload {wv.key(workload)} to {wanted}",
+        )
+        return updated
 
     # --- step 3: finished Jobs -----------------------------------------------------------------
 
@@ -363,8 +395,14 @@ class JobReconciler:
             infos = podset_infos(workload, self._lister.flavors())
             patch = start_patch(job, infos)
         except FlavorNotFound as err:
-            log.info("admitted flavor not cached yet", extra={"job": jobs.key(job), "error": str(err)})
-            return Result(MISSING_FLAVOR_RETRY_SECONDS)
+            # The scheduler reads the same flavor cache: a flavor missing here is gone, not late.
+            message = f"The admitted flavors cannot be used: {err}"
+            log.info(
+                "admission cannot be used; back to pending", extra={"job": jobs.key(job), "error": str(err)}
+            )
+            self._write_plan(workload, back_to_pending_plan(workload, message, self._clock()))
+            self._event(job, "Warning", C.EVENT_STOPPED, message)
+            return DONE
         except PodSetMergeError as err:
             message = f"Failed to start the job: {err}"
             self._write_plan(workload, failed_to_start_plan(message))

@@ -159,3 +159,25 @@ def test_owned_by_matches_uid_not_only_name() -> None:
     wl = compose_workload(job, queue_name="lq", priority=Priority(0))
     assert owned_by(wl, job)
     assert not owned_by(wl, base_job().uid("other").obj())
+
+
+def test_composed_requests_are_counted_as_kueue_counts_them() -> None:
+    """Containers sum, an init container counts when larger, overhead adds, limits stand in for
+    missing requests — the engine reads exactly what compose copied from the Job."""
+    from controller.engine.parse import pod_requests
+
+    job = (
+        base_job()
+        .requests(cpu="500m")
+        .container("sidecar-like", cpu="250m", memory="1Gi")
+        .init_container("setup", cpu="2", memory="512Mi")
+        .overhead(cpu="100m")
+        .obj()
+    )
+    job["spec"]["template"]["spec"]["containers"][1]["resources"] = {
+        "limits": {"cpu": "250m", "memory": "1Gi"}
+    }
+    [podset] = compose_workload(job, queue_name="lq", priority=Priority(0))["spec"]["podSets"]
+    requests = pod_requests(podset["template"]["spec"], "spec.podSets[0].template.spec")
+    assert requests["cpu"] == 2000 + 100  # the init container's 2 CPUs beat 0.75 of containers
+    assert requests["memory"] == 1024**3  # containers' 1Gi beat the init container's 512Mi

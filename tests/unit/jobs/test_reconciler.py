@@ -154,6 +154,19 @@ def test_priority_from_workload_priority_class(cluster: FakeCluster) -> None:
     assert (spec["priority"], spec["priorityClassName"]) == (1000, "high")
 
 
+def test_changing_the_priority_class_label_updates_the_workload(cluster: FakeCluster) -> None:
+    cluster.put(R.WORKLOAD_PRIORITY_CLASSES, WorkloadPriorityClassBuilder("low", 10).obj())
+    cluster.put(R.WORKLOAD_PRIORITY_CLASSES, WorkloadPriorityClassBuilder("high", 1000).obj())
+    cluster.put(R.JOBS, queued_job().workload_priority_class("low").obj())
+    rec = reconciler(cluster)
+    rec.reconcile(NS, "job")
+    cluster.patch(R.JOBS, "job", {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "high"}}}, NS)
+    rec.reconcile(NS, "job")
+    spec = workload_of(cluster)["spec"]
+    assert (spec["priority"], spec["priorityClassName"]) == (1000, "high")
+    assert len(cluster.of(R.WORKLOADS)) == 1
+
+
 def test_missing_priority_class_warns_and_retries(cluster: FakeCluster) -> None:
     cluster.put(R.JOBS, queued_job().workload_priority_class("nope").obj())
     result = reconciler(cluster).reconcile(NS, "job")
@@ -247,14 +260,20 @@ def test_start_clears_a_left_over_start_time_first(cluster: FakeCluster) -> None
     assert "startTime" not in job["status"]
 
 
-def test_missing_flavor_retries_later(cluster: FakeCluster) -> None:
+def test_vanished_flavor_sends_the_workload_back_to_pending(cluster: FakeCluster) -> None:
     cluster.put(R.JOBS, queued_job().obj())
     rec = reconciler(cluster)
     rec.reconcile(NS, "job")
-    admit(cluster, workload_of(cluster), flavor="not-there")
-    assert rec.reconcile(NS, "job").requeue_after is not None
+    admit(cluster, workload_of(cluster), flavor="deleted-meanwhile")
+    assert rec.reconcile(NS, "job").requeue_after is None
     job = cluster.job(NS, "job")
     assert job is not None and job["spec"]["suspend"] is True
+    assert cluster.pods == {}
+    wl = workload_of(cluster)
+    assert "admission" not in wl["status"]
+    quota = cond(wl, "QuotaReserved")
+    assert quota is not None and (quota["status"], quota["reason"]) == ("False", "Pending")
+    assert "deleted-meanwhile" in quota["message"]
 
 
 def test_conflicting_check_updates_finish_the_workload_as_failed_to_start(cluster: FakeCluster) -> None:
