@@ -9,6 +9,8 @@ clusters can run side by side and `down()` can stop exactly the processes `up()`
 from __future__ import annotations
 
 import base64
+import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -16,7 +18,7 @@ import shutil
 import ssl
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -85,28 +87,45 @@ class LocalCluster:
         """
         started = time.monotonic()
         self._binaries = ensure_binaries()
-        if self.is_healthy():
-            log.info("cluster %r is already running; reusing it", self.name)
-        else:
-            self.down()
-            ports = self._choose_ports()  # before anything starts: a taken pinned port fails cleanly
-            try:
-                self._start_fresh(ports, default_nodes=default_nodes)
-            except BaseException:
-                log.info("bring-up failed; stopping what was started (logs stay in %s)", self.layout.logs_dir)
-                self._stop_processes()
-                raise
-        self.apply_manifests()
+        with self._exclusive():
+            if self.is_healthy():
+                log.info("cluster %r is already running; reusing it", self.name)
+            else:
+                self._down_locked()
+                ports = self._choose_ports()  # before anything starts: a taken pinned port fails cleanly
+                try:
+                    self._start_fresh(ports, default_nodes=default_nodes)
+                except BaseException:
+                    log.info("bring-up failed; stopping what was started (logs stay in %s)", self.layout.logs_dir)
+                    self._stop_processes()
+                    raise
+            self.apply_manifests()
         log.info("cluster %r ready in %.1fs; kubeconfig: %s", self.name, time.monotonic() - started, self.kubeconfig)
         return self
 
     def down(self) -> list[str]:
         """Stop the processes this cluster started (verified by PID); return their names."""
+        with self._exclusive():
+            return self._down_locked()
+
+    def _down_locked(self) -> list[str]:
         stopped = self._stop_processes()
         shutil.rmtree(self.layout.etcd_data, ignore_errors=True)
         if stopped:
             log.info("stopped %s", ", ".join(stopped))
         return stopped
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Serialise up/down of one cluster name across processes (two test sessions, a CLI)."""
+        lock_path = self.layout.root.parent / f".{self.name}.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with lock_path.open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def status(self) -> dict[str, Any]:
         """Which processes run (with PIDs), the ports, and whether the apiserver is ready."""
@@ -133,7 +152,9 @@ class LocalCluster:
     def kubectl(self, *args: str, check: bool = True, input: str | None = None,
                 timeout: float | None = 120) -> subprocess.CompletedProcess[str]:
         """Run kubectl against this cluster; with `check`, a failure raises KubectlError."""
-        cmd = [str(self._kubectl_binary()), "--kubeconfig", self.kubeconfig, *args]
+        # A discovery cache per cluster: ports are reused by later clusters with other CRDs.
+        cmd = [str(self._kubectl_binary()), "--kubeconfig", self.kubeconfig,
+               "--cache-dir", str(self.layout.root / "kubectl-cache"), *args]
         result = subprocess.run(cmd, capture_output=True, text=True, input=input, timeout=timeout, check=False)
         if check and result.returncode != 0:
             raise KubectlError(result.returncode, cmd, result.stdout, result.stderr)

@@ -30,5 +30,9 @@ class KubectlError(LocalClusterError, subprocess.CalledProcessError):
 
     def __str__(self) -> str:
         detail = (self.stderr or self.stdout or "").strip()
-        args = [a for a in self.cmd[1:] if a != "--kubeconfig"][1:]  # drop the kubeconfig path
+        args = list(self.cmd[1:])
+        for flag in ("--kubeconfig", "--cache-dir"):  # drop the local paths, keep what was asked
+            if flag in args:
+                at = args.index(flag)
+                del args[at:at + 2]
         return f"kubectl {' '.join(args)} failed (exit {self.returncode}): {detail}"

@@ -11,7 +11,7 @@ import pytest
 
 from hack.localcluster import __main__ as cli
 from hack.localcluster import binaries
-from hack.localcluster.errors import PrerequisiteError
+from hack.localcluster.errors import KubectlError, PrerequisiteError
 
 
 def _go_reporting(version: str):
@@ -126,3 +126,9 @@ def test_cli_rejects_a_bad_cluster_name_in_one_line(capsys: pytest.CaptureFixtur
         "localcluster: cluster name 'Not_A_Name' is invalid: use 1-40 lower-case letters, digits and '-', "
         "starting and ending with a letter or digit"
     )
+
+
+def test_kubectl_errors_show_the_request_and_kubectls_message_without_local_paths() -> None:
+    err = KubectlError(1, ["kubectl", "--kubeconfig", "/s/kubeconfig", "--cache-dir", "/s/cache", "get", "cq"],
+                       "", 'error: the server doesn\'t have a resource type "cq"\n')
+    assert str(err) == 'kubectl get cq failed (exit 1): error: the server doesn\'t have a resource type "cq"'
