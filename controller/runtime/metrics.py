@@ -1,9 +1,9 @@
-"""Prometheus metrics of the informers, reconcilers and leader election.
+"""Prometheus metrics of the informers and leader election.
 
-Names follow what Kueue exports through controller-runtime and client-go where such a metric
-exists (``controller_runtime_reconcile_*``, ``leader_election_master_status``; the work queue's
-``workqueue_*`` live in :mod:`controller.runtime.workqueue`); informer internals have no Kueue
-counterpart and carry the ``pykueue_`` prefix.
+Names follow what Kueue exports through client-go where such a metric exists
+(``leader_election_master_status``; the work queue's controller-runtime ``workqueue_*`` live in
+:mod:`controller.runtime.workqueue`); informer internals have no Kueue counterpart and carry the
+``pykueue_`` prefix.
 """
 
 from __future__ import annotations
@@ -40,25 +40,6 @@ HANDLER_QUEUE = Gauge(
 )
 HANDLER_ERRORS = Counter(
     "pykueue_informer_handler_errors_total", "Exceptions raised by event handlers.", ["resource"]
-)
-
-# --- reconcile loops (controller-runtime names) -------------------------------------------------
-RECONCILE_TOTAL = Counter(
-    "controller_runtime_reconcile_total",
-    "Reconciliations per controller, by result (success, error, requeue, requeue_after).",
-    ["controller", "result"],
-)
-RECONCILE_ERRORS = Counter(
-    "controller_runtime_reconcile_errors_total", "Reconciliations that returned an error.", ["controller"]
-)
-RECONCILE_TIME = Histogram(
-    "controller_runtime_reconcile_time_seconds",
-    "Time per reconciliation.",
-    ["controller"],
-    buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
-)
-ACTIVE_WORKERS = Gauge(
-    "controller_runtime_active_workers", "Workers currently reconciling, per controller.", ["controller"]
 )
 
 # --- leader election (client-go name) ----------------------------------------------------------
