@@ -92,6 +92,8 @@ class Engine:
         if not spec.name:
             return
         old = self.cluster_queues.get(spec.name)
+        if old == spec:
+            return  # a status-only update (our own status writes come back here): nothing to do
         self.cluster_queues[spec.name] = spec
         self.admitted.setdefault(spec.name, {})
         queue = self.queues.get(spec.name)
@@ -107,7 +109,8 @@ class Engine:
         self._refresh_activity(spec.name)
         self._mark_dirty(self.forest.root_of[spec.name])
         # The namespace selector or the queue's existence may change where its workloads belong.
-        self._reroute_cluster_queue(spec.name, recheck_queued=old is None or old.namespace_selector != spec.namespace_selector)
+        if old is None or old.namespace_selector != spec.namespace_selector:
+            self._reroute_cluster_queue(spec.name)
         self._drain_if_needed(spec.name)
 
     def delete_cluster_queue(self, name: str) -> None:
@@ -118,7 +121,7 @@ class Engine:
         if root:
             self._mark_dirty(root)
         self.inactive.pop(name, None)
-        self._reroute_cluster_queue(name, recheck_queued=True)
+        self._reroute_cluster_queue(name)
         self.queues.pop(name, None)
 
     def upsert_cohort(self, obj: Mapping[str, Any]) -> None:
@@ -134,7 +137,7 @@ class Engine:
 
     def upsert_resource_flavor(self, obj: Mapping[str, Any]) -> None:
         flavor = parse_resource_flavor(obj)
-        if not flavor.name:
+        if not flavor.name or self.flavors.get(flavor.name) == flavor:
             return
         self.flavors[flavor.name] = flavor
         self._flavor_or_check_changed(lambda spec: flavor.name in spec.flavor_names)
@@ -145,9 +148,10 @@ class Engine:
 
     def upsert_admission_check(self, obj: Mapping[str, Any]) -> None:
         name = str((obj.get("metadata") or {}).get("name") or "")
-        if not name:
+        active = admission_check_active(obj)
+        if not name or self.checks.get(name) == active:
             return
-        self.checks[name] = admission_check_active(obj)
+        self.checks[name] = active
         self._flavor_or_check_changed(lambda spec: any(rule.name == name for rule in spec.checks))
 
     def delete_admission_check(self, name: str) -> None:
@@ -183,6 +187,8 @@ class Engine:
         if not lq.name or not lq.namespace:
             return
         old = self.local_queues.get(lq.key)
+        if old == lq:
+            return  # status-only update
         self.local_queues[lq.key] = lq
         if old is not None and old.cluster_queue != lq.cluster_queue:
             self._lqs_by_cq.get(old.cluster_queue, set()).discard(lq.key)
@@ -410,16 +416,11 @@ class Engine:
                 self._unplace(key)
                 self._place(info)
 
-    def _reroute_cluster_queue(self, name: str, recheck_queued: bool) -> None:
+    def _reroute_cluster_queue(self, name: str) -> None:
+        """Re-decide every pending workload of the queue's LocalQueues (rare: the queue appeared,
+        disappeared or changed its namespaceSelector)."""
         for lq_key in list(self._lqs_by_cq.get(name, ())):
-            if recheck_queued:
-                self._reroute_local_queue(lq_key)
-            else:
-                for key in list(self._pending_by_lq.get(lq_key, ())):
-                    info = self.workloads.get(key)
-                    if info is not None and self._location.get(key, ("",))[0] == _WAITING:
-                        self._unplace(key)
-                        self._place(info)
+            self._reroute_local_queue(lq_key)
 
     def _release_backoff(self, now: float) -> None:
         heap = self._backoff

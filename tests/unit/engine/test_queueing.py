@@ -152,8 +152,18 @@ def test_pending_reason_written_only_when_it_changes() -> None:
               .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
     world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     assert len(world.cycle().pending) == 1
-    world.engine.upsert_cluster_queue(QueueBuilder("cq").flavor("default", cpu="2").obj())  # requeue
-    assert world.cycle().pending == []  # tried again, same reason: no write
+    # A status-only update of the ClusterQueue changes nothing: no requeue, no attempt.
+    with_status = QueueBuilder("cq").flavor("default", cpu="2").obj()
+    with_status["status"] = {"pendingWorkloads": 1}
+    world.engine.upsert_cluster_queue(with_status)
+    assert world.cycle().heads_tried == 0
+    # A spec change requeues; the workload is tried again, fails the same way: no new write.
+    world.engine.upsert_cluster_queue(
+        QueueBuilder("cq").flavor("default", cpu="2").preemption(within_cluster_queue="LowerPriority").obj()
+    )
+    retried = world.cycle()
+    assert retried.heads_tried == 1
+    assert retried.pending == []
     # The reason the object already carries counts as written.
     world2 = _one_queue(QueueBuilder("cq").flavor("default", cpu="0"))
     msg = "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default, " \
