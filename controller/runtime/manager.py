@@ -71,6 +71,8 @@ class Controller:
         self._metrics_addr = metrics_addr
         self._sync_timeout = sync_timeout
         self._runnables: list[Runnable] = []
+        self._started: list[Runnable] = []
+        self._leader_lock = threading.Lock()
         self._servers: list[ProbeServer] = []
         self._elector: LeaderElector | None = None
         self._leading = threading.Event()
@@ -151,26 +153,33 @@ class Controller:
         return EXIT_OK
 
     def _start_leading(self, leading_stop: threading.Event) -> None:
-        self._leading.set()
-        log.info("starting leader work", extra={"runnables": [r.name for r in self._runnables]})
-        for runnable in self._runnables:
-            try:
-                runnable.start()
-            except Exception:
-                log.exception("runnable failed to start", extra={"runnable": runnable.name})
-                self._lost.set()  # a half-started leader must not keep the lease
+        # Serialised with _stop_leading: leadership lost while runnables are still starting must
+        # neither start the remaining ones afterwards nor leave started ones running.
+        with self._leader_lock:
+            if leading_stop.is_set():
                 return
+            self._leading.set()
+            log.info("starting leader work", extra={"runnables": [r.name for r in self._runnables]})
+            for runnable in self._runnables:
+                try:
+                    runnable.start()
+                except Exception:
+                    log.exception("runnable failed to start", extra={"runnable": runnable.name})
+                    self._lost.set()  # a half-started leader must not keep the lease
+                    return
+                self._started.append(runnable)
         for callback in self.on_started_leading:
             threading.Thread(target=callback, args=(leading_stop,), name="leader-callback", daemon=True).start()
 
     def _stop_leading(self) -> None:
-        was_leading = self._leading.is_set()
-        self._leading.clear()
-        for runnable in reversed(self._runnables if was_leading else []):
-            try:
-                runnable.stop()
-            except Exception:
-                log.exception("runnable failed to stop", extra={"runnable": runnable.name})
+        with self._leader_lock:
+            self._leading.clear()
+            started, self._started = self._started, []
+            for runnable in reversed(started):
+                try:
+                    runnable.stop()
+                except Exception:
+                    log.exception("runnable failed to stop", extra={"runnable": runnable.name})
         for callback in self.on_stopped_leading:
             try:
                 callback()
