@@ -29,6 +29,8 @@ Then, in the scheduler loop (leader only)::
         engine.rollback(r.workload) (the workload is requeued at once).
     for p in result.preemptions:    # evict p.victim: Evicted=True reason Preempted, and
         Preempted=True reason p.reason with p.message; events Preempted / PreemptedWorkload.
+        The engine will not pick the same victim again until it sees it evicted; if the
+        write fails, call engine.preemption_failed(p.victim).
     for e in result.evictions:      # stopPolicy HoldAndDrain: evict e.workload with e.reason.
     for s in result.pending:        # QuotaReserved=False with s.reason / s.message. Only
         emitted when it differs from what the engine last saw or emitted for that workload.

@@ -268,6 +268,10 @@ class Engine:
         info.admission = None
         self._route(info)
 
+    def preemption_failed(self, victim: ObjectKey) -> None:
+        """The eviction write for ``victim`` failed: it may be chosen as a victim again."""
+        self.being_evicted.pop(victim, None)
+
     # ============================================================================================
     # Scheduling
     # ============================================================================================

@@ -185,3 +185,24 @@ def test_two_preemptors_do_not_share_victims_in_one_cycle() -> None:
     world.add(WlBuilder("from-c", "ns").queue("lq-c").podset(cpu="2").priority(5).obj())
     result = world.cycle()
     assert [p.victim for p in result.preemptions] == ["ns/b-big"]
+
+
+def test_failed_eviction_lets_the_victim_be_chosen_again() -> None:
+    world = _world(QueueBuilder("cq").flavor("default", cpu="4").preemption(within_cluster_queue="LowerPriority"))
+    _running(world, "low", "cq", "4", 0)
+    world.add(WlBuilder("high", "ns").queue("lq-cq").podset(cpu="4").priority(10).obj())
+    assert [p.victim for p in world.cycle().preemptions] == ["ns/low"]
+    assert world.cycle().preemptions == []
+    world.engine.preemption_failed("ns/low")
+    assert [p.victim for p in world.cycle().preemptions] == ["ns/low"]
+
+
+def test_priority_from_workload_priority_class_when_spec_priority_is_missing() -> None:
+    from tests.builders import WorkloadPriorityClassBuilder
+
+    world = _world(QueueBuilder("cq").flavor("default", cpu="4").preemption(within_cluster_queue="LowerPriority"))
+    world.engine.upsert_priority_class(WorkloadPriorityClassBuilder("urgent", 1000).obj())
+    _running(world, "low", "cq", "4", 0)
+    world.add(WlBuilder("classy", "ns").queue("lq-cq").podset(cpu="4").priority_class("urgent").obj())
+    assert [p.victim for p in world.cycle().preemptions] == ["ns/low"]
+    assert world.engine.priority_value("urgent") == 1000
