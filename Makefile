@@ -26,9 +26,10 @@ test-unit: $(STAMP) ## unit tests (no cluster)
 test-e2e: $(STAMP) binaries ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set
 	$(PY) -m pytest tests/e2e -q -x
 
-lint: $(STAMP) ## ruff + shellcheck + stale generated files
+lint: $(STAMP) ## ruff + shellcheck + hadolint + stale generated files
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/shellcheck hack/*.sh .ci/run
+	$(VENV)/bin/hadolint Dockerfile
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
