@@ -38,12 +38,7 @@ def kubectl_apply(cluster: Any, obj: Obj, *args: str) -> subprocess.CompletedPro
 
 
 def concurrent_cq(name: str, **concurrent: Any) -> Obj:
-    cq = (
-        ClusterQueueBuilder(name)
-        .flavor("reservation", cpu="10")
-        .flavor("spot", cpu="10")
-        .obj()
-    )
+    cq = ClusterQueueBuilder(name).flavor("reservation", cpu="10").flavor("spot", cpu="10").obj()
     cq["spec"]["concurrentAdmission"] = {"onSuccess": "RemoveOther", **concurrent}
     return cq
 
@@ -54,8 +49,15 @@ def cluster_queues(cluster: Any) -> Iterator[list[str]]:
     names: list[str] = []
     yield names
     for name in names:
-        cluster.kubectl("patch", "clusterqueue", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}',
-                        check=False)
+        cluster.kubectl(
+            "patch",
+            "clusterqueue",
+            name,
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":null}}',
+            check=False,
+        )
         cluster.kubectl("delete", "clusterqueue", name, "--ignore-not-found", "--wait=false", check=False)
 
 
@@ -69,7 +71,10 @@ def test_strict_fifo_with_concurrent_admission_is_rejected(cluster: Any, webhook
 
 
 def test_duplicate_option_names_are_rejected(cluster: Any, webhook: WebhookHandle) -> None:
-    options = [{"name": "spot", "allowedResourceFlavors": ["spot"]}, {"name": "spot", "allowedResourceFlavors": ["reservation"]}]
+    options = [
+        {"name": "spot", "allowedResourceFlavors": ["spot"]},
+        {"name": "spot", "allowedResourceFlavors": ["reservation"]},
+    ]
     result = kubectl_apply(cluster, concurrent_cq(unique("dup"), explicitOptions=options))
     assert result.returncode != 0
     # The CRD's list-map key catches it first; the webhook would say the same for the same field.
@@ -92,8 +97,10 @@ def test_option_name_too_long_for_option_workloads_is_rejected_by_the_webhook(
     result = kubectl_apply(cluster, concurrent_cq(unique("long"), explicitOptions=options))
     assert result.returncode != 0
     assert CQ_WEBHOOK_DENIAL in result.stderr
-    assert f'spec.concurrentAdmission.explicitOptions[0].name: Invalid value: "{name}": must be no more than 40 ' \
+    assert (
+        f'spec.concurrentAdmission.explicitOptions[0].name: Invalid value: "{name}": must be no more than 40 '
         "characters" in result.stderr
+    )
 
 
 def test_option_flavors_must_belong_to_the_cluster_queue(cluster: Any, webhook: WebhookHandle) -> None:
@@ -101,8 +108,10 @@ def test_option_flavors_must_belong_to_the_cluster_queue(cluster: Any, webhook: 
     result = kubectl_apply(cluster, concurrent_cq(unique("flv"), explicitOptions=options))
     assert result.returncode != 0
     assert CQ_WEBHOOK_DENIAL in result.stderr
-    assert ('spec.concurrentAdmission.explicitOptions[0].allowedResourceFlavors[0]: Unsupported value: "on-demand": '
-            'supported values: "reservation", "spot"') in result.stderr
+    assert (
+        'spec.concurrentAdmission.explicitOptions[0].allowedResourceFlavors[0]: Unsupported value: "on-demand": '
+        'supported values: "reservation", "spot"'
+    ) in result.stderr
 
 
 def test_valid_concurrent_cluster_queue_is_stored_with_finalizer(
@@ -110,7 +119,10 @@ def test_valid_concurrent_cluster_queue_is_stored_with_finalizer(
 ) -> None:
     name = unique("ok")
     cluster_queues.append(name)
-    options = [{"name": "res", "allowedResourceFlavors": ["reservation"]}, {"name": "any", "allowedResourceFlavors": ["reservation", "spot"]}]
+    options = [
+        {"name": "res", "allowedResourceFlavors": ["reservation"]},
+        {"name": "any", "allowedResourceFlavors": ["reservation", "spot"]},
+    ]
     result = kubectl_apply(cluster, concurrent_cq(name, explicitOptions=options))
     assert result.returncode == 0, result.stderr
     stored = json.loads(cluster.kubectl("get", "clusterqueue", name, "-o", "json").stdout)
@@ -128,7 +140,9 @@ def test_queued_job_is_stored_suspended(cluster: Any, webhook: WebhookHandle, na
     assert _job(cluster, namespace, "queued")["spec"]["suspend"] is True
 
 
-def test_unlabelled_job_gets_default_queue_and_is_suspended(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
+def test_unlabelled_job_gets_default_queue_and_is_suspended(
+    cluster: Any, webhook: WebhookHandle, namespace: str
+) -> None:
     assert kubectl_apply(cluster, LocalQueueBuilder("default", namespace, "cq-a").obj()).returncode == 0
     plain = JobBuilder("plain", namespace).requests(cpu="1").obj()
     assert kubectl_apply(cluster, plain).returncode == 0
@@ -141,17 +155,37 @@ def test_queue_name_of_running_job_is_immutable(cluster: Any, webhook: WebhookHa
     job = JobBuilder("runner", namespace).queue("team-a").requests(cpu="1").run_seconds(-1).obj()
     assert kubectl_apply(cluster, job).returncode == 0
     # Suspended: moving it to another queue is fine.
-    moved = cluster.kubectl("label", "job", "runner", "-n", namespace, "--overwrite",
-                            "kueue.x-k8s.io/queue-name=team-b", check=False)
+    moved = cluster.kubectl(
+        "label",
+        "job",
+        "runner",
+        "-n",
+        namespace,
+        "--overwrite",
+        "kueue.x-k8s.io/queue-name=team-b",
+        check=False,
+    )
     assert moved.returncode == 0, moved.stderr
     # Running (what the controller does on admission): the queue is now fixed.
-    cluster.kubectl("patch", "job", "runner", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}')
-    denied = cluster.kubectl("label", "job", "runner", "-n", namespace, "--overwrite",
-                             "kueue.x-k8s.io/queue-name=team-c", check=False)
+    cluster.kubectl(
+        "patch", "job", "runner", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}'
+    )
+    denied = cluster.kubectl(
+        "label",
+        "job",
+        "runner",
+        "-n",
+        namespace,
+        "--overwrite",
+        "kueue.x-k8s.io/queue-name=team-c",
+        check=False,
+    )
     assert denied.returncode != 0
     assert JOB_WEBHOOK_DENIAL in denied.stderr
-    assert ('metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "team-c": field is immutable while the job '
-            "is running (not suspended)") in denied.stderr
+    assert (
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "team-c": field is immutable while the job '
+        "is running (not suspended)"
+    ) in denied.stderr
     assert _job(cluster, namespace, "runner")["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-b"
 
 
@@ -160,13 +194,17 @@ def test_job_that_can_never_fit_gets_a_warning(
 ) -> None:
     cq_name = unique("small")
     cluster_queues.append(cq_name)
-    assert kubectl_apply(cluster, ClusterQueueBuilder(cq_name).flavor("default", cpu="4").obj()).returncode == 0
+    assert (
+        kubectl_apply(cluster, ClusterQueueBuilder(cq_name).flavor("default", cpu="4").obj()).returncode == 0
+    )
     assert kubectl_apply(cluster, LocalQueueBuilder("small", namespace, cq_name).obj()).returncode == 0
     job = JobBuilder("huge", namespace).queue("small").parallelism(3).completions(3).requests(cpu="2").obj()
     result = kubectl_apply(cluster, job)
     assert result.returncode == 0, result.stderr
-    assert (f'Warning: this job requests 6 cpu in total but ClusterQueue "{cq_name}" can provide at most 4 '
-            "(nominal quota plus borrowing); it can never be admitted") in result.stderr
+    assert (
+        f'Warning: this job requests 6 cpu in total but ClusterQueue "{cq_name}" can provide at most 4 '
+        "(nominal quota plus borrowing); it can never be admitted"
+    ) in result.stderr
     fits = JobBuilder("fits", namespace).queue("small").parallelism(2).completions(2).requests(cpu="2").obj()
     result = kubectl_apply(cluster, fits)
     assert result.returncode == 0 and "Warning" not in result.stderr, result.stderr
@@ -179,17 +217,30 @@ def test_parent_workloads_are_written_only_by_the_controller(
     parent["spec"]["workloadMode"] = {"type": "Parent"}
     as_user = kubectl_apply(cluster, parent, "--as=alice", "--as-group=system:masters")
     assert as_user.returncode != 0
-    assert ('spec.workloadMode.type: Forbidden: Parent workloads are managed by the pykueue controller '
-            f"({webhook.controller_username}); user 'alice' may not create or change them") in as_user.stderr
-    as_controller = kubectl_apply(cluster, parent)  # the fixture runs the webhook with our identity as controller
+    assert (
+        "spec.workloadMode.type: Forbidden: Parent workloads are managed by the pykueue controller "
+        f"({webhook.controller_username}); user 'alice' may not create or change them"
+    ) in as_user.stderr
+    as_controller = kubectl_apply(
+        cluster, parent
+    )  # the fixture runs the webhook with our identity as controller
     assert as_controller.returncode == 0, as_controller.stderr
 
 
 def test_certificate_rotation_keeps_requests_succeeding(cluster: Any, webhook: WebhookHandle) -> None:
     """Delete the Secret (a forced rotation): a new CA and certificate are issued, injected and served."""
+
     def secret_ca() -> str:
-        result = cluster.kubectl("get", "secret", webhook.secret_name, "-n", webhook.namespace,
-                                 "-o", "jsonpath={.data.ca\\.crt}", check=False)
+        result = cluster.kubectl(
+            "get",
+            "secret",
+            webhook.secret_name,
+            "-n",
+            webhook.namespace,
+            "-o",
+            "jsonpath={.data.ca\\.crt}",
+            check=False,
+        )
         return result.stdout.strip() if result.returncode == 0 else ""
 
     def bundles() -> list[str]:
@@ -206,7 +257,9 @@ def test_certificate_rotation_keeps_requests_succeeding(cluster: Any, webhook: W
     outcomes: list[int] = []
 
     def rotated() -> bool:
-        result = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False)
+        result = cluster.kubectl(
+            "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
+        )
         outcomes.append(result.returncode)
         assert result.returncode == 0, f"a request failed during rotation: {result.stderr}"
         new_ca = secret_ca()
@@ -221,7 +274,9 @@ def test_certificate_rotation_keeps_requests_succeeding(cluster: Any, webhook: W
     wait_for(rotated, timeout=60, interval=0.5, message="a new certificate is issued, injected and served")
     # Requests keep succeeding on the new certificate, and the old CA is still trusted meanwhile.
     for _ in range(5):
-        result = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(probe), check=False)
+        result = cluster.kubectl(
+            "create", "--dry-run=server", "-f", "-", input=json.dumps(probe), check=False
+        )
         assert result.returncode == 0, result.stderr
     assert set(outcomes) == {0}
     assert all(base64.b64decode(old_ca) in base64.b64decode(bundle) for bundle in bundles())
@@ -236,6 +291,69 @@ def served_certificate(webhook: WebhookHandle) -> bytes | None:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    with socket.create_connection((url.hostname, url.port), timeout=5) as raw, \
-            context.wrap_socket(raw, server_hostname=url.hostname) as tls:
+    with (
+        socket.create_connection((url.hostname, url.port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=url.hostname) as tls,
+    ):
         return tls.getpeercert(binary_form=True)
+
+
+def test_workload_status_writes_are_validated(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
+    name = unique("wl")
+    workload = WorkloadBuilder(name, namespace).queue("team-a").podset(cpu="1").obj()
+    assert kubectl_apply(cluster, workload).returncode == 0
+    status = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "True",
+                    "reason": "QuotaReserved",
+                    "message": "reserved",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [
+                    {
+                        "name": "other",
+                        "flavors": {"cpu": "default"},
+                        "resourceUsage": {"cpu": "1"},
+                        "count": 1,
+                    }
+                ],
+            },
+        }
+    }
+    denied = cluster.kubectl(
+        "patch",
+        "workload",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+        check=False,
+    )
+    assert denied.returncode != 0
+    assert 'admission webhook "vworkload.kb.io" denied the request' in denied.stderr
+    assert 'status.admission.podSetAssignments[0].name: Not found: "other"' in denied.stderr
+    status["status"]["admission"]["podSetAssignments"][0]["name"] = "main"
+    allowed = cluster.kubectl(
+        "patch",
+        "workload",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+        check=False,
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    # No controller or ClusterQueue backs this reservation: remove it before the invariant check.
+    cluster.kubectl("delete", "workload", name, "-n", namespace, "--wait=true")
