@@ -77,6 +77,7 @@ class Engine:
         self.being_evicted: dict[ObjectKey, ObjectKey] = {}  # victim -> preemptor (expectations)
         self._drained: set[ObjectKey] = set()  # HoldAndDrain evictions already emitted
 
+        self._unadmitted_version: dict[ObjectKey, WorkloadInfo] = {}  # newest event while assumed
         self._last_reason: dict[ObjectKey, tuple[str, str]] = {}
         self._reasons_to_emit: dict[ObjectKey, tuple[str, str]] = {}
         self._evictions_to_emit: list[Eviction] = []
@@ -232,12 +233,22 @@ class Engine:
         self._resolve_priority(info)
         if info.pending_reason is not None:
             self._last_reason[key] = info.pending_reason
-        if old is not None and old.admission is not None and old.admission.assumed and info.admission is None:
-            # A stale event from before our own admission write: keep the assumption until the
-            # controller confirms or rolls it back.
-            if info.finished or not info.active:
+        if (
+            old is not None
+            and old.admission is not None
+            and old.admission.assumed
+            and info.admission is None
+            and info.uid == old.uid
+        ):
+            # An event from before our own admission write: keep the assumption until the
+            # reservation comes back or the controller rolls it back; remember this version so
+            # a rollback requeues the workload as it is now.
+            if info.finished or not info.active or info.deleting:
                 self._forget(key)
+            else:
+                self._unadmitted_version[key] = info
             return
+        self._unadmitted_version.pop(key, None)
         if info.finished or (info.admission is None and (not info.active or info.deleting)):
             self._forget(key)
             return
@@ -254,18 +265,22 @@ class Engine:
         self._forget(object_key(namespace, name))
 
     def confirm(self, key: ObjectKey) -> None:
-        """The admission write for ``key`` succeeded."""
+        """The admission write for ``key`` succeeded (its echo will arrive through the informer)."""
         info = self.workloads.get(key)
-        if info is not None and info.admission is not None:
-            info.admission.assumed = False
+        if info is not None and info.admission is not None and info.admission.assumed:
+            info.admission.write_confirmed = True
 
     def rollback(self, key: ObjectKey) -> None:
         """The admission write for ``key`` failed: drop the assumption and requeue it at once."""
         info = self.workloads.get(key)
-        if info is None or info.admission is None or not info.admission.assumed:
+        if info is None or info.admission is None or not info.admission.assumed or info.admission.write_confirmed:
             return
         self._release_quota(key, info)
-        info.admission = None
+        latest = self._unadmitted_version.pop(key, None)
+        if latest is not None:
+            info = self.workloads[key] = latest
+        else:
+            info.admission = None
         self._route(info)
 
     def preemption_failed(self, victim: ObjectKey) -> None:
@@ -498,6 +513,7 @@ class Engine:
         self._unindex_pending(info)
         self._last_reason.pop(key, None)
         self._reasons_to_emit.pop(key, None)
+        self._unadmitted_version.pop(key, None)
         self.being_evicted.pop(key, None)
 
     # ============================================================================================

@@ -180,7 +180,10 @@ class AdmissionInfo:
     usage: dict[FlavorResource, int]
     admitted: bool  # Admitted=True (all checks Ready), as opposed to only QuotaReserved
     reserved_at: float = 0.0  # when quota was reserved; preemption evicts the most recent first
-    assumed: bool = False  # reserved by this engine, API write not yet confirmed
+    # Reserved by this engine and not yet seen back from the API. Until the informer shows the
+    # reservation, events without it are older than our write and must not undo it.
+    assumed: bool = False
+    write_confirmed: bool = False  # the controller reported the API write succeeded
 
 
 @dataclass(slots=True)

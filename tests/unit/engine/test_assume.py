@@ -42,6 +42,8 @@ def test_stale_event_keeps_assumption_and_echo_confirms_without_double_counting(
     world.add(wl.obj())  # informer delivers an older version without the admission
     assert world.usage("cq") == 2000
     world.engine.confirm(reservation.workload)
+    world.add(wl.obj())  # still older than our write, even after it succeeded
+    assert world.usage("cq") == 2000 and world.cycle().reservations == []
     world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2")
               .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
     assert world.usage("cq") == 2000
@@ -130,3 +132,19 @@ def test_bad_input_does_not_crash() -> None:
     assert pending.reason == "Inadmissible"
     assert pending.message.startswith("spec.podSets[0].template.spec.containers[0].resources.requests[cpu]: "
                                       'Invalid value: "lots"')
+
+
+def test_rollback_requeues_the_newest_version_and_recreation_is_not_stale() -> None:
+    world = _world()
+    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").priority(0).obj())
+    (reservation,) = world.cycle().reservations
+    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").priority(7).obj())  # newer, pre-write
+    world.engine.rollback(reservation.workload)
+    assert world.engine.workloads["ns/a"].priority == 7
+    assert [r.workload for r in world.cycle().reservations] == ["ns/a"]
+    # Deleted and recreated under the same name (new UID) while assumed: the old assumption goes.
+    recreated = WlBuilder("a", "ns").queue("lq-cq").podset(cpu="1").obj()
+    recreated["metadata"]["uid"] = "another-uid"
+    world.add(recreated)
+    assert world.usage("cq") == 0
+    assert [r.uid for r in world.cycle().reservations] == ["another-uid"]
