@@ -239,7 +239,8 @@ class SchedulerLoop:
                 lambda wl, e=eviction: eviction_patch(wl, reason=e.reason, message=e.message, now=now),
             )
         for preemption in result.preemptions:
-            self._preempt(preemption, now)
+            if not self._preempt(preemption, now):
+                engine.preemption_failed(preemption.victim)
         futures = {r.workload: pool.submit(self._reserve, r, now) for r in result.reservations}
         pending = [
             pool.submit(
@@ -331,7 +332,9 @@ class SchedulerLoop:
         )
         return True
 
-    def _preempt(self, preemption: Preemption, now: datetime) -> None:
+    def _preempt(self, preemption: Preemption, now: datetime) -> bool:
+        """Evict one victim; False only when the write failed (the engine may pick it again).
+        A victim that no longer holds quota or is already evicted needs nothing: True."""
         try:
             written = self._write(
                 preemption.victim,
@@ -345,9 +348,9 @@ class SchedulerLoop:
             )
         except ApiError as err:
             log.warning("preemption write failed", extra={"victim": preemption.victim, "error": str(err)})
-            return
+            return False
         if written is None:
-            return
+            return True
         m.PREEMPTED_TOTAL.labels(preemption.preemptor_cluster_queue, preemption.reason).inc()
         m.EVICTED_TOTAL.labels(
             preemption.victim_cluster_queue,
@@ -373,6 +376,7 @@ class SchedulerLoop:
                 "reason": preemption.reason,
             },
         )
+        return True
 
     def _observe(self, engine: Engine, result: CycleResult) -> None:
         outcome = "success" if result.admitted_anything else "inadmissible"
