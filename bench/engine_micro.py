@@ -8,8 +8,9 @@ prio 200) in the baseline's proportions 350:100:50.
 
 For each backlog size (1k, 5k, 15k, 50k by default) it loads that many pending workloads and then
 runs in *steady state*: the simulated clock advances ``--step-ms`` per cycle, admitted workloads
-finish after their class runtime, every admitted or evicted workload is replaced by a new
-pending one so the backlog stays at its size, and every reservation is confirmed and echoed back
+finish after their class runtime, every admitted workload is replaced by a new pending one of
+its class (an evicted one returns to the queue instead) so the backlog keeps its size and class
+mix, and every reservation is confirmed and echoed back
 through ``upsert_workload`` as the informer would. Only engine calls are timed, in process CPU
 time (so the figure means "on one core" even on a busy machine).
 
@@ -144,7 +145,9 @@ class Simulation:
         self.cycle_times: list[float] = []
         self.admissions = 0
         self.preemptions = 0
-        self.requeued_victims = 0  # evicted workloads back in the queue stand in for new arrivals
+        # Evicted workloads back in the queue stand in for new arrivals of their class, so the
+        # backlog keeps its size and its class mix whatever the backlog size.
+        self.requeued_victims: dict[str, int] = dict.fromkeys(CLASSES, 0)
         self.engine.upsert_resource_flavor({"metadata": {"name": "default"}, "spec": {}})
         for index, name in enumerate(self.queues):
             self.engine.upsert_cluster_queue(_cluster_queue(name, f"cohort-{index // QUEUES_PER_COHORT}"))
@@ -166,10 +169,11 @@ class Simulation:
             gc.collect()
             gc.freeze()
 
-    def _new_workload(self) -> dict[str, Any]:
+    def _new_workload(self, klass: str | None = None) -> dict[str, Any]:
         self.seq += 1
         queue = self.queues[self.seq % len(self.queues)]
-        klass = self.classes[(self.seq // len(self.queues)) % len(self.classes)]
+        if klass is None:
+            klass = self.classes[(self.seq // len(self.queues)) % len(self.classes)]
         obj = _workload(f"wl-{self.seq}", f"ns-{queue}", klass, self.now + self.seq * 1e-3)
         self.objects[f"ns-{queue}/wl-{self.seq}"] = obj
         return obj
@@ -215,10 +219,10 @@ class Simulation:
             self.seq += 1
             self.run_token[reservation.workload] = self.seq
             heapq.heappush(self.running, (self.now + CLASSES[klass][1] / 1000.0, self.seq, reservation.workload))
-            if self.requeued_victims:
-                self.requeued_victims -= 1
+            if self.requeued_victims[klass]:
+                self.requeued_victims[klass] -= 1
             else:
-                arrivals.append(self._new_workload())
+                arrivals.append(self._new_workload(klass))
         for preemption in result.preemptions:
             # The eviction completes at once: the victim goes back to the queue without quota.
             victim = dict(self.objects[preemption.victim])
@@ -226,7 +230,7 @@ class Simulation:
             self.objects[preemption.victim] = victim
             self.run_token.pop(preemption.victim, None)
             self._timed(self.engine.upsert_workload, victim)
-            self.requeued_victims += 1
+            self.requeued_victims[victim["metadata"]["labels"]["class"]] += 1
         self.admissions += len(result.reservations)
         self.preemptions += len(result.preemptions)
         for obj in arrivals:
