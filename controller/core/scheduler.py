@@ -119,6 +119,20 @@ class SchedulerLoop:
 
     def run(self, stop: threading.Event) -> None:
         """Lead: build a fresh engine from the caches and schedule until ``stop`` is set."""
+        engine = self.start_engine()
+        with ThreadPoolExecutor(
+            max_workers=self._write_threads, thread_name_prefix="admission-write"
+        ) as pool:
+            while not stop.is_set():
+                result = self.step(engine, pool)
+                if result is None or (not result.admitted_anything and self._changes.empty()):
+                    self._wait(stop)
+        self._accepting = False
+        self.engine = None
+        log.info("scheduler stopped")
+
+    def start_engine(self) -> Engine:
+        """Accept events from now on and fill a fresh engine from every informer's cache."""
         self._accepting = True
         self._applied_rv.clear()
         engine = self.engine = self._engine_factory()
@@ -129,27 +143,22 @@ class SchedulerLoop:
             "scheduler started",
             extra={"workloads": len(engine.workloads), "clusterQueues": len(engine.cluster_queues)},
         )
-        with ThreadPoolExecutor(
-            max_workers=self._write_threads, thread_name_prefix="admission-write"
-        ) as pool:
-            while not stop.is_set():
-                self._drain(engine)
-                try:
-                    result = engine.schedule(self._clock())
-                except Exception:
-                    # A bug in one cycle must not stop admission for everyone; the next event or
-                    # tick retries with whatever changed in between.
-                    log.exception("scheduling cycle failed")
-                    self._wait(stop)
-                    continue
-                self.cycles += 1
-                self._apply(engine, result, pool)
-                self._observe(engine, result)
-                if not result.admitted_anything and self._changes.empty():
-                    self._wait(stop)
-        self._accepting = False
-        self.engine = None
-        log.info("scheduler stopped")
+        return engine
+
+    def step(self, engine: Engine, pool: ThreadPoolExecutor) -> CycleResult | None:
+        """Feed pending changes, run one cycle and write its decisions (None if the cycle failed)."""
+        self._drain(engine)
+        try:
+            result = engine.schedule(self._clock())
+        except Exception:
+            # A bug in one cycle must not stop admission for everyone; the next event or tick
+            # retries with whatever changed in between.
+            log.exception("scheduling cycle failed")
+            return None
+        self.cycles += 1
+        self._apply(engine, result, pool)
+        self._observe(engine, result)
+        return result
 
     def _wait(self, stop: threading.Event) -> None:
         self._wake.wait(IDLE_TICK_SECONDS)

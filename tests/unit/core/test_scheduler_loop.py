@@ -1,0 +1,146 @@
+"""The scheduler loop around the real engine, against an in-memory API: assume-then-write with
+confirm/rollback, conflict retry with fresh state, preemption writes, pending reasons."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from controller.core.events import RecordingEvents
+from controller.core.scheduler import KINDS, SchedulerLoop
+from pykueue.kube.errors import ServerError
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
+from tests.unit.core.fakes import FakeApi, FakeInformer
+
+
+class Harness:
+    def __init__(self, cpu: str = "2", **cq_calls: tuple) -> None:
+        self.informers = {kind: FakeInformer() for kind in KINDS}
+        self.api = FakeApi(self.informers)
+        self.events = RecordingEvents()
+        self.api.put("namespaces", {"metadata": {"name": "ns", "labels": {}}})
+        self.api.put("resourceflavors", ResourceFlavorBuilder("default").obj())
+        cq = ClusterQueueBuilder("cq").flavor("default", cpu=cpu)
+        for call, args in cq_calls.items():
+            getattr(cq, call)(*args)
+        self.api.put("clusterqueues", cq.obj())
+        self.api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").obj())
+        self.loop = SchedulerLoop(self.api, self.informers, self.events, clock=lambda: 1_800_000_000.0)
+        self.pool = ThreadPoolExecutor(max_workers=2)
+        self.engine = None
+
+    def submit(self, name: str, cpu: str = "1", priority: int = 0) -> None:
+        self.api.put(
+            "workloads", WorkloadBuilder(name, "ns").queue("lq").podset(cpu=cpu).priority(priority).obj()
+        )
+        if self.engine is not None:
+            self.loop.notify("workloads", f"ns/{name}")
+
+    def start(self) -> None:
+        self.engine = self.loop.start_engine()
+
+    def step(self):
+        assert self.engine is not None
+        return self.loop.step(self.engine, self.pool)
+
+    def workload(self, name: str) -> dict:
+        return self.api.objects[("workloads", f"ns/{name}")]
+
+    def reserved(self) -> set[str]:
+        return {
+            k.split("/")[1]
+            for (plural, k), o in self.api.objects.items()
+            if plural == "workloads" and (o.get("status") or {}).get("admission")
+        }
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    h = Harness()
+    yield h
+    h.pool.shutdown()
+
+
+def _cond(obj: dict, type_: str) -> dict:
+    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+
+
+def test_reservations_are_written_and_confirmed(harness: Harness) -> None:
+    harness.submit("a")
+    harness.submit("b")
+    harness.submit("c")
+    harness.start()
+    result = harness.step()
+    assert {r.workload for r in result.reservations} == {"ns/a", "ns/b"}
+    assert harness.reserved() == {"a", "b"}
+    assert _cond(harness.workload("a"), "Admitted")["status"] == "True"
+    assert _cond(harness.workload("c"), "QuotaReserved")["reason"] == "WaitingForQuota"
+    assert ("ns/a", "Normal", "QuotaReserved") in [(k, t, r) for k, t, r, _ in harness.events.events]
+    # Nothing new: the next cycles write nothing more.
+    writes = len(harness.api.patches)
+    harness.step()
+    assert len(harness.api.patches) == writes
+
+
+def test_failed_write_rolls_back_and_the_workload_is_admitted_later(harness: Harness) -> None:
+    harness.submit("a")
+    harness.start()
+    harness.api.failures = [ServerError(500, "InternalError", "etcd is sad")]
+    result = harness.step()
+    assert [r.workload for r in result.reservations] == ["ns/a"]
+    assert harness.reserved() == set()
+    assert harness.engine.workloads["ns/a"].admission is None, "the assumption was rolled back"
+    harness.step()
+    assert harness.reserved() == {"a"}
+
+
+def test_conflict_is_retried_against_fresh_state(harness: Harness) -> None:
+    harness.submit("a")
+    harness.start()
+    # Someone else (e.g. the job integration) writes after our cache saw the object.
+    harness.api.lag = True
+    fresh = harness.api.get(type("R", (), {"plural": "workloads"}), "a", "ns")
+    fresh["metadata"]["labels"] = {"touched": "yes"}
+    harness.api.objects[("workloads", "ns/a")] = fresh
+    harness.api._stamp(fresh)
+    harness.step()
+    written = harness.workload("a")
+    assert written["status"]["admission"]["clusterQueue"] == "cq"
+    assert written["metadata"]["labels"] == {"touched": "yes"}, "the retry patched the fresh object"
+
+
+def test_reservation_for_a_workload_that_moved_on_is_rolled_back(harness: Harness) -> None:
+    harness.submit("a")
+    harness.start()
+    # After the engine saw it, and before our cache does, the workload is deactivated.
+    harness.api.lag = True
+    moved_on = harness.api.objects[("workloads", "ns/a")]
+    moved_on["spec"]["active"] = False
+    harness.api._stamp(moved_on)
+    result = harness.step()
+    assert [r.workload for r in result.reservations] == ["ns/a"], "the engine decided on the stale version"
+    assert harness.reserved() == set(), "the conflict re-read showed it must not be admitted"
+    assert harness.engine.workloads["ns/a"].admission is None, "the assumption was rolled back"
+
+
+def test_preemption_writes_eviction_on_the_victim() -> None:
+    h = Harness(cpu="1", preemption=("LowerPriority",))
+    try:
+        h.submit("low", priority=1)
+        h.start()
+        h.step()
+        assert h.reserved() == {"low"}
+        h.submit("high", priority=100)
+        result = h.step()
+        assert [p.victim for p in result.preemptions] == ["ns/low"]
+        victim = h.workload("low")
+        assert _cond(victim, "Evicted")["reason"] == "Preempted"
+        assert _cond(victim, "Preempted")["reason"] == "InClusterQueue"
+        assert "Preempted" in h.events.reasons("ns/low")
+        assert "PreemptedWorkload" in h.events.reasons("ns/high")
+        # The victim still holds its quota until its reservation is cleared.
+        assert h.reserved() == {"low"}
+    finally:
+        h.pool.shutdown()
