@@ -851,3 +851,76 @@ class SeedWorkloadBuilder(WorkloadBuilder):
         status.pop("nominatedClusterNames", None)
         status["clusterName"] = cluster
         return self
+
+
+# =================================================================================================
+# Admission engine area: placement constraints, fungibility and taints for flavor-assignment tests
+# =================================================================================================
+
+
+class PlacementWorkloadBuilder(SeedWorkloadBuilder):
+    """Constraints on the *last* pod set: ``.podset(cpu="1").node_selector(zone="a").at(30)``."""
+
+    def at(self, second: int) -> Self:
+        """Created ``second`` seconds after 2026-01-01T00:00:00Z (queue order in tests)."""
+        return self.created(f"2026-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z")
+
+    def _last_pod_spec(self) -> Obj:
+        return self._obj["spec"]["podSets"][-1]["template"]["spec"]
+
+    def node_selector(self, **labels: str) -> Self:
+        self._last_pod_spec()["nodeSelector"] = dict(labels)
+        return self
+
+    def required_affinity(self, *terms: list[Obj]) -> Self:
+        """Required node affinity; each argument is one term's matchExpressions (terms are ORed)."""
+        self._last_pod_spec()["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": list(term)} for term in terms]
+                }
+            }
+        }
+        return self
+
+    def toleration(self, key: str, value: str = "", effect: str = "NoSchedule", operator: str = "Equal") -> Self:
+        toleration: Obj = {"key": key, "operator": operator, "effect": effect}
+        if operator == "Equal":
+            toleration["value"] = value
+        self._last_pod_spec().setdefault("tolerations", []).append(toleration)
+        return self
+
+
+class FungibleClusterQueueBuilder(ClusterQueueBuilder):
+    """ClusterQueue with ``flavorFungibility`` and a ``borrowWithinCohort`` priority threshold."""
+
+    def fungibility(
+        self, when_can_borrow: str | None = None, when_can_preempt: str | None = None, preference: str | None = None
+    ) -> Self:
+        fungibility = self._obj["spec"].setdefault("flavorFungibility", {})
+        if when_can_borrow:
+            fungibility["whenCanBorrow"] = when_can_borrow
+        if when_can_preempt:
+            fungibility["whenCanPreempt"] = when_can_preempt
+        if preference:
+            fungibility["preference"] = preference
+        return self
+
+    def borrow_threshold(self, threshold: int) -> Self:
+        """``borrowWithinCohort.maxPriorityThreshold`` (set ``.preemption(borrow_within_cohort=...)`` first)."""
+        self._obj["spec"]["preemption"]["borrowWithinCohort"]["maxPriorityThreshold"] = threshold
+        return self
+
+
+class TaintedFlavorBuilder(ResourceFlavorBuilder):
+    """ResourceFlavor with ``nodeTaints`` and ``tolerations``."""
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> Self:
+        self._obj["spec"].setdefault("nodeTaints", []).append({"key": key, "value": value, "effect": effect})
+        return self
+
+    def toleration(self, key: str, value: str = "", effect: str = "NoSchedule") -> Self:
+        self._obj["spec"].setdefault("tolerations", []).append(
+            {"key": key, "operator": "Equal", "value": value, "effect": effect}
+        )
+        return self

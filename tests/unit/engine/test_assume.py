@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import AdmissionCheckBuilder, ResourceFlavorBuilder
-from tests.unit.engine.builders import QueueBuilder, WlBuilder, World
+from tests.builders import (
+    AdmissionCheckBuilder,
+    FungibleClusterQueueBuilder,
+    PlacementWorkloadBuilder,
+    ResourceFlavorBuilder,
+)
+from tests.unit.engine.harness import World
 
 
 def _world(capacity: str = "2") -> World:
     world = World().flavors("default")
-    world.queue(QueueBuilder("cq").flavor("default", cpu=capacity).obj())
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu=capacity).obj())
     return world
 
 
 def test_reservation_is_assumed_immediately() -> None:
     world = _world()
-    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").obj())
-    world.add(WlBuilder("b", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
+    world.add(PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2").obj())
+    world.add(PlacementWorkloadBuilder("b", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
     first = world.cycle()
     assert [r.workload for r in first.reservations] == ["ns/a"]
     assert world.usage("cq") == 2000
@@ -27,7 +32,7 @@ def test_reservation_is_assumed_immediately() -> None:
 
 def test_rollback_releases_quota_and_requeues() -> None:
     world = _world()
-    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").obj())
+    world.add(PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2").obj())
     (reservation,) = world.cycle().reservations
     world.engine.rollback(reservation.workload)
     assert world.usage("cq") == 0
@@ -36,7 +41,7 @@ def test_rollback_releases_quota_and_requeues() -> None:
 
 def test_stale_event_keeps_assumption_and_echo_confirms_without_double_counting() -> None:
     world = _world()
-    wl = WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2")
+    wl = PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2")
     world.add(wl.obj())
     (reservation,) = world.cycle().reservations
     world.add(wl.obj())  # informer delivers an older version without the admission
@@ -44,7 +49,7 @@ def test_stale_event_keeps_assumption_and_echo_confirms_without_double_counting(
     world.engine.confirm(reservation.workload)
     world.add(wl.obj())  # still older than our write, even after it succeeded
     assert world.usage("cq") == 2000 and world.cycle().reservations == []
-    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2")
+    world.add(PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2")
               .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
     assert world.usage("cq") == 2000
     world.engine.rollback(reservation.workload)  # confirmed: rollback is a no-op
@@ -54,9 +59,9 @@ def test_stale_event_keeps_assumption_and_echo_confirms_without_double_counting(
 @pytest.mark.parametrize("how", ["finished", "deleted", "admission cleared", "deactivated"])
 def test_quota_is_released(how: str) -> None:
     world = _world()
-    running = WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").reserved("cq", {"cpu": "default"}, {"cpu": "2"})
+    running = PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2").reserved("cq", {"cpu": "default"}, {"cpu": "2"})
     world.add(running.obj())
-    world.add(WlBuilder("b", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
+    world.add(PlacementWorkloadBuilder("b", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
     assert world.usage("cq") == 2000
     assert world.admit() == []
     if how == "finished":
@@ -64,9 +69,9 @@ def test_quota_is_released(how: str) -> None:
     elif how == "deleted":
         world.finish("ns/a")
     elif how == "admission cleared":
-        world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").at(0).obj())
+        world.add(PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2").at(0).obj())
     else:
-        world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").active(False).obj())
+        world.add(PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2").active(False).obj())
     # Evicted back to pending, "a" is requeued and, being older, goes first.
     assert world.admit() == (["ns/a"] if how == "admission cleared" else ["ns/b"])
 
@@ -75,12 +80,12 @@ def test_admission_checks_by_flavor() -> None:
     world = World().flavors("on-demand", "spot")
     for name in ("always", "spot-only", "ondemand-only"):
         world.engine.upsert_admission_check(AdmissionCheckBuilder(name).active(True).obj())
-    cq = (QueueBuilder("cq").flavor("on-demand", cpu="1").flavor("spot", cpu="4")
+    cq = (FungibleClusterQueueBuilder("cq").flavor("on-demand", cpu="1").flavor("spot", cpu="4")
           .admission_check_strategy("always").admission_check_strategy("spot-only", "spot")
           .admission_check_strategy("ondemand-only", "on-demand"))
     world.queue(cq.obj())
-    world.add(WlBuilder("small", "ns").queue("lq-cq").podset(cpu="1").obj())
-    world.add(WlBuilder("big", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
+    world.add(PlacementWorkloadBuilder("small", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("big", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
     checks = {r.workload: r.admission_checks for r in world.cycle().reservations}
     assert checks == {"ns/small": ("always", "ondemand-only"), "ns/big": ("always", "spot-only")}
     assert world.engine.cluster_queue_status("cq").admitted_workloads == 0  # checks pending
@@ -90,15 +95,15 @@ def test_admission_checks_by_flavor() -> None:
 def test_plain_admission_check_list() -> None:
     world = World().flavors("default")
     world.engine.upsert_admission_check(AdmissionCheckBuilder("prov").active(True).obj())
-    world.queue(QueueBuilder("cq").flavor("default", cpu="1").admission_checks("prov").obj())
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="1").admission_checks("prov").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     (reservation,) = world.cycle().reservations
     assert reservation.admission_checks == ("prov",)
 
 
 def test_check_in_retry_keeps_workload_out_of_the_queue() -> None:
     world = _world()
-    wl = WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").check("prov", "Retry")
+    wl = PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").check("prov", "Retry")
     world.add(wl.obj())
     assert world.admit() == []
     world.add(wl.check("prov", "Pending").obj())
@@ -108,9 +113,9 @@ def test_check_in_retry_keeps_workload_out_of_the_queue() -> None:
 def test_status_reports_usage_per_flavor() -> None:
     world = World().flavors("default")
     world.engine.upsert_resource_flavor(ResourceFlavorBuilder("extra").obj())
-    world.queue(QueueBuilder("cq").cohort("co").flavor("default", cpu="1").flavor("extra", cpu="1").obj())
-    world.queue(QueueBuilder("lender").cohort("co").flavor("default", cpu="4").flavor("extra", cpu="0").obj())
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1500m").obj())
+    world.queue(FungibleClusterQueueBuilder("cq").cohort("co").flavor("default", cpu="1").flavor("extra", cpu="1").obj())
+    world.queue(FungibleClusterQueueBuilder("lender").cohort("co").flavor("default", cpu="4").flavor("extra", cpu="0").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1500m").obj())
     world.admit()
     status = world.engine.cluster_queue_status("cq")
     assert status.flavors_reservation == [
@@ -123,7 +128,7 @@ def test_status_reports_usage_per_flavor() -> None:
 
 def test_bad_input_does_not_crash() -> None:
     world = _world()
-    world.add(WlBuilder("bad", "ns").queue("lq-cq").podset(cpu="lots").obj())
+    world.add(PlacementWorkloadBuilder("bad", "ns").queue("lq-cq").podset(cpu="lots").obj())
     world.engine.upsert_workload({"metadata": {"name": "x"}})  # no namespace
     world.engine.upsert_workload({"metadata": "nonsense", "spec": []})
     world.engine.upsert_cluster_queue({"metadata": {"name": "weird"}, "spec": {"resourceGroups": "no"}})
@@ -136,14 +141,14 @@ def test_bad_input_does_not_crash() -> None:
 
 def test_rollback_requeues_the_newest_version_and_recreation_is_not_stale() -> None:
     world = _world()
-    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").priority(0).obj())
+    world.add(PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2").priority(0).obj())
     (reservation,) = world.cycle().reservations
-    world.add(WlBuilder("a", "ns").queue("lq-cq").podset(cpu="2").priority(7).obj())  # newer, pre-write
+    world.add(PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="2").priority(7).obj())  # newer, pre-write
     world.engine.rollback(reservation.workload)
     assert world.engine.workloads["ns/a"].priority == 7
     assert [r.workload for r in world.cycle().reservations] == ["ns/a"]
     # Deleted and recreated under the same name (new UID) while assumed: the old assumption goes.
-    recreated = WlBuilder("a", "ns").queue("lq-cq").podset(cpu="1").obj()
+    recreated = PlacementWorkloadBuilder("a", "ns").queue("lq-cq").podset(cpu="1").obj()
     recreated["metadata"]["uid"] = "another-uid"
     world.add(recreated)
     assert world.usage("cq") == 0

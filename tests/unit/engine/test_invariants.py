@@ -7,7 +7,8 @@ import random
 import pytest
 
 from controller.engine import quota
-from tests.unit.engine.builders import CohortBuilder, QueueBuilder, WlBuilder, World
+from tests.builders import CohortBuilder, FungibleClusterQueueBuilder, PlacementWorkloadBuilder
+from tests.unit.engine.harness import World
 
 FR = ("default", "cpu")
 
@@ -17,7 +18,7 @@ def _world(rng: random.Random) -> World:
     world.engine.upsert_cohort(CohortBuilder("left").parent("root").obj())
     world.engine.upsert_cohort(CohortBuilder("right").parent("root").flavor("default", cpu="2").obj())
     for i in range(5):
-        cq = QueueBuilder(f"cq{i}").cohort(rng.choice(["left", "right", "root"]))
+        cq = FungibleClusterQueueBuilder(f"cq{i}").cohort(rng.choice(["left", "right", "root"]))
         limits = {}
         if rng.random() < 0.5:
             limits["borrowing_limit"] = {"cpu": str(rng.randint(0, 4))}
@@ -61,7 +62,7 @@ def test_random_operations_keep_invariants(seed: int) -> None:
         if action < 0.45:
             counter += 1
             cq = f"cq{rng.randrange(5)}"
-            world.add(WlBuilder(f"w{counter}", "ns").queue(f"lq-{cq}").podset(cpu=rng.choice(["500m", "1", "2", "3"]))
+            world.add(PlacementWorkloadBuilder(f"w{counter}", "ns").queue(f"lq-{cq}").podset(cpu=rng.choice(["500m", "1", "2", "3"]))
                       .priority(rng.choice([0, 5, 10])).at(counter % 3600).obj())
         elif action < 0.6 and holding:
             key = rng.choice(sorted(holding))
@@ -81,7 +82,7 @@ def test_random_operations_keep_invariants(seed: int) -> None:
                 # The eviction completes: the victim goes back to pending without quota.
                 assert preemption.victim in holding or preemption.victim not in world.engine.workloads
                 if preemption.victim in holding:
-                    obj = WlBuilder(preemption.victim.split("/")[1], "ns").obj()
+                    obj = PlacementWorkloadBuilder(preemption.victim.split("/")[1], "ns").obj()
                     info = world.engine.workloads[preemption.victim]
                     obj["spec"]["queueName"] = info.queue_name
                     obj["spec"]["podSets"] = [{"name": "main", "count": 1, "template": {"spec": {"containers": [

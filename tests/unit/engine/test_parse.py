@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from controller.engine.parse import parse_cluster_queue, parse_workload
-from tests.unit.engine.builders import QueueBuilder, WlBuilder
+from tests.builders import FungibleClusterQueueBuilder, PlacementWorkloadBuilder
 
 
 def test_requests_default_to_limits_and_count_init_containers_and_overhead() -> None:
-    obj = WlBuilder("wl", "ns").queue("q").podset(count=3, cpu="1").obj()
+    obj = PlacementWorkloadBuilder("wl", "ns").queue("q").podset(count=3, cpu="1").obj()
     pod = obj["spec"]["podSets"][0]["template"]["spec"]
     pod["containers"].append({"name": "side", "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}})
     pod["initContainers"] = [{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "512Mi"}}}]
@@ -18,7 +18,7 @@ def test_requests_default_to_limits_and_count_init_containers_and_overhead() -> 
 
 
 def test_status_only_update_reuses_parsed_podsets() -> None:
-    builder = WlBuilder("wl", "ns").queue("q").podset(cpu="1")
+    builder = PlacementWorkloadBuilder("wl", "ns").queue("q").podset(cpu="1")
     first = parse_workload(builder.obj())
     second = parse_workload(builder.condition("QuotaReserved", False, "Pending").obj(), first)
     assert second.podsets is first.podsets and second.shape == first.shape
@@ -30,20 +30,20 @@ def test_status_only_update_reuses_parsed_podsets() -> None:
 
 
 def test_v1beta1_and_v1beta2_spellings() -> None:
-    v1beta1 = parse_cluster_queue(QueueBuilder("cq").cohort("co").flavor("f", cpu="1")
+    v1beta1 = parse_cluster_queue(FungibleClusterQueueBuilder("cq").cohort("co").flavor("f", cpu="1")
                                   .fungibility("Borrow", "Preempt").obj())
     assert v1beta1.cohort == "co"
     assert not v1beta1.when_can_borrow_try_next and not v1beta1.when_can_preempt_try_next
-    v1beta2 = QueueBuilder("cq").flavor("f", cpu="1").fungibility("TryNextFlavor", "MayStopSearch").obj()
+    v1beta2 = FungibleClusterQueueBuilder("cq").flavor("f", cpu="1").fungibility("TryNextFlavor", "MayStopSearch").obj()
     v1beta2["spec"]["cohortName"] = "co2"
     spec = parse_cluster_queue(v1beta2)
     assert spec.cohort == "co2" and spec.when_can_borrow_try_next and not spec.when_can_preempt_try_next
-    defaults = parse_cluster_queue(QueueBuilder("cq").flavor("f", cpu="1").obj())
+    defaults = parse_cluster_queue(FungibleClusterQueueBuilder("cq").flavor("f", cpu="1").obj())
     assert not defaults.when_can_borrow_try_next and defaults.when_can_preempt_try_next
 
 
 def test_bad_quota_makes_the_queue_invalid_with_a_field_path() -> None:
-    spec = parse_cluster_queue(QueueBuilder("cq").flavor("f", cpu="many").obj())
+    spec = parse_cluster_queue(FungibleClusterQueueBuilder("cq").flavor("f", cpu="many").obj())
     assert spec.errors == (
         'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: "many": '
         "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import AdmissionCheckBuilder, LocalQueueBuilder, ResourceFlavorBuilder
-from tests.unit.engine.builders import QueueBuilder, WlBuilder, World
+from tests.builders import (
+    AdmissionCheckBuilder,
+    FungibleClusterQueueBuilder,
+    LocalQueueBuilder,
+    PlacementWorkloadBuilder,
+    ResourceFlavorBuilder,
+)
+from tests.unit.engine.harness import World
 
 
-def _one_queue(cq: QueueBuilder | None = None, **kw) -> World:
+def _one_queue(cq: FungibleClusterQueueBuilder | None = None, **kw) -> World:
     world = World(**kw).flavors("default")
-    world.queue((cq or QueueBuilder("cq").flavor("default", cpu="1")).obj())
+    world.queue((cq or FungibleClusterQueueBuilder("cq").flavor("default", cpu="1")).obj())
     return world
 
 
 def test_priority_then_timestamp_order() -> None:
     world = _one_queue(heads=1)
-    world.add(WlBuilder("old-low", "ns").queue("lq-cq").podset(cpu="1").priority(0).at(0).obj())
-    world.add(WlBuilder("new-high", "ns").queue("lq-cq").podset(cpu="1").priority(5).at(10).obj())
-    world.add(WlBuilder("old-high", "ns").queue("lq-cq").podset(cpu="1").priority(5).at(5).obj())
+    world.add(PlacementWorkloadBuilder("old-low", "ns").queue("lq-cq").podset(cpu="1").priority(0).at(0).obj())
+    world.add(PlacementWorkloadBuilder("new-high", "ns").queue("lq-cq").podset(cpu="1").priority(5).at(10).obj())
+    world.add(PlacementWorkloadBuilder("old-high", "ns").queue("lq-cq").podset(cpu="1").priority(5).at(5).obj())
     order = []
     for _ in range(3):
         (key,) = world.admit()
@@ -29,11 +35,11 @@ def test_priority_then_timestamp_order() -> None:
 
 @pytest.mark.parametrize(("strategy", "admitted"), [("StrictFIFO", []), ("BestEffortFIFO", ["ns/small"])])
 def test_blocked_head(strategy: str, admitted: list[str]) -> None:
-    world = _one_queue(QueueBuilder("cq").flavor("default", cpu="4").strategy(strategy))
-    world.add(WlBuilder("running", "ns").queue("lq-cq").podset(cpu="2")
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="4").strategy(strategy))
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq-cq").podset(cpu="2")
               .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
-    world.add(WlBuilder("big", "ns").queue("lq-cq").podset(cpu="3").priority(10).at(0).obj())
-    world.add(WlBuilder("small", "ns").queue("lq-cq").podset(cpu="1").priority(0).at(5).obj())
+    world.add(PlacementWorkloadBuilder("big", "ns").queue("lq-cq").podset(cpu="3").priority(10).at(0).obj())
+    world.add(PlacementWorkloadBuilder("small", "ns").queue("lq-cq").podset(cpu="1").priority(0).at(5).obj())
     result = world.cycle()
     assert [r.workload for r in result.reservations] == admitted
     assert [p.workload for p in result.pending] == ["ns/big"]
@@ -44,10 +50,10 @@ def test_blocked_head(strategy: str, admitted: list[str]) -> None:
 
 
 def test_best_effort_parks_the_whole_shape_class() -> None:
-    world = _one_queue(QueueBuilder("cq").flavor("default", cpu="2"))
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2"))
     for i in range(50):
-        world.add(WlBuilder(f"big-{i}", "ns").queue("lq-cq").podset(cpu="3").at(i).obj())
-    world.add(WlBuilder("small", "ns").queue("lq-cq").podset(cpu="1").at(99).obj())
+        world.add(PlacementWorkloadBuilder(f"big-{i}", "ns").queue("lq-cq").podset(cpu="3").at(i).obj())
+    world.add(PlacementWorkloadBuilder("small", "ns").queue("lq-cq").podset(cpu="1").at(99).obj())
     result = world.cycle()
     # One head of the big class fails; the other 49 are parked with it, not tried one by one.
     assert [r.workload for r in result.reservations] == ["ns/small"]
@@ -59,8 +65,8 @@ def test_best_effort_parks_the_whole_shape_class() -> None:
 
 def test_requeue_after_quota_is_freed_is_batched() -> None:
     world = _one_queue(batch=1.0)
-    world.add(WlBuilder("first", "ns").queue("lq-cq").podset(cpu="1").at(0).obj())
-    world.add(WlBuilder("second", "ns").queue("lq-cq").podset(cpu="1").at(1).obj())
+    world.add(PlacementWorkloadBuilder("first", "ns").queue("lq-cq").podset(cpu="1").at(0).obj())
+    world.add(PlacementWorkloadBuilder("second", "ns").queue("lq-cq").podset(cpu="1").at(1).obj())
     assert world.admit() == ["ns/first"]
     world.finish("ns/first")
     # Quota is free, but the parked class comes back only after the batch period.
@@ -75,41 +81,41 @@ def test_requeue_after_quota_is_freed_is_batched() -> None:
 )
 def test_requeue_triggers(trigger: str) -> None:
     world = World(batch=0.0).flavors("default")
-    cq = QueueBuilder("cq").cohort("co").flavor("default", cpu="1")
+    cq = FungibleClusterQueueBuilder("cq").cohort("co").flavor("default", cpu="1")
     if trigger == "flavor created":
-        cq = QueueBuilder("cq").cohort("co").flavor("default", cpu="1").flavor("spot", cpu="4")
+        cq = FungibleClusterQueueBuilder("cq").cohort("co").flavor("default", cpu="1").flavor("spot", cpu="4")
     if trigger == "admission check activated":
         cq.admission_checks("check")
         world.engine.upsert_admission_check(AdmissionCheckBuilder("check").active(False).obj())
     world.queue(cq.obj())
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="3").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="3").obj())
     assert world.admit() == []
     if trigger == "quota increase":
-        world.engine.upsert_cluster_queue(QueueBuilder("cq").cohort("co").flavor("default", cpu="3").obj())
+        world.engine.upsert_cluster_queue(FungibleClusterQueueBuilder("cq").cohort("co").flavor("default", cpu="3").obj())
     elif trigger == "flavor created":
         world.engine.upsert_resource_flavor(ResourceFlavorBuilder("spot").obj())
     elif trigger == "admission check activated":
         world.engine.upsert_cluster_queue(
-            QueueBuilder("cq").cohort("co").flavor("default", cpu="3").admission_checks("check").obj()
+            FungibleClusterQueueBuilder("cq").cohort("co").flavor("default", cpu="3").admission_checks("check").obj()
         )
         assert world.admit() == []  # still inactive: the check is not Active
         world.engine.upsert_admission_check(AdmissionCheckBuilder("check").active(True).obj())
     else:
-        world.queue(QueueBuilder("lender").cohort("co").flavor("default", cpu="2").obj())
+        world.queue(FungibleClusterQueueBuilder("lender").cohort("co").flavor("default", cpu="2").obj())
     assert world.admit() == ["ns/wl"]
 
 
 def test_backoff_until_requeue_at() -> None:
     world = _one_queue()
     world.now = 1767225600.0  # 2026-01-01T00:00:00Z
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").requeue_state(1, "2026-01-01T00:01:00Z").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").requeue_state(1, "2026-01-01T00:01:00Z").obj())
     assert world.admit(advance=30) == []
     assert world.admit(advance=31) == ["ns/wl"]
 
 
 def test_requeued_false_holds_until_the_object_changes() -> None:
     world = _one_queue()
-    wl = WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").condition("Requeued", False, "PodsReadyTimeout")
+    wl = PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").condition("Requeued", False, "PodsReadyTimeout")
     world.add(wl.obj())
     assert world.admit() == []
     world.add(wl.condition("Requeued", True, "BackoffFinished").obj())
@@ -118,10 +124,10 @@ def test_requeued_false_holds_until_the_object_changes() -> None:
 
 def test_namespace_selector() -> None:
     world = World().flavors("default")
-    world.queue(QueueBuilder("cq").flavor("default", cpu="1")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="1")
                 .namespace_selector({"matchLabels": {"team": "a"}}).obj())
     world.engine.set_namespace("ns", {"team": "b"})
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     result = world.cycle()
     assert result.reservations == []
     assert [(p.reason, p.message) for p in result.pending] == [
@@ -132,14 +138,14 @@ def test_namespace_selector() -> None:
 
 def test_nil_namespace_selector_matches_nothing() -> None:
     world = World().flavors("default")
-    world.queue(QueueBuilder("cq").flavor("default", cpu="1").namespace_selector(None).obj())
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="1").namespace_selector(None).obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     assert world.admit() == []
 
 
 def test_missing_local_queue_then_created() -> None:
     world = _one_queue()
-    world.add(WlBuilder("wl", "ns").queue("nope").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("nope").podset(cpu="1").obj())
     result = world.cycle()
     assert [(p.reason, p.message) for p in result.pending] == [("Misconfigured", "LocalQueue nope doesn't exist")]
     world.engine.upsert_local_queue(LocalQueueBuilder("nope", "ns", "cq").obj())
@@ -147,57 +153,57 @@ def test_missing_local_queue_then_created() -> None:
 
 
 def test_pending_reason_written_only_when_it_changes() -> None:
-    world = _one_queue(QueueBuilder("cq").flavor("default", cpu="2"))
-    world.add(WlBuilder("running", "ns").queue("lq-cq").podset(cpu="2")
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2"))
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq-cq").podset(cpu="2")
               .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     assert len(world.cycle().pending) == 1
     # A status-only update of the ClusterQueue changes nothing: no requeue, no attempt.
-    with_status = QueueBuilder("cq").flavor("default", cpu="2").obj()
+    with_status = FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").obj()
     with_status["status"] = {"pendingWorkloads": 1}
     world.engine.upsert_cluster_queue(with_status)
     assert world.cycle().heads_tried == 0
     # A spec change requeues; the workload is tried again, fails the same way: no new write.
     world.engine.upsert_cluster_queue(
-        QueueBuilder("cq").flavor("default", cpu="2").preemption(within_cluster_queue="LowerPriority").obj()
+        FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").preemption(within_cluster_queue="LowerPriority").obj()
     )
     retried = world.cycle()
     assert retried.heads_tried == 1
     assert retried.pending == []
     # The reason the object already carries counts as written.
-    world2 = _one_queue(QueueBuilder("cq").flavor("default", cpu="0"))
+    world2 = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="0"))
     msg = "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default, " \
           "request > maximum capacity (1 > 0)"
-    world2.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1")
+    world2.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1")
                .condition("QuotaReserved", False, "ExceedsMaxQuota", msg).obj())
     assert world2.cycle().pending == []
 
 
 def test_stop_policy_hold_and_drain() -> None:
-    world = _one_queue(QueueBuilder("cq").flavor("default", cpu="2"))
-    world.add(WlBuilder("running", "ns").queue("lq-cq").podset(cpu="1")
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2"))
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq-cq").podset(cpu="1")
               .reserved("cq", {"cpu": "default"}, {"cpu": "1"}).admitted().obj())
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
-    world.engine.upsert_cluster_queue(QueueBuilder("cq").flavor("default", cpu="2").stop_policy("Hold").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.engine.upsert_cluster_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").stop_policy("Hold").obj())
     result = world.cycle()
     assert result.reservations == [] and result.evictions == []
     status = world.engine.cluster_queue_status("cq")
     assert status is not None and (status.active, status.reason) == (False, "Stopped")
     assert [(p.reason, p.message) for p in result.pending] == [("Suspended", "ClusterQueue cq is stopped")]
 
-    world.engine.upsert_cluster_queue(QueueBuilder("cq").flavor("default", cpu="2").stop_policy("HoldAndDrain").obj())
+    world.engine.upsert_cluster_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").stop_policy("HoldAndDrain").obj())
     result = world.cycle()
     assert [(e.workload, e.reason) for e in result.evictions] == [("ns/running", "ClusterQueueStopped")]
     assert world.cycle().evictions == []  # emitted once
 
-    world.engine.upsert_cluster_queue(QueueBuilder("cq").flavor("default", cpu="2").obj())
+    world.engine.upsert_cluster_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").obj())
     assert world.admit() == ["ns/wl"]
 
 
 def test_local_queue_stop_policy() -> None:
     world = _one_queue()
     world.engine.upsert_local_queue(LocalQueueBuilder("lq-cq", "ns", "cq").stop_policy("Hold").obj())
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     result = world.cycle()
     assert [(p.reason, p.message) for p in result.pending] == [("Suspended", "LocalQueue lq-cq is stopped")]
     lq_status = world.engine.local_queue_status("ns", "lq-cq")
@@ -208,9 +214,9 @@ def test_local_queue_stop_policy() -> None:
 
 @pytest.mark.parametrize(("heads", "per_cycle"), [(1, 1), (3, 3), (8, 5)])
 def test_heads_per_cluster_queue(heads: int, per_cycle: int) -> None:
-    world = _one_queue(QueueBuilder("cq").flavor("default", cpu="5"), heads=heads)
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="5"), heads=heads)
     for i in range(10):
-        world.add(WlBuilder(f"w{i}", "ns").queue("lq-cq").podset(cpu="1").at(i).obj())
+        world.add(PlacementWorkloadBuilder(f"w{i}", "ns").queue("lq-cq").podset(cpu="1").at(i).obj())
     assert len(world.admit()) == per_cycle
 
 
@@ -226,7 +232,7 @@ def test_heads_per_cluster_queue(heads: int, per_cycle: int) -> None:
 )
 def test_inactive_cluster_queue(setup: str, reason: str, message: str) -> None:
     world = World().flavors("default")
-    cq = QueueBuilder("cq").flavor("default", cpu="4")
+    cq = FungibleClusterQueueBuilder("cq").flavor("default", cpu="4")
     if setup == "missing flavor":
         cq.flavor("gone", cpu="4")
     else:
@@ -234,7 +240,7 @@ def test_inactive_cluster_queue(setup: str, reason: str, message: str) -> None:
     if setup == "inactive check":
         world.engine.upsert_admission_check(AdmissionCheckBuilder("ac").active(False).obj())
     world.queue(cq.obj())
-    world.add(WlBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     result = world.cycle()
     assert result.reservations == []
     status = world.engine.cluster_queue_status("cq")
@@ -246,9 +252,9 @@ def test_inactive_cluster_queue(setup: str, reason: str, message: str) -> None:
 
 def test_moving_a_pending_workload_to_another_local_queue() -> None:
     world = World().flavors("default")
-    world.queue(QueueBuilder("a").flavor("default", cpu="0").obj())
-    world.queue(QueueBuilder("b").flavor("default", cpu="1").obj())
-    wl = WlBuilder("wl", "ns").queue("lq-a").podset(cpu="1")
+    world.queue(FungibleClusterQueueBuilder("a").flavor("default", cpu="0").obj())
+    world.queue(FungibleClusterQueueBuilder("b").flavor("default", cpu="1").obj())
+    wl = PlacementWorkloadBuilder("wl", "ns").queue("lq-a").podset(cpu="1")
     world.add(wl.obj())
     assert world.admit() == []
     world.add(wl.queue("lq-b").obj())

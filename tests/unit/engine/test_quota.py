@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from controller.engine import quota
 from controller.engine.parse import parse_cluster_queue, parse_cohort
-from tests.unit.engine.builders import CohortBuilder, QueueBuilder, WlBuilder, World
+from tests.builders import CohortBuilder, FungibleClusterQueueBuilder, PlacementWorkloadBuilder
+from tests.unit.engine.harness import World
 
 FR = ("default", "cpu")
 
@@ -16,14 +17,14 @@ FR = ("default", "cpu")
 def _admit_ones(world: World, cq: str, count: int) -> int:
     """Submit ``count`` one-cpu workloads to ``cq`` and return how many get admitted."""
     for i in range(count):
-        world.add(WlBuilder(f"{cq}-{i}", "ns").queue(f"lq-{cq}").podset(cpu="1").at(i).obj())
+        world.add(PlacementWorkloadBuilder(f"{cq}-{i}", "ns").queue(f"lq-{cq}").podset(cpu="1").at(i).obj())
     admitted = []
     for _ in range(3):
         admitted += world.admit()
     return len(admitted)
 
 
-def _world(*queues: QueueBuilder, cohorts: tuple[CohortBuilder, ...] = ()) -> World:
+def _world(*queues: FungibleClusterQueueBuilder, cohorts: tuple[CohortBuilder, ...] = ()) -> World:
     world = World(heads=64).flavors("default")
     for cohort in cohorts:
         world.engine.upsert_cohort(cohort.obj())
@@ -35,47 +36,47 @@ def _world(*queues: QueueBuilder, cohorts: tuple[CohortBuilder, ...] = ()) -> Wo
 @pytest.mark.parametrize(
     ("name", "queues", "cohorts", "preload", "target", "expected"),
     [
-        ("no cohort: nominal only", [QueueBuilder("a").flavor("default", cpu="4")], [], {}, "a", 4),
+        ("no cohort: nominal only", [FungibleClusterQueueBuilder("a").flavor("default", cpu="4")], [], {}, "a", 4),
         ("borrow everything the lender has",
-         [QueueBuilder("a").cohort("co").flavor("default", cpu="4"),
-          QueueBuilder("b").cohort("co").flavor("default", cpu="10")], [], {}, "a", 14),
+         [FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="4"),
+          FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="10")], [], {}, "a", 14),
         ("borrowingLimit caps borrowing",
-         [QueueBuilder("a").cohort("co").flavor("default", cpu="4", borrowing_limit={"cpu": "2"}),
-          QueueBuilder("b").cohort("co").flavor("default", cpu="10")], [], {}, "a", 6),
+         [FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="4", borrowing_limit={"cpu": "2"}),
+          FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="10")], [], {}, "a", 6),
         ("lendingLimit caps lending",
-         [QueueBuilder("a").cohort("co").flavor("default", cpu="4"),
-          QueueBuilder("b").cohort("co").flavor("default", cpu="10", lending_limit={"cpu": "3"})], [], {}, "a", 7),
+         [FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="4"),
+          FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="10", lending_limit={"cpu": "3"})], [], {}, "a", 7),
         # b keeps 7 private; using 8 spills 1 into the shared pool, leaving a 4 + 3 - 1 = 6.
         ("lender's own use beyond its private part reduces the pool",
-         [QueueBuilder("a").cohort("co").flavor("default", cpu="4"),
-          QueueBuilder("b").cohort("co").flavor("default", cpu="10", lending_limit={"cpu": "3"})], [],
+         [FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="4"),
+          FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="10", lending_limit={"cpu": "3"})], [],
          {"b": "8"}, "a", 6),
         ("lender within its private part does not",
-         [QueueBuilder("a").cohort("co").flavor("default", cpu="4"),
-          QueueBuilder("b").cohort("co").flavor("default", cpu="10", lending_limit={"cpu": "3"})], [],
+         [FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="4"),
+          FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="10", lending_limit={"cpu": "3"})], [],
          {"b": "7"}, "a", 7),
         ("cohort object quota is a shared pool",
-         [QueueBuilder("a").cohort("co").flavor("default", cpu="0")],
+         [FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="0")],
          [CohortBuilder("co").flavor("default", cpu="5")], {}, "a", 5),
         # Three levels: root <- left <- l1 and root <- right <- r1. r1 lends 2 of its 6.
         ("three levels: borrow across subtrees",
-         [QueueBuilder("l1").cohort("left").flavor("default", cpu="4"),
-          QueueBuilder("r1").cohort("right").flavor("default", cpu="6", lending_limit={"cpu": "2"})],
+         [FungibleClusterQueueBuilder("l1").cohort("left").flavor("default", cpu="4"),
+          FungibleClusterQueueBuilder("r1").cohort("right").flavor("default", cpu="6", lending_limit={"cpu": "2"})],
          [CohortBuilder("left").parent("root"), CohortBuilder("right").parent("root")], {}, "l1", 6),
         ("three levels: cohort borrowingLimit caps the subtree",
-         [QueueBuilder("l1").cohort("left").flavor("default", cpu="4"),
-          QueueBuilder("r1").cohort("right").flavor("default", cpu="6", lending_limit={"cpu": "2"})],
+         [FungibleClusterQueueBuilder("l1").cohort("left").flavor("default", cpu="4"),
+          FungibleClusterQueueBuilder("r1").cohort("right").flavor("default", cpu="6", lending_limit={"cpu": "2"})],
          [CohortBuilder("left").parent("root").flavor("default", cpu="0", borrowing_limit={"cpu": "1"}),
           CohortBuilder("right").parent("root")], {}, "l1", 5),
         ("three levels: cohort lendingLimit caps what the subtree lends",
-         [QueueBuilder("l1").cohort("left").flavor("default", cpu="4"),
-          QueueBuilder("r1").cohort("right").flavor("default", cpu="6")],
+         [FungibleClusterQueueBuilder("l1").cohort("left").flavor("default", cpu="4"),
+          FungibleClusterQueueBuilder("r1").cohort("right").flavor("default", cpu="6")],
          [CohortBuilder("left").parent("root"),
           CohortBuilder("right").parent("root").flavor("default", cpu="0", lending_limit={"cpu": "1"})],
          {}, "l1", 5),
         ("three levels: root quota shared by all",
-         [QueueBuilder("l1").cohort("left").flavor("default", cpu="1"),
-          QueueBuilder("r1").cohort("right").flavor("default", cpu="1")],
+         [FungibleClusterQueueBuilder("l1").cohort("left").flavor("default", cpu="1"),
+          FungibleClusterQueueBuilder("r1").cohort("right").flavor("default", cpu="1")],
          [CohortBuilder("left").parent("root"), CohortBuilder("right").parent("root"),
           CohortBuilder("root").flavor("default", cpu="3")], {"r1": "2"}, "l1", 3),
     ],
@@ -83,7 +84,7 @@ def _world(*queues: QueueBuilder, cohorts: tuple[CohortBuilder, ...] = ()) -> Wo
 def test_capacity(name, queues, cohorts, preload, target, expected) -> None:
     world = _world(*queues, cohorts=tuple(cohorts))
     for cq, amount in preload.items():
-        world.add(WlBuilder(f"pre-{cq}", "ns").queue(f"lq-{cq}").podset(cpu=amount)
+        world.add(PlacementWorkloadBuilder(f"pre-{cq}", "ns").queue(f"lq-{cq}").podset(cpu=amount)
                   .reserved(cq, {"cpu": "default"}, {"cpu": amount}).admitted().obj())
     assert _admit_ones(world, target, 20) == expected, name
     # Never over-committed: the root of the tree is within its subtree quota.
@@ -93,10 +94,10 @@ def test_capacity(name, queues, cohorts, preload, target, expected) -> None:
 
 
 def test_exceeds_max_quota_uses_potential_capacity() -> None:
-    world = _world(QueueBuilder("a").cohort("co").flavor("default", cpu="4", borrowing_limit={"cpu": "2"}),
-                   QueueBuilder("b").cohort("co").flavor("default", cpu="10"))
-    world.add(WlBuilder("seven", "ns").queue("lq-a").podset(cpu="7").obj())
-    world.add(WlBuilder("six", "ns").queue("lq-a").podset(cpu="6").obj())
+    world = _world(FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="4", borrowing_limit={"cpu": "2"}),
+                   FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="10"))
+    world.add(PlacementWorkloadBuilder("seven", "ns").queue("lq-a").podset(cpu="7").obj())
+    world.add(PlacementWorkloadBuilder("six", "ns").queue("lq-a").podset(cpu="6").obj())
     result = world.cycle()
     assert [r.workload for r in result.reservations] == ["ns/six"]
     assert result.reservations[0].borrowing is True
@@ -105,21 +106,21 @@ def test_exceeds_max_quota_uses_potential_capacity() -> None:
 
 
 def test_borrowing_workloads_go_after_non_borrowing_in_a_round() -> None:
-    world = _world(QueueBuilder("a").cohort("co").flavor("default", cpu="0"),
-                   QueueBuilder("b").cohort("co").flavor("default", cpu="2"))
+    world = _world(FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="0"),
+                   FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="2"))
     # a's workload is older and higher priority but must borrow; b's fits its own quota.
-    world.add(WlBuilder("borrower", "ns").queue("lq-a").podset(cpu="2").priority(100).at(0).obj())
-    world.add(WlBuilder("owner", "ns").queue("lq-b").podset(cpu="2").priority(0).at(5).obj())
+    world.add(PlacementWorkloadBuilder("borrower", "ns").queue("lq-a").podset(cpu="2").priority(100).at(0).obj())
+    world.add(PlacementWorkloadBuilder("owner", "ns").queue("lq-b").podset(cpu="2").priority(0).at(5).obj())
     result = world.cycle()
     assert [r.workload for r in result.reservations] == ["ns/owner"]
 
 
 def test_cohort_cycle_disables_member_queues() -> None:
-    world = _world(QueueBuilder("a").cohort("x").flavor("default", cpu="4"),
+    world = _world(FungibleClusterQueueBuilder("a").cohort("x").flavor("default", cpu="4"),
                    cohorts=(CohortBuilder("x").parent("y"), CohortBuilder("y").parent("x")))
     status = world.engine.cluster_queue_status("a")
     assert status is not None and not status.active
-    world.add(WlBuilder("w", "ns").queue("lq-a").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("w", "ns").queue("lq-a").podset(cpu="1").obj())
     assert world.cycle().reservations == []
     world.engine.upsert_cohort(CohortBuilder("y").obj())  # cycle fixed
     assert [r.workload for r in world.cycle().reservations] == ["ns/w"]
@@ -128,9 +129,9 @@ def test_cohort_cycle_disables_member_queues() -> None:
 # --- property: usage bookkeeping is exact under any sequence of add/remove ------------------------
 
 _TREE_QUEUES = [
-    QueueBuilder("q1").cohort("left").flavor("default", cpu="5", lending_limit={"cpu": "2"}).obj(),
-    QueueBuilder("q2").cohort("left").flavor("default", cpu="3").obj(),
-    QueueBuilder("q3").cohort("right").flavor("default", cpu="4", lending_limit={"cpu": "4"}).obj(),
+    FungibleClusterQueueBuilder("q1").cohort("left").flavor("default", cpu="5", lending_limit={"cpu": "2"}).obj(),
+    FungibleClusterQueueBuilder("q2").cohort("left").flavor("default", cpu="3").obj(),
+    FungibleClusterQueueBuilder("q3").cohort("right").flavor("default", cpu="4", lending_limit={"cpu": "4"}).obj(),
 ]
 _TREE_COHORTS = [
     CohortBuilder("left").parent("root").flavor("default", cpu="1", lending_limit={"cpu": "1"}).obj(),
