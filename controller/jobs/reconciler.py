@@ -357,8 +357,16 @@ class JobReconciler:
     # --- steps 5-7: follow the Workload ----------------------------------------------------------
 
     def _drive(self, job: Obj, workload: Obj) -> Result:
-        if wv.is_finished(workload) or wv.meta(workload).get("deletionTimestamp"):
-            _, restored = self._stop(job, workload, "The workload is finished or being deleted")
+        if wv.meta(workload).get("deletionTimestamp"):
+            # Someone deleted the Workload: stop the Job, and once its pods are gone let the
+            # Workload go; the next pass creates a fresh one and the Job queues again.
+            job, _ = self._stop(job, workload, "The workload is being deleted")
+            if jobs.is_active(job) or self._pods_left(job):
+                return Result(PODS_GONE_POLL_SECONDS)
+            self._remove_finalizer(workload)
+            return DONE
+        if wv.is_finished(workload):
+            _, restored = self._stop(job, workload, "The workload is finished")
             return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
 
         evicted = wv.condition(workload, C.COND_EVICTED)

@@ -137,6 +137,8 @@ class FakeCluster:
             updated = merge_patch(current, patch)
         updated["metadata"]["resourceVersion"] = str(next(self._rv))
         self.objects[(res.plural, namespace or "", name)] = updated
+        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
+            del self.objects[(res.plural, namespace or "", name)]  # the last finalizer went: gone
         return copy.deepcopy(updated)
 
     @staticmethod

@@ -441,6 +441,22 @@ def test_failed_job_reports_its_message(cluster: FakeCluster) -> None:
     assert finished is not None and (finished["reason"], finished["message"]) == ("Failed", "backoff limit")
 
 
+def test_deleting_the_workload_stops_the_job_and_requeues_it(cluster: FakeCluster) -> None:
+    rec = running(cluster, active=2)
+    old = workload_of(cluster)
+    cluster.delete(R.WORKLOADS, old["metadata"]["name"], NS)  # finalizer: only marked for deletion
+    assert rec.reconcile(NS, "job").requeue_after is not None, "waits for the pods"
+    job = cluster.job(NS, "job")
+    assert job is not None and job["spec"]["suspend"] is True
+    assert cluster.get(R.WORKLOADS, old["metadata"]["name"], NS) is not None
+    set_job_status(cluster, active=0)
+    rec.reconcile(NS, "job")
+    assert cluster.get(R.WORKLOADS, old["metadata"]["name"], NS) is None, "finalizer dropped: deleted"
+    rec.reconcile(NS, "job")
+    fresh = workload_of(cluster)
+    assert "admission" not in fresh.get("status", {}) and fresh["metadata"].get("deletionTimestamp") is None
+
+
 def test_deleted_job_releases_its_workload(cluster: FakeCluster) -> None:
     rec = running(cluster, active=1)
     del cluster.objects[("jobs", NS, "job")]
