@@ -34,10 +34,13 @@ LABEL org.opencontainers.image.title="pykueue" \
 RUN python -m pip uninstall -y -q pip setuptools wheel 2>/dev/null; \
     rm -rf /root/.cache /usr/local/lib/python3.11/ensurepip
 COPY --from=builder /opt/pykueue /opt/pykueue
+# /tmp is the only writable path in the pods (an emptyDir); HOME points there too because the
+# numeric user has no home directory and gunicorn keeps its control socket under $HOME.
 ENV PATH=/opt/pykueue/bin:${PATH} \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    TMPDIR=/tmp
+    TMPDIR=/tmp \
+    HOME=/tmp
 USER 65532:65532
 WORKDIR /tmp
 EXPOSE 9443 8080 8081
