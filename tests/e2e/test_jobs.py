@@ -278,3 +278,35 @@ def test_job_without_queue_is_left_alone(jobs: Jobs, namespace: str) -> None:
     assert not created["spec"].get("suspend")
     wait_for(lambda: jobs.succeeded("plain"), timeout=60, message="an unmanaged Job runs by itself")
     assert jobs.workload("plain") is None
+
+
+def test_default_local_queue_adopts_jobs_without_a_queue_label(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    cluster_queue = make_queues(kueue, namespace, flavor_nodes, cpu="2")
+    kueue.create(LocalQueueBuilder("default", namespace, cluster_queue).obj())
+    created = jobs.create(JobBuilder("unlabelled", namespace).requests(cpu="1").run_seconds(1))
+    assert created["spec"]["suspend"] is True
+    wl = wait_for(lambda: jobs.workload("unlabelled"), message="a Workload for the unlabelled Job")
+    assert wl["spec"]["queueName"] == "default"
+    wait_for(lambda: jobs.succeeded("unlabelled"), timeout=60, message="it runs through the default queue")
+
+
+def test_manage_jobs_without_queue_name_suspends_a_job_that_arrived_running(
+    jobs: Jobs, namespace: str, controller: ControllerHandle
+) -> None:
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    config = configuration(manageJobsWithoutQueueName=True, managedJobsNamespaceSelector=selector)
+    with controller.configured(config):
+        # The webhook runs with its default Configuration, so this Job is created running:
+        # the controller's safety net must suspend it and queue it (with no queue: it waits).
+        created = jobs.create(JobBuilder("unqueued", namespace).requests(cpu="1").run_seconds(-1))
+        assert not created["spec"].get("suspend")
+        wait_for(
+            lambda: jobs.get("unqueued")["spec"].get("suspend") is True, message="suspended by the controller"
+        )
+        wl = wait_for(lambda: jobs.workload("unqueued"), message="a Workload for it")
+        assert not wl["spec"].get("queueName")
+        wait_for(lambda: jobs.live_pods("unqueued") == [], timeout=60, message="no pods while it waits")
+        assert not is_admitted(jobs.workload("unqueued") or {})
+        jobs.delete("unqueued")
