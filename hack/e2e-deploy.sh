@@ -59,7 +59,8 @@ fullname() {
 
 cmd_install() {
   local repo=${IMAGE%:*} tag=${IMAGE##*:}
-  [ "$repo" != "$IMAGE" ] || tag=latest
+  # No tag at all (a colon, if any, belongs to a registry port): use latest.
+  case "$tag" in */* | "$IMAGE") repo=$IMAGE tag=latest ;; esac
   local args=(upgrade --install "$RELEASE" "$root/charts/pykueue" --namespace "$NAMESPACE" --create-namespace
     --set "image.repository=$repo" --set "image.tag=$tag" --set image.pullPolicy=IfNotPresent)
   [ -z "${HELM_VALUES:-}" ] || args+=(--values "$HELM_VALUES")
