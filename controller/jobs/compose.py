@@ -191,8 +191,10 @@ def podsets_match(job: Obj, workload: Obj) -> bool:
     """Whether ``workload``'s podSets still describe ``job`` (Kueue's ``EquivalentToWorkload``)."""
     wl_podsets = jobs.spec(workload).get("podSets") or []
     job_sets = job_podsets(job)
-    if len(wl_podsets) != len(job_sets):
+    if not isinstance(wl_podsets, list) or len(wl_podsets) != len(job_sets):
         return False
+    if not all(isinstance(p, dict) and isinstance(p.get("template", {}), dict) for p in wl_podsets):
+        return False  # a hand-edited Workload we cannot read describes no Job
     return all(podset_signature(a) == podset_signature(b) for a, b in zip(job_sets, wl_podsets, strict=True))
 
 

@@ -89,18 +89,20 @@ def podset_infos(workload: Obj, flavors: Mapping[str, Obj]) -> list[PodSetInfo]:
     :class:`PodSetMergeError` when admission checks' updates conflict with each other.
     """
     wl_status = jobs.status(workload)
-    admission = wl_status.get("admission") or {}
+    admission = wl_status.get("admission") if isinstance(wl_status.get("admission"), dict) else {}
     cluster_queue = str(admission.get("clusterQueue") or "")
     local_queue = str(jobs.spec(workload).get("queueName") or "")
     infos: list[PodSetInfo] = []
     for assignment in admission.get("podSetAssignments") or []:
+        if not isinstance(assignment, dict):
+            raise PodSetMergeError(f"status.admission.podSetAssignments: Invalid value: {assignment!r}")
         name = str(assignment.get("name") or DEFAULT_PODSET_NAME)
         info = PodSetInfo(name=name, labels={PODSET_LABEL: name})
         if cluster_queue and _is_label_value(cluster_queue):
             info.labels[CLUSTER_QUEUE_NAME_LABEL] = cluster_queue
         if local_queue and _is_label_value(local_queue):
             info.labels[LOCAL_QUEUE_NAME_LABEL] = local_queue
-        assigned = assignment.get("flavors") or {}
+        assigned = assignment.get("flavors") if isinstance(assignment.get("flavors"), dict) else {}
         # Resources are visited in name order so the result does not depend on dict order.
         for flavor_name in dict.fromkeys(assigned[r] for r in sorted(assigned)):
             flavor = flavors.get(flavor_name)
@@ -113,6 +115,8 @@ def podset_infos(workload: Obj, flavors: Mapping[str, Obj]) -> list[PodSetInfo]:
                 if isinstance(toleration, dict) and toleration not in info.tolerations:
                     info.tolerations.append(copy.deepcopy(toleration))
         for check in wl_status.get("admissionChecks") or []:
+            if not isinstance(check, dict):
+                continue
             for update in check.get("podSetUpdates") or []:
                 if not isinstance(update, dict) or update.get("name", DEFAULT_PODSET_NAME) != name:
                     continue

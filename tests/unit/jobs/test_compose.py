@@ -181,3 +181,10 @@ def test_composed_requests_are_counted_as_kueue_counts_them() -> None:
     requests = pod_requests(podset["template"]["spec"], "spec.podSets[0].template.spec")
     assert requests["cpu"] == 2000 + 100  # the init container's 2 CPUs beat 0.75 of containers
     assert requests["memory"] == 1024**3  # containers' 1Gi beat the init container's 512Mi
+
+
+@pytest.mark.parametrize("podsets", [None, "x", ["x"], [{"name": "main", "template": "x"}]])
+def test_unreadable_workload_podsets_never_match(podsets: object) -> None:
+    wl = compose_workload(base_job().obj(), queue_name="lq", priority=Priority(0))
+    wl["spec"]["podSets"] = podsets
+    assert not podsets_match(base_job().obj(), wl)
