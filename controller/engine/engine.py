@@ -13,6 +13,7 @@ from . import quota
 from .cycle import run_cycle
 from .parse import (
     admission_check_active,
+    object_name,
     parse_cluster_queue,
     parse_cohort,
     parse_local_queue,
@@ -148,7 +149,7 @@ class Engine:
             self._flavor_or_check_changed(lambda spec: name in spec.flavor_names)
 
     def upsert_admission_check(self, obj: Mapping[str, Any]) -> None:
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = object_name(obj)
         active = admission_check_active(obj)
         if not name or self.checks.get(name) == active:
             return
@@ -162,7 +163,7 @@ class Engine:
     # --- priority classes --------------------------------------------------------------------------
     def upsert_priority_class(self, obj: Mapping[str, Any]) -> None:
         """Accepts a WorkloadPriorityClass (kueue.x-k8s.io) or a PriorityClass (scheduling.k8s.io)."""
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = object_name(obj)
         value = obj.get("value")
         if not name or isinstance(value, bool) or not isinstance(value, int):
             return
@@ -225,9 +226,12 @@ class Engine:
     # ============================================================================================
     def upsert_workload(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not meta.get("name") or not meta.get("namespace"):
+        if not isinstance(meta, dict):
             return
-        old = self.workloads.get(object_key(str(meta["namespace"]), str(meta["name"])))
+        namespace, name = meta.get("namespace"), meta.get("name")
+        if not isinstance(namespace, str) or not isinstance(name, str) or not namespace or not name:
+            return
+        old = self.workloads.get(object_key(namespace, name))
         info = parse_workload(obj, old)
         key = info.key
         self._resolve_priority(info)

@@ -63,6 +63,11 @@ def _int(value: Any, default: int) -> int:
     return value
 
 
+def object_name(obj: Mapping[str, Any]) -> str:
+    """``metadata.name`` as a string, or "" when the object is malformed."""
+    return _str(_dict(obj.get("metadata")).get("name"))
+
+
 def parse_time(value: Any) -> float | None:
     """RFC 3339 timestamp → seconds since the epoch; None when absent or unparsable."""
     if not isinstance(value, str) or not value:
