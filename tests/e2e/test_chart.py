@@ -262,7 +262,6 @@ def test_webhook_service_account_touches_only_its_own_objects(
 # --- deploy steps and certificates ---------------------------------------------------------------
 
 DEPLOY_SCRIPT = helm.REPO_ROOT / "hack" / "e2e-deploy.sh"
-PRIVATE_CLUSTER = "pykueue-chart-e2e"
 CONFIGURATION_KINDS = ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
 
 
@@ -386,7 +385,7 @@ def stop_process_group(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=10)
 
 
-def run_deploy_steps_on_private_cluster(tmp_path: Path) -> None:
+def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path: Path) -> None:
     """install → wait-rollout → (webhook from the chart's args) → wait-webhook → logs → uninstall.
 
     On a cluster of its own: the chart installs webhook configurations with the fixed pykueue names,
@@ -396,7 +395,8 @@ def run_deploy_steps_on_private_cluster(tmp_path: Path) -> None:
     port the local webhook will listen on (``webhook.externalURL``): no admission call ever leaves
     this machine, even before the webhook is up.
     """
-    private = LocalCluster(PRIVATE_CLUSTER)
+    # Named after the session cluster, so two suites run side by side never share it.
+    private = LocalCluster(f"{session_cluster.name[:34]}-chart")
     private.up()
     webhook_process: subprocess.Popen[bytes] | None = None
     try:
@@ -489,6 +489,6 @@ def run_deploy_steps_on_installed_cluster(tmp_path: Path, cluster: Any) -> None:
 
 def test_deploy_steps_need_no_docker(cluster: Any, tmp_path: Path) -> None:
     if isinstance(cluster, LocalCluster):
-        run_deploy_steps_on_private_cluster(tmp_path)
+        run_deploy_steps_on_private_cluster(cluster, tmp_path)
     else:
         run_deploy_steps_on_installed_cluster(tmp_path, cluster)
