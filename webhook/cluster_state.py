@@ -12,6 +12,7 @@ cached for a shorter time so a LocalQueue created just before a Job is seen at o
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,9 @@ from typing import Any, Protocol
 
 from pykueue.kube import resources as r
 from pykueue.kube.client import KubeClient
+from pykueue.kube.errors import Forbidden
+
+log = logging.getLogger("pykueue.webhook.cluster_state")
 
 Obj = dict[str, Any]
 
@@ -35,6 +39,10 @@ class ClusterState(Protocol):
     def cohort(self, name: str) -> Obj | None: ...
 
     def job(self, namespace: str, name: str) -> Obj | None: ...
+
+    def workload_priority_class(self, name: str) -> Obj | None: ...
+
+    def admission_check(self, name: str) -> Obj | None: ...
 
 
 class TTLCache:
@@ -107,3 +115,19 @@ class KubeClusterState:
 
     def job(self, namespace: str, name: str) -> Obj | None:
         return self._get(r.JOBS, name, namespace)
+
+    # The two reads below serve optional defaulting steps (default priority class, MultiKueue's
+    # managedBy). Without RBAC for them the step is skipped and logged, rather than every Job
+    # create in the cluster being denied.
+    def workload_priority_class(self, name: str) -> Obj | None:
+        return self._optional(r.WORKLOAD_PRIORITY_CLASSES, name)
+
+    def admission_check(self, name: str) -> Obj | None:
+        return self._optional(r.ADMISSION_CHECKS, name)
+
+    def _optional(self, res: r.Resource, name: str) -> Obj | None:
+        try:
+            return self._get(res, name)
+        except Forbidden:
+            log.error("the webhook may not read %s; skipping the defaulting that needs them", res, exc_info=True)
+            return None

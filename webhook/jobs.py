@@ -3,9 +3,11 @@
 Mirrors Kueue's Job webhook (kueue-api.md §3.5):
 
 * mutating CREATE — default the ``kueue.x-k8s.io/queue-name`` label from a LocalQueue named
-  ``default`` in the namespace, then set ``spec.suspend: true`` when the job is queued (it has the
-  label, or ``manageJobsWithoutQueueName`` applies to its namespace). A queued job must be created
-  suspended: otherwise its pods start before the controller has admitted it (SPEC §5.1);
+  ``default`` in the namespace, then, for a queued job (it has the label, or
+  ``manageJobsWithoutQueueName`` applies to its namespace): default the priority-class label from
+  a WorkloadPriorityClass named ``default``, set ``spec.suspend: true`` — otherwise its pods start
+  before the controller has admitted it (SPEC §5.1) — and hand it to MultiKueue
+  (``spec.managedBy``) when its ClusterQueue runs a MultiKueue admission check;
 * validating — label formats on create and update; while the job runs (not suspended) its queue
   name may not change, because its quota is accounted in that queue; a warning at creation when the
   job asks for more than its ClusterQueue could ever provide, so the user learns now rather than
@@ -54,6 +56,7 @@ INTEGRATION_OWNER_KINDS = frozenset(
     }
 )
 MAX_OWNER_DEPTH = 4
+JOB_CONTROLLER = "kubernetes.io/job-controller"
 
 
 @dataclass(frozen=True)
@@ -134,9 +137,42 @@ def mutate_job_create(job: dict[str, Any], namespace: str, state: ClusterState, 
         and state.local_queue(namespace, c.DEFAULT_LOCAL_QUEUE) is not None
     ):
         builder.set(["metadata", "labels", c.QUEUE_NAME_LABEL], c.DEFAULT_LOCAL_QUEUE)
-    if is_managed(builder.result, namespace, state, policy) and not is_suspended(builder.result):
+    if not is_managed(builder.result, namespace, state, policy):
+        return JobDecision(patch=builder.operations)
+    if (
+        not labels_of(builder.result).get(c.PRIORITY_CLASS_LABEL)
+        and state.workload_priority_class(c.DEFAULT_PRIORITY_CLASS) is not None
+    ):
+        builder.set(["metadata", "labels", c.PRIORITY_CLASS_LABEL], c.DEFAULT_PRIORITY_CLASS)
+    if not is_suspended(builder.result):
         builder.set(["spec", "suspend"], True)
+    if _dispatched_by_multikueue(builder.result, namespace, state):
+        builder.set(["spec", "managedBy"], c.MULTIKUEUE_CONTROLLER)
     return JobDecision(patch=builder.operations)
+
+
+def _dispatched_by_multikueue(job: dict[str, Any], namespace: str, state: ClusterState) -> bool:
+    """Whether the job's ClusterQueue runs a MultiKueue admission check (the job then runs remotely).
+
+    Kueue hands such jobs to MultiKueue with ``spec.managedBy`` so the manager cluster's job
+    controller never starts them; ``managedBy`` is immutable, so it must be set at creation.
+    """
+    managed_by = as_dict(job.get("spec")).get("managedBy")
+    if managed_by not in (None, JOB_CONTROLLER):
+        return False
+    queue = labels_of(job).get(c.QUEUE_NAME_LABEL)
+    local_queue = state.local_queue(namespace, queue) if queue else None
+    cq_name = as_dict(as_dict(local_queue).get("spec")).get("clusterQueue")
+    cq_spec = as_dict(as_dict(state.cluster_queue(cq_name)).get("spec")) if cq_name else {}
+    names = [n for n in as_list(cq_spec.get("admissionChecks")) if isinstance(n, str)]
+    names += [
+        rule["name"] for _, rule in enumerate_dicts(as_dict(cq_spec.get("admissionChecksStrategy")).get("admissionChecks"))
+        if isinstance(rule.get("name"), str)
+    ]
+    return any(
+        as_dict(as_dict(state.admission_check(name)).get("spec")).get("controllerName") == c.MULTIKUEUE_CONTROLLER
+        for name in names
+    )
 
 
 def validate_job_labels(job: dict[str, Any]) -> list[FieldError]:

@@ -42,6 +42,12 @@ class FakeClusterState:
     def job(self, namespace: str, name: str) -> Obj | None:
         return self._get("Job", name, namespace)
 
+    def workload_priority_class(self, name: str) -> Obj | None:
+        return self._get("WorkloadPriorityClass", name)
+
+    def admission_check(self, name: str) -> Obj | None:
+        return self._get("AdmissionCheck", name)
+
 
 class FakeKube:
     """The slice of KubeClient the certificate code uses, with resourceVersion compare-and-swap.

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from flask.testing import FlaskClient
 
-from tests.builders import ClusterQueueBuilder, JobBuilder, LocalQueueBuilder
+from tests.builders import (
+    AdmissionCheckBuilder,
+    ClusterQueueBuilder,
+    JobBuilder,
+    LocalQueueBuilder,
+    WorkloadPriorityClassBuilder,
+)
 from tests.unit.webhook.conftest import post
 from tests.unit.webhook.fakes import FakeClusterState
 from tests.unit.webhook.reviews import decoded_patch, review
@@ -199,3 +205,27 @@ def test_pod_requests_take_limits_init_containers_and_overhead() -> None:
     requests = pod_requests(spec)
     assert requests["cpu"] * 1000 == 3100
     assert requests["memory"] == 1024**3
+
+
+def test_default_priority_class_is_applied_to_queued_jobs(client: FlaskClient, state: FakeClusterState) -> None:
+    state.add(WorkloadPriorityClassBuilder("default", 100).obj())
+    queued = mutate(client, JobBuilder("j", "ns").queue("team").obj())
+    assert queued["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "default"
+    explicit = mutate(client, JobBuilder("j", "ns").queue("team").workload_priority_class("high").obj())
+    assert explicit["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high"
+    unqueued = mutate(client, JobBuilder("j", "ns").obj())
+    assert "labels" not in unqueued["metadata"]
+
+
+def test_jobs_of_a_multikueue_queue_are_handed_to_multikueue(client: FlaskClient, state: FakeClusterState) -> None:
+    state.add(LocalQueueBuilder("remote", "ns", "manager").obj())
+    state.add(ClusterQueueBuilder("manager").flavor("a", cpu="8").admission_check_strategy("mk").obj())
+    state.add(AdmissionCheckBuilder("mk", controller_name="kueue.x-k8s.io/multikueue").obj())
+    state.add(LocalQueueBuilder("local", "ns", "plain").obj())
+    state.add(ClusterQueueBuilder("plain").flavor("a", cpu="8").admission_checks("prov").obj())
+    state.add(AdmissionCheckBuilder("prov", controller_name="kueue.x-k8s.io/provisioning-request").obj())
+    assert mutate(client, JobBuilder("j", "ns").queue("remote").obj())["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert "managedBy" not in mutate(client, JobBuilder("j", "ns").queue("local").obj())["spec"]
+    custom = JobBuilder("j", "ns").queue("remote").obj()
+    custom["spec"]["managedBy"] = "example.com/other"
+    assert mutate(client, custom)["spec"]["managedBy"] == "example.com/other"
