@@ -36,7 +36,8 @@ Then, in the scheduler loop (leader only)::
         emitted when it differs from what the engine last saw or emitted for that workload.
 
 Kueue backs off between unproductive cycles: loop again at once while
-``result.admitted_anything``, else sleep a few milliseconds (Kueue: 1 ms doubling to 10 ms).
+``result.admitted_anything``, else sleep until the next informer event or
+``engine.next_timer()`` (when a backoff ends or a batched requeue is due), whichever is first.
 
 State moves back in through the informers: when the controller's write of ``status.admission``
 comes back, ``upsert_workload`` sees the reservation (the assumption becomes the record); when a

@@ -309,6 +309,26 @@ class Engine:
         result.duration_seconds = time.perf_counter() - start
         return result
 
+    def next_timer(self) -> float | None:
+        """When the engine's own timers next fire (a backoff ends or a batched requeue is due),
+        as seconds since the epoch; None when nothing is waiting on time. A requeue marked but
+        not yet seen by a cycle is due at the next ``schedule()`` call plus the batch period; that
+        call starts its clock, so a loop that sleeps until this time never misses it."""
+        candidates: list[float] = []
+        heap = self._backoff
+        while heap and self._location.get(heap[0][2]) != (_BACKOFF, str(heap[0][1])):
+            heapq.heappop(heap)  # stale record: the workload moved on
+        if heap:
+            candidates.append(heap[0][0])
+        for root, first_seen in self._dirty_roots.items():
+            if not any(
+                (queue := self.queues.get(name)) is not None and queue.has_parked()
+                for name in self.forest.members.get(root, ())
+            ):
+                continue  # nothing parked in that tree: the requeue would move nothing
+            candidates.append(time.time() if first_seen is None else first_seen + self.requeue_batch_seconds)
+        return min(candidates) if candidates else None
+
     def emit_reason(self, result: CycleResult, key: ObjectKey, reason: str, message: str) -> None:
         """Add a pending reason to ``result`` unless it is what the workload already shows."""
         if key not in self.workloads or self._location.get(key, ("",))[0] == _ADMITTED:

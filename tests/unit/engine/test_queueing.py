@@ -262,3 +262,21 @@ def test_moving_a_pending_workload_to_another_local_queue() -> None:
     assert world.engine.local_queue_status("ns", "lq-b").pending_workloads == 1
     assert world.admit() == ["ns/wl"]
     assert world.engine.local_queue_status("ns", "lq-b").pending_workloads == 0
+
+
+def test_next_timer_reports_backoff_and_requeue_batches() -> None:
+    world = _one_queue(batch=1.0)
+    world.now = 1767225600.0  # 2026-01-01T00:00:00Z
+    assert world.engine.next_timer() is None
+    world.add(PlacementWorkloadBuilder("backoff", "ns").queue("lq-cq").podset(cpu="1")
+              .requeue_state(1, "2026-01-01T00:01:00Z").obj())
+    assert world.engine.next_timer() == 1767225660.0
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq-cq").podset(cpu="1").at(1).obj())
+    world.add(PlacementWorkloadBuilder("parked", "ns").queue("lq-cq").podset(cpu="1").at(2).obj())
+    assert world.admit() == ["ns/running"]  # "parked" does not fit and is parked
+    world.finish("ns/running")  # frees quota: "parked" comes back when the batch period is over
+    assert world.admit(advance=0.1) == []
+    due = world.engine.next_timer()
+    assert due is not None and world.now < due <= world.now + 1.0
+    assert world.admit(advance=due - world.now) == ["ns/parked"]
+    assert world.engine.next_timer() == 1767225660.0  # only the backoff is left
