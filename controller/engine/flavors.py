@@ -38,8 +38,6 @@ FIT = 3
 
 _REASON_RANK = {c.REASON_NO_MATCHING_FLAVOR: 0, c.REASON_EXCEEDS_MAX_QUOTA: 1, c.REASON_WAITING_FOR_QUOTA: 2}
 
-MODE_NAMES = {NO_FIT: "NoFit", NO_CANDIDATES: "NoCandidates", PREEMPT: "Preempt", FIT: "Fit"}
-
 # (ClusterQueue node, fr, value, workload) -> borrowing level once evictions make room, or None
 # when no evictions can.
 PreemptionOracle = Callable[[quota.QuotaNode, FlavorResource, int, WorkloadInfo], int | None]

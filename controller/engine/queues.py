@@ -67,9 +67,6 @@ class PendingQueue:
         for _, _, info in self._entries.values():
             yield info
 
-    def parked_count(self) -> int:
-        return sum(1 for _, shape, _ in self._entries.values() if shape in self._parked)
-
     def set_strict_fifo(self, strict_fifo: bool) -> None:
         """Switching strategy re-files every workload (rare: a ClusterQueue spec change)."""
         if strict_fifo == self.strict_fifo:

@@ -1,0 +1,73 @@
+"""PendingQueue: heap order, shape classes, parking, sticky heads, removal, strategy switch."""
+
+from __future__ import annotations
+
+from controller.engine.queues import PendingQueue
+from controller.engine.records import WorkloadInfo
+
+
+def _wl(name: str, priority: int = 0, ts: float = 0.0, shape: int = 1) -> WorkloadInfo:
+    return WorkloadInfo(namespace="ns", name=name, uid=f"uid-{name}", queue_name="lq", priority=priority,
+                        creation_ts=ts, queue_ts=ts, podsets=(), shape=shape)
+
+
+def _drain(queue: PendingQueue) -> list[str]:
+    names = []
+    while (info := queue.pop()) is not None:
+        names.append(info.name)
+    return names
+
+
+def test_priority_then_timestamp_then_uid_across_classes() -> None:
+    queue = PendingQueue("cq", strict_fifo=False)
+    for wl in [_wl("b", 0, 1.0, shape=1), _wl("a", 0, 1.0, shape=2), _wl("late-high", 5, 9.0, shape=3),
+               _wl("early", 0, 0.5, shape=1)]:
+        queue.push(wl)
+    assert _drain(queue) == ["late-high", "early", "a", "b"]
+
+
+def test_parking_a_class_hides_all_its_members_until_requeue() -> None:
+    queue = PendingQueue("cq", strict_fifo=False)
+    for i in range(5):
+        queue.push(_wl(f"big{i}", 0, float(i), shape=1))
+    queue.push(_wl("small", 0, 10.0, shape=2))
+    head = queue.head()
+    assert head is not None and head.name == "big0"
+    queue.park_shape_of(head)
+    assert queue.is_parked(head) and queue.has_parked()
+    assert queue.head().name == "small"
+    queue.push(_wl("big-new", 9, 0.0, shape=1))  # new arrivals of a parked shape stay parked
+    assert _drain(queue) == ["small"]
+    assert len(queue) == 6
+    assert queue.requeue_parked() == 1
+    assert _drain(queue) == ["big-new", "big0", "big1", "big2", "big3", "big4"]
+
+
+def test_strict_fifo_never_parks() -> None:
+    queue = PendingQueue("cq", strict_fifo=True)
+    queue.push(_wl("big", 0, 0.0, shape=1))
+    queue.push(_wl("small", 0, 1.0, shape=2))
+    queue.park_shape_of(queue.head())
+    assert queue.head().name == "big"
+
+
+def test_sticky_head_and_removal_and_update() -> None:
+    queue = PendingQueue("cq", strict_fifo=False)
+    queue.push(_wl("high", 10, 0.0))
+    queue.push(_wl("preemptor", 1, 5.0))
+    queue.sticky = "ns/preemptor"
+    assert queue.head().name == "preemptor"
+    queue.remove("ns/preemptor")
+    assert queue.sticky is None and queue.head().name == "high"
+    queue.push(_wl("high", 0, 0.0))  # an update re-files with the new priority
+    queue.push(_wl("other", 5, 3.0))
+    assert _drain(queue) == ["other", "high"]
+
+
+def test_switching_strategy_keeps_every_workload() -> None:
+    queue = PendingQueue("cq", strict_fifo=False)
+    for i, shape in enumerate([1, 2, 1, 3]):
+        queue.push(_wl(f"w{i}", 0, float(i), shape=shape))
+    queue.park_shape_of(queue.head())
+    queue.set_strict_fifo(True)
+    assert _drain(queue) == ["w0", "w1", "w2", "w3"]
