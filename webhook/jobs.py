@@ -31,13 +31,22 @@ from pykueue.api.quantity import QuantityError, format_quantity, is_milli_resour
 from pykueue.api.validation import FieldError
 from webhook.cluster_state import ClusterState
 from webhook.patch import PatchBuilder
-from webhook.rules.common import as_dict, as_list, dns1123_subdomain_errors, enumerate_dicts, selector_matches
+from webhook.rules.common import (
+    admission_gated_by_errors,
+    admission_gated_by_update_errors,
+    as_dict,
+    as_list,
+    dns1123_subdomain_errors,
+    enumerate_dicts,
+    selector_matches,
+)
 
 log = logging.getLogger("pykueue.webhook.jobs")
 
 QUEUE_LABEL_PATH = f"metadata.labels[{c.QUEUE_NAME_LABEL}]"
 PRIORITY_LABEL_PATH = f"metadata.labels[{c.PRIORITY_CLASS_LABEL}]"
 MAX_EXEC_LABEL_PATH = f"metadata.labels[{c.MAX_EXEC_TIME_LABEL}]"
+GATED_BY_PATH = f"metadata.annotations[{c.ADMISSION_GATED_BY_ANNOTATION}]"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Owners that are queued themselves when they carry a queue name (Kueue's job integrations).
 INTEGRATION_OWNER_KINDS = frozenset(
@@ -79,6 +88,10 @@ class JobDecision:
 
 def labels_of(obj: dict[str, Any] | None) -> dict[str, Any]:
     return as_dict(as_dict(as_dict(obj).get("metadata")).get("labels"))
+
+
+def annotations_of(obj: dict[str, Any] | None) -> dict[str, Any]:
+    return as_dict(as_dict(as_dict(obj).get("metadata")).get("annotations"))
 
 
 def is_suspended(job: dict[str, Any] | None) -> bool:
@@ -192,6 +205,9 @@ def validate_job_labels(job: dict[str, Any]) -> list[FieldError]:
     prebuilt = labels.get(c.PREBUILT_WORKLOAD_LABEL)
     if prebuilt is not None:
         errors += dns1123_subdomain_errors(f"metadata.labels[{c.PREBUILT_WORKLOAD_LABEL}]", prebuilt)
+    gates = annotations_of(job).get(c.ADMISSION_GATED_BY_ANNOTATION)
+    if gates is not None:
+        errors += admission_gated_by_errors(GATED_BY_PATH, gates)
     return errors
 
 
@@ -210,6 +226,11 @@ def validate_job_update(
         errors.append(FieldError.invalid(PRIORITY_LABEL_PATH, priority, "the priority class label cannot be removed"))
     elif priority and not old_priority and not is_suspended(job):
         errors.append(FieldError.invalid(PRIORITY_LABEL_PATH, priority, "the priority class label cannot be added to a running job"))
+    errors += admission_gated_by_update_errors(
+        GATED_BY_PATH,
+        annotations_of(job).get(c.ADMISSION_GATED_BY_ANNOTATION),
+        annotations_of(old).get(c.ADMISSION_GATED_BY_ANNOTATION),
+    )
     max_exec, old_max_exec = labels.get(c.MAX_EXEC_TIME_LABEL), old_labels.get(c.MAX_EXEC_TIME_LABEL)
     if max_exec != old_max_exec and not (is_suspended(job) and is_suspended(old)):
         errors.append(FieldError.invalid(MAX_EXEC_LABEL_PATH, max_exec, "field is immutable while the job is running"))

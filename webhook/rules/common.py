@@ -216,3 +216,44 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
         if operator not in _SELECTOR_OPERATORS:
             return False
     return True
+
+
+ADMISSION_GATE_MAX = 63
+
+
+def admission_gates(value: Any) -> list[str]:
+    return [part.strip() for part in value.split(",")] if isinstance(value, str) else []
+
+
+def admission_gated_by_errors(path: str, value: Any) -> list[FieldError]:
+    """``kueue.x-k8s.io/admission-gated-by``: comma-separated domain-prefixed names, no empty or repeated."""
+    if not isinstance(value, str):
+        return [FieldError.invalid(path, value, "must be a comma-separated list of gate names")]
+    gates = admission_gates(value)
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for gate in gates:
+        if not gate:
+            errors.append(FieldError.invalid(path, value, "gate names must not be empty"))
+            continue
+        if gate in seen:
+            errors.append(FieldError.invalid(path, value, f'gate "{gate}" is listed twice'))
+        seen.add(gate)
+        prefix, _, name = gate.partition("/")
+        if len(gate) > ADMISSION_GATE_MAX:
+            errors.append(FieldError.invalid(path, value, f'gate "{gate}" must be no more than {ADMISSION_GATE_MAX} characters'))
+        elif not name or not _DNS1123_SUBDOMAIN.match(prefix) or "." not in prefix:
+            errors.append(FieldError.invalid(path, value, f'gate "{gate}" must be a domain-prefixed path such as example.com/my-gate'))
+    return errors
+
+
+def admission_gated_by_update_errors(path: str, new: Any, old: Any) -> list[FieldError]:
+    """Gates are set at creation and may only be removed afterwards (so admission cannot be re-blocked)."""
+    if new is None or new == old:
+        return []
+    if old is None:
+        return [FieldError.forbidden(path, "admission gates cannot be added after creation")]
+    added = set(admission_gates(new)) - set(admission_gates(old))
+    if added:
+        return [FieldError.forbidden(path, f"admission gates can only be removed, not added: {', '.join(sorted(added))}")]
+    return []

@@ -229,3 +229,35 @@ def test_jobs_of_a_multikueue_queue_are_handed_to_multikueue(client: FlaskClient
     custom = JobBuilder("j", "ns").queue("remote").obj()
     custom["spec"]["managedBy"] = "example.com/other"
     assert mutate(client, custom)["spec"]["managedBy"] == "example.com/other"
+
+
+GATES = "kueue.x-k8s.io/admission-gated-by"
+
+
+@pytest.mark.parametrize(
+    ("gates", "message"),
+    [
+        ("example.com/a,,example.com/b", "gate names must not be empty"),
+        ("example.com/a,example.com/a", 'gate "example.com/a" is listed twice'),
+        ("my-gate", 'gate "my-gate" must be a domain-prefixed path such as example.com/my-gate'),
+        ("example.com/" + "g" * 60, "must be no more than 63 characters"),
+    ],
+)
+def test_admission_gate_format(client: FlaskClient, gates: str, message: str) -> None:
+    job = JobBuilder("j", "ns").queue("q").annotation(GATES, gates).obj()
+    response = validate(client, job)
+    assert response["allowed"] is False
+    assert f"metadata.annotations[{GATES}]: Invalid value: " in response["status"]["message"]
+    assert message in response["status"]["message"]
+
+
+def test_admission_gates_can_only_be_removed(client: FlaskClient) -> None:
+    two = JobBuilder("j", "ns").queue("q").suspend().annotation(GATES, "example.com/a,example.com/b").obj()
+    one = JobBuilder("j", "ns").queue("q").suspend().annotation(GATES, "example.com/a").obj()
+    none = JobBuilder("j", "ns").queue("q").suspend().obj()
+    assert validate(client, one, two)["allowed"] is True
+    assert validate(client, none, one)["allowed"] is True
+    added = validate(client, two, one)["status"]["message"]
+    assert f"metadata.annotations[{GATES}]: Forbidden: admission gates can only be removed, not added: example.com/b" in added
+    late = validate(client, one, none)["status"]["message"]
+    assert "admission gates cannot be added after creation" in late

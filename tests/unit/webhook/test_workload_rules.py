@@ -197,3 +197,13 @@ def test_resource_flavor_rules() -> None:
     assert any(e.startswith('spec.nodeLabels: Invalid value: "bad key!"') for e in found)
     assert any(e.startswith('spec.nodeLabels[ok]: Invalid value: "not valid!"') for e in found)
     assert 'spec.nodeTaints[1]: Duplicate value: "k:NoSchedule": taints must be unique by key and effect pair' in found
+
+
+def test_workload_admission_gates_follow_the_same_rules() -> None:
+    gates = "kueue.x-k8s.io/admission-gated-by"
+    old = WorkloadBuilder("wl", "ns").queue("q").podset(cpu="1").annotation(gates, "example.com/a").obj()
+    bad = WorkloadBuilder("wl", "ns").queue("q").podset(cpu="1").annotation(gates, "a,a").obj()
+    assert any("is listed twice" in e for e in errors(bad))
+    more = copy.deepcopy(old)
+    more["metadata"]["annotations"][gates] = "example.com/a,example.com/b"
+    assert any("can only be removed" in e for e in errors(more, old))
