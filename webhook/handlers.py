@@ -119,7 +119,7 @@ def _allow(review: AdmissionRequest) -> Verdict:
 
 
 def _with_user(
-    ctx: WebhookContext, validator_factory: Callable[[str], Callable[[AdmissionRequest], Verdict]]
+    validator_factory: Callable[[str], Callable[[AdmissionRequest], Verdict]],
 ) -> Callable[[AdmissionRequest], Verdict]:
     """Workload rules also depend on who asks (controller-only modes): bind the username per request."""
 
@@ -185,7 +185,6 @@ def build_endpoints(ctx: WebhookContext) -> list[Endpoint]:
     """Every path of :data:`webhook.registry.HOOKS`, with its handler."""
     defaulter = _finalizer_defaulter(ctx)
     workload_validator = _with_user(
-        ctx,
         lambda username: _kueue_validator(
             ctx, "Workload",
             lambda obj, old: validate_workload(obj, old, username=username, controller_username=ctx.controller_username),
