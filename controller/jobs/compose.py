@@ -146,6 +146,14 @@ def compose_workload(job: Obj, *, queue_name: str, priority: Priority) -> Obj:
 # --- matching -----------------------------------------------------------------------------------
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
 def _container_projection(containers: Any) -> list[Obj]:
     """What of a container list decides admission: names, images and resources.
 
@@ -154,16 +162,16 @@ def _container_projection(containers: Any) -> list[Obj]:
     would otherwise delete and re-create the Workload forever.
     """
     result = []
-    for container in containers or []:
+    for container in _as_list(containers):
         if not isinstance(container, dict):
             continue
-        resources = container.get("resources") or {}
+        resources = _as_dict(container.get("resources"))
         result.append(
             {
                 "name": container.get("name"),
                 "image": container.get("image"),
-                "requests": dict(resources.get("requests") or {}),
-                "limits": dict(resources.get("limits") or {}),
+                "requests": _as_dict(resources.get("requests")),
+                "limits": _as_dict(resources.get("limits")),
                 "restartPolicy": container.get("restartPolicy"),
             }
         )
@@ -172,17 +180,16 @@ def _container_projection(containers: Any) -> list[Obj]:
 
 def podset_signature(podset: Obj) -> Obj:
     """The fields of a podSet that, when they change, make an unadmitted Workload stale."""
-    template = podset.get("template") or {}
-    pod_spec = template.get("spec") or {}
+    pod_spec = _as_dict(_as_dict(podset.get("template")).get("spec"))
     return {
         "name": podset.get("name", DEFAULT_PODSET_NAME),
         "count": podset.get("count", 1),
         "minCount": podset.get("minCount"),
         "containers": _container_projection(pod_spec.get("containers")),
         "initContainers": _container_projection(pod_spec.get("initContainers")),
-        "nodeSelector": dict(pod_spec.get("nodeSelector") or {}),
-        "tolerations": list(pod_spec.get("tolerations") or []),
-        "overhead": dict(pod_spec.get("overhead") or {}),
+        "nodeSelector": _as_dict(pod_spec.get("nodeSelector")),
+        "tolerations": _as_list(pod_spec.get("tolerations")),
+        "overhead": _as_dict(pod_spec.get("overhead")),
         "priorityClassName": pod_spec.get("priorityClassName"),
     }
 

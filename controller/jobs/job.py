@@ -43,6 +43,10 @@ def status(obj: Obj) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _int(value: Any, default: int) -> int:
     """An int field, or ``default`` when absent or not an integer (bools are not integers)."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -94,7 +98,7 @@ class Finish:
 
 def finished(job: Obj) -> Finish | None:
     """``Finish`` when the Job has a true ``Complete`` or ``Failed`` condition, else ``None``."""
-    for cond in status(job).get("conditions") or []:
+    for cond in _list(status(job).get("conditions")):
         if not isinstance(cond, dict) or cond.get("status") != "True":
             continue
         if cond.get("type") == "Complete":
@@ -107,7 +111,7 @@ def finished(job: Obj) -> Finish | None:
 
 def controller_owner(obj: Obj) -> Obj | None:
     """The ownerReference with ``controller: true``, if any."""
-    for ref in metadata(obj).get("ownerReferences") or []:
+    for ref in _list(metadata(obj).get("ownerReferences")):
         if isinstance(ref, dict) and ref.get("controller") is True:
             return ref
     return None

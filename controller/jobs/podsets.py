@@ -135,8 +135,11 @@ def podset_infos(workload: Obj, flavors: Mapping[str, Obj]) -> list[PodSetInfo]:
 def inject(template: Obj, info: PodSetInfo) -> Obj:
     """A copy of the pod ``template`` with ``info`` merged in (Kueue's ``podset.Merge``)."""
     result = copy.deepcopy(template)
-    meta = result.setdefault("metadata", {})
-    pod_spec = result.setdefault("spec", {})
+    if not isinstance(result.get("metadata"), dict):
+        result["metadata"] = {}
+    if not isinstance(result.get("spec"), dict):
+        result["spec"] = {}
+    meta, pod_spec = result["metadata"], result["spec"]
     for what, existing_key, extra in (
         ("labels", "labels", info.labels),
         ("annotations", "annotations", info.annotations),
@@ -158,6 +161,10 @@ def inject(template: Obj, info: PodSetInfo) -> Obj:
     return result
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _map_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
     """A JSON merge patch turning map ``current`` into ``desired`` (``None`` deletes the field)."""
     if not desired:
@@ -169,20 +176,22 @@ def _map_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[s
 
 def _template_patch(current: Obj, desired: Obj) -> Obj:
     """Merge patch for ``spec.template`` covering the four fields a start or stop changes."""
-    cur_meta, want_meta = current.get("metadata") or {}, desired.get("metadata") or {}
-    cur_spec, want_spec = current.get("spec") or {}, desired.get("spec") or {}
+    cur_meta, want_meta = _dict(current.get("metadata")), _dict(desired.get("metadata"))
+    cur_spec, want_spec = _dict(current.get("spec")), _dict(desired.get("spec"))
     meta_patch: Obj = {}
     for field_name in ("labels", "annotations"):
-        cur, want = cur_meta.get(field_name) or {}, want_meta.get(field_name) or {}
-        if cur != want:
+        cur, want = _dict(cur_meta.get(field_name)), _dict(want_meta.get(field_name))
+        garbage = not isinstance(cur_meta.get(field_name), dict | None)
+        if cur != want or garbage:
             meta_patch[field_name] = _map_patch(cur, want)
     spec_patch: Obj = {}
-    if (cur_spec.get("nodeSelector") or {}) != (want_spec.get("nodeSelector") or {}):
-        spec_patch["nodeSelector"] = _map_patch(
-            cur_spec.get("nodeSelector") or {}, want_spec.get("nodeSelector") or {}
-        )
-    if (cur_spec.get("tolerations") or []) != (want_spec.get("tolerations") or []):
-        spec_patch["tolerations"] = want_spec.get("tolerations") or None
+    cur_selector, want_selector = _dict(cur_spec.get("nodeSelector")), _dict(want_spec.get("nodeSelector"))
+    if cur_selector != want_selector:
+        spec_patch["nodeSelector"] = _map_patch(cur_selector, want_selector)
+    cur_tolerations = cur_spec.get("tolerations") if isinstance(cur_spec.get("tolerations"), list) else []
+    want_tolerations = want_spec.get("tolerations") if isinstance(want_spec.get("tolerations"), list) else []
+    if cur_tolerations != want_tolerations:
+        spec_patch["tolerations"] = want_tolerations or None
     patch: Obj = {}
     if meta_patch:
         patch["metadata"] = meta_patch

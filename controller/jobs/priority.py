@@ -68,7 +68,7 @@ def resolve_priority(
 ) -> Priority:
     """The job's priority; raises :class:`PriorityClassNotFound` for a missing named class."""
     wpc_name = jobs.labels(job).get(PRIORITY_CLASS_LABEL)
-    if wpc_name:
+    if isinstance(wpc_name, str) and wpc_name:
         wpc = workload_priority_class(wpc_name)
         if wpc is None:
             raise PriorityClassNotFound("WorkloadPriorityClass", wpc_name)
@@ -76,7 +76,7 @@ def resolve_priority(
 
     pod_spec = jobs.pod_template(job).get("spec") or {}
     pc_name = pod_spec.get("priorityClassName") if isinstance(pod_spec, dict) else None
-    if pc_name:
+    if isinstance(pc_name, str) and pc_name:
         pc = priority_class(pc_name)
         if pc is None:
             raise PriorityClassNotFound("PriorityClass", pc_name)

@@ -457,9 +457,9 @@ class JobReconciler:
         otherwise it is the user's own template, which may legitimately differ from the
         Workload's in fields that do not affect admission.
         """
-        if workload is None or C.PODSET_LABEL not in (jobs.pod_template(job).get("metadata") or {}).get(
-            "labels", {}
-        ):
+        template_meta = jobs.pod_template(job).get("metadata")
+        template_labels = template_meta.get("labels") if isinstance(template_meta, dict) else None
+        if workload is None or not isinstance(template_labels, dict) or C.PODSET_LABEL not in template_labels:
             return None
         podsets = wv.spec(workload).get("podSets") or []
         first = podsets[0] if podsets and isinstance(podsets[0], dict) else {}

@@ -31,11 +31,15 @@ def snapshot(template: Obj) -> Obj:
     """The parts of a pod template a start may change (absent parts are recorded as empty)."""
     meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
     pod_spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+
+    def typed(value: Any, kind: type) -> Any:
+        return copy.deepcopy(value) if isinstance(value, kind) else kind()
+
     return {
-        "nodeSelector": copy.deepcopy(pod_spec.get("nodeSelector") or {}),
-        "tolerations": copy.deepcopy(pod_spec.get("tolerations") or []),
-        "labels": copy.deepcopy(meta.get("labels") or {}),
-        "annotations": copy.deepcopy(meta.get("annotations") or {}),
+        "nodeSelector": typed(pod_spec.get("nodeSelector"), dict),
+        "tolerations": typed(pod_spec.get("tolerations"), list),
+        "labels": typed(meta.get("labels"), dict),
+        "annotations": typed(meta.get("annotations"), dict),
     }
 
 
@@ -71,8 +75,11 @@ def encode_snapshot(snap: Obj) -> str:
 def apply_snapshot(template: Obj, snap: Obj) -> Obj:
     """A copy of ``template`` with the four saved parts replaced by ``snap``."""
     result = copy.deepcopy(template)
-    meta = result.setdefault("metadata", {})
-    pod_spec = result.setdefault("spec", {})
+    if not isinstance(result.get("metadata"), dict):
+        result["metadata"] = {}
+    if not isinstance(result.get("spec"), dict):
+        result["spec"] = {}
+    meta, pod_spec = result["metadata"], result["spec"]
     for field in SAVED_METADATA_FIELDS:
         if snap.get(field):
             meta[field] = copy.deepcopy(snap[field])

@@ -145,7 +145,7 @@ class FakeCluster:
     def _check_template_mutable(job: Obj) -> None:
         """The Job API: scheduling directives change only on a suspended, not-started Job; like
         the apiserver right after a suspension, also refuse while the Job still counts pods."""
-        status = job.get("status") or {}
+        status = job.get("status") if isinstance(job.get("status"), dict) else {}
         if not job["spec"].get("suspend") or status.get("startTime") or status.get("active"):
             raise Invalid(422, "Invalid", "spec.template: Invalid value: field is immutable")
 
