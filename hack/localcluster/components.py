@@ -149,6 +149,9 @@ def kwok(layout: ClusterLayout, ports: Ports, binaries: BinarySet) -> ProcessSpe
         f"--config={layout.kwok_config}",
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}={KWOK_NODE_ANNOTATION_VALUE}",
+        # Renew each node's Lease like a kubelet; without it the node-lifecycle controller marks
+        # the nodes NotReady (and their pods not Ready) after its 50s grace period.
+        "--node-lease-duration-seconds=40",
         f"--cidr={POD_CIDR}",
         "--node-ip=10.240.0.1",
         f"--server-address={LOOPBACK}:{ports.kwok}",

@@ -57,6 +57,22 @@ def test_plain_job_runs_on_simulated_nodes_and_completes(kube: k8s.ApiClient, na
     assert sorted(p.status.phase for p in finished) == ["Succeeded"] * 3
 
 
+def test_simulated_nodes_renew_their_leases(kube: k8s.ApiClient) -> None:
+    """Without renewed Leases the node-lifecycle controller would mark the nodes NotReady."""
+    core, coordination = k8s.CoreV1Api(kube), k8s.CoordinationV1Api(kube)
+    node = sorted(_simulated_node_names(core))[0]
+    first = wait_for(
+        lambda: coordination.read_namespaced_lease(node, "kube-node-lease"),
+        timeout=30,
+        message=f"Lease of node {node}",
+    )
+    wait_for(
+        lambda: coordination.read_namespaced_lease(node, "kube-node-lease").spec.renew_time > first.spec.renew_time,
+        timeout=45,
+        message=f"Lease of node {node} renewed",
+    )
+
+
 def test_pod_with_negative_run_seconds_keeps_running(kube: k8s.ApiClient, namespace: str) -> None:
     core = k8s.CoreV1Api(kube)
     core.create_namespaced_pod(namespace, PodBuilder("forever", namespace).run_seconds(-1).obj())
@@ -81,10 +97,16 @@ def test_pod_with_negative_run_seconds_keeps_running(kube: k8s.ApiClient, namesp
     assert running_and_ready("forever"), f"pod forever left Running: {forever.status.phase}"
 
 
-def _watch_events(core: k8s.CoreV1Api, namespace: str, resource_version: str, timeout: int) -> list[dict[str, Any]]:
+def _watch_events(
+    core: k8s.CoreV1Api, namespace: str, resource_version: str, timeout: int
+) -> list[dict[str, Any]]:
     """All events of a configmap watch from `resource_version`, read until the server ends it."""
     response = core.list_namespaced_config_map(
-        namespace, watch=True, resource_version=resource_version, timeout_seconds=timeout, _preload_content=False
+        namespace,
+        watch=True,
+        resource_version=resource_version,
+        timeout_seconds=timeout,
+        _preload_content=False,
     )
     try:
         body = response.read().decode()
@@ -121,8 +143,11 @@ def test_restarting_the_apiserver_ends_watches_and_keeps_objects(
     finally:
         watch.release_conn()
     assert time.monotonic() - started < 30, "the watch outlived the apiserver restart"
-    kept = wait_for(lambda: core.read_namespaced_config_map("kept", namespace), timeout=30,
-                    message="configmap kept readable after the restart")
+    kept = wait_for(
+        lambda: core.read_namespaced_config_map("kept", namespace),
+        timeout=30,
+        message="configmap kept readable after the restart",
+    )
     assert kept.metadata.name == "kept"
 
 
@@ -132,19 +157,27 @@ def test_compacting_etcd_expires_older_resource_versions(
 ) -> None:
     core = k8s.CoreV1Api(kube)
     for i in range(3):
-        core.create_namespaced_config_map(namespace, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name=f"cm-{i}")))
+        core.create_namespaced_config_map(
+            namespace, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name=f"cm-{i}"))
+        )
     page = core.list_namespaced_config_map(namespace, limit=1)
     continue_token, old_rv = page.metadata._continue, page.metadata.resource_version
     assert continue_token, "expected a paginated list"
     # Before compaction both are still served.
-    assert _status_of(lambda: core.list_namespaced_config_map(namespace, limit=1, _continue=continue_token)) is None
+    assert (
+        _status_of(lambda: core.list_namespaced_config_map(namespace, limit=1, _continue=continue_token))
+        is None
+    )
     assert all(e["type"] != "ERROR" for e in _watch_events(core, namespace, old_rv, timeout=1))
 
     compacted_at = cluster.compact_etcd()
     assert compacted_at > int(old_rv)
 
     wait_for(
-        lambda: _status_of(lambda: core.list_namespaced_config_map(namespace, limit=1, _continue=continue_token)) == 410,
+        lambda: (
+            _status_of(lambda: core.list_namespaced_config_map(namespace, limit=1, _continue=continue_token))
+            == 410
+        ),
         timeout=30,
         message="continuing a list from before the compaction answers 410 Gone",
     )

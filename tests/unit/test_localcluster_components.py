@@ -70,3 +70,8 @@ def test_kwok_manages_only_annotated_nodes(specs: dict[str, ProcessSpec]) -> Non
     flags = _flags(specs["kwok"])
     assert flags["manage-all-nodes"] == "false"
     assert flags["manage-nodes-with-annotation-selector"] == "kwok.x-k8s.io/node=fake"
+
+
+def test_kwok_renews_node_leases(specs: dict[str, ProcessSpec]) -> None:
+    # Without leases the node-lifecycle controller marks every simulated node NotReady after 50s.
+    assert int(_flags(specs["kwok"])["node-lease-duration-seconds"]) > 0
