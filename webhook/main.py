@@ -124,9 +124,22 @@ def job_policy_from_config(settings: Settings) -> Any:
 
 
 def _kube_client(settings: Settings) -> Any:
+    """The master's client (certificates): patient, with the default retries and timeouts."""
     from pykueue.kube.client import KubeClient
 
     return KubeClient.from_config(settings.kubeconfig, qps=20.0, burst=40, user_agent="pykueue-webhook")
+
+
+def _request_path_client(settings: Settings) -> Any:
+    """A worker's client for reads made while the apiserver waits on us (10 s webhook timeout).
+
+    One retry and short socket timeouts, so a struggling apiserver yields a clear denial well
+    within the webhook timeout instead of a timed-out call.
+    """
+    from pykueue.kube.client import KubeClient
+
+    base = KubeClient.from_config(settings.kubeconfig, user_agent="pykueue-webhook")
+    return KubeClient(base.transport, qps=50.0, burst=100, max_retries=1, timeout=(2.0, 4.0))
 
 
 def _ensure_namespace(client: Any, namespace: str) -> None:
@@ -240,7 +253,7 @@ def build_app(settings: Settings, job_policy: Any) -> Any:
     for hook in HOOKS:  # compile each kind's schema validator now, not on the first user request
         if hook.group == KUEUE_GROUP:
             schema_errors(hook.kind, {})
-    state = KubeClusterState(functools.partial(_kube_client, settings))
+    state = KubeClusterState(functools.partial(_request_path_client, settings))
     context = WebhookContext(
         state=state,
         job_policy=job_policy,
