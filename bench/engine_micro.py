@@ -29,6 +29,7 @@ import argparse
 import gc
 import heapq
 import json
+import math
 import platform
 import statistics
 import sys
@@ -40,13 +41,21 @@ from typing import Any
 from controller.engine import Engine
 
 API_VERSION = "kueue.x-k8s.io/v1beta1"
-COHORTS = 5
-QUEUES_PER_COHORT = 6
-# name: (cpu, runtime_ms, priority, weight)
-CLASSES: dict[str, tuple[int, int, int, int]] = {
-    "small": (1, 200, 50, 350),
-    "medium": (5, 500, 100, 100),
-    "large": (20, 1000, 200, 50),
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One of the configurations in ``baseline.yaml``: cohorts x queues and workload classes."""
+
+    cohorts: int
+    queues_per_cohort: int
+    # name: (cpu, runtime_ms, priority, share of the workloads)
+    classes: dict[str, tuple[int, int, int, int]]
+
+
+SHAPES: dict[str, Shape] = {
+    "baseline": Shape(5, 6, {"small": (1, 200, 50, 350), "medium": (5, 500, 100, 100), "large": (20, 1000, 200, 50)}),
+    "large_scale": Shape(10, 100, {"small": (1, 150, 50, 35), "medium": (5, 350, 100, 11), "large": (20, 700, 200, 4)}),
 }
 DEFAULT_PENDING = (1_000, 5_000, 15_000, 50_000)
 
@@ -94,8 +103,7 @@ def _cluster_queue(name: str, cohort: str) -> dict[str, Any]:
     }
 
 
-def _workload(name: str, namespace: str, klass: str, created_s: float) -> dict[str, Any]:
-    cpu, _, priority, _ = CLASSES[klass]
+def _workload(name: str, namespace: str, klass: str, cpu: int, priority: int, created_s: float) -> dict[str, Any]:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created_s)) + "Z"
     return {
         "apiVersion": API_VERSION,
@@ -122,22 +130,26 @@ def _workload(name: str, namespace: str, klass: str, created_s: float) -> dict[s
     }
 
 
-def _class_sequence() -> list[str]:
-    """Classes in baseline proportions, interleaved deterministically."""
+def _class_sequence(shape: Shape) -> list[str]:
+    """Classes in the shape's proportions (e.g. 7 small, 2 medium, 1 large for the baseline)."""
+    divisor = math.gcd(*(share for *_, share in shape.classes.values()))
     seq: list[str] = []
-    for klass, (_, _, _, weight) in CLASSES.items():
-        seq += [klass] * (weight // 50)
-    return seq  # 7 small, 2 medium, 1 large
+    for klass, (*_, share) in shape.classes.items():
+        seq += [klass] * (share // divisor)
+    return seq
 
 
 class Simulation:
-    def __init__(self, pending: int, heads: int, step_ms: float, batch_s: float, freeze_gc: bool) -> None:
+    def __init__(
+        self, shape: Shape, pending: int, heads: int, step_ms: float, batch_s: float, freeze_gc: bool
+    ) -> None:
+        self.shape = shape
         self.engine = Engine(heads_per_cluster_queue=heads, requeue_batch_seconds=batch_s)
         self.step = step_ms / 1000.0
         self.now = 1_800_000_000.0
         self.seq = 0
-        self.classes = _class_sequence()
-        self.queues = [f"cq-{c}-{q}" for c in range(COHORTS) for q in range(QUEUES_PER_COHORT)]
+        self.classes = _class_sequence(shape)
+        self.queues = [f"cq-{c}-{q}" for c in range(shape.cohorts) for q in range(shape.queues_per_cohort)]
         self.objects: dict[str, dict[str, Any]] = {}
         self.running: list[tuple[float, int, str]] = []  # (finish time, token, key)
         self.run_token: dict[str, int] = {}  # key -> token of its current run (evictions void it)
@@ -147,10 +159,10 @@ class Simulation:
         self.preemptions = 0
         # Evicted workloads back in the queue stand in for new arrivals of their class, so the
         # backlog keeps its size and its class mix whatever the backlog size.
-        self.requeued_victims: dict[str, int] = dict.fromkeys(CLASSES, 0)
+        self.requeued_victims: dict[str, int] = dict.fromkeys(shape.classes, 0)
         self.engine.upsert_resource_flavor({"metadata": {"name": "default"}, "spec": {}})
         for index, name in enumerate(self.queues):
-            self.engine.upsert_cluster_queue(_cluster_queue(name, f"cohort-{index // QUEUES_PER_COHORT}"))
+            self.engine.upsert_cluster_queue(_cluster_queue(name, f"cohort-{index // shape.queues_per_cohort}"))
             self.engine.set_namespace(f"ns-{name}", {})
             self.engine.upsert_local_queue(
                 {"metadata": {"name": "lq", "namespace": f"ns-{name}"}, "spec": {"clusterQueue": name}}
@@ -174,7 +186,8 @@ class Simulation:
         queue = self.queues[self.seq % len(self.queues)]
         if klass is None:
             klass = self.classes[(self.seq // len(self.queues)) % len(self.classes)]
-        obj = _workload(f"wl-{self.seq}", f"ns-{queue}", klass, self.now + self.seq * 1e-3)
+        cpu, _, priority, _ = self.shape.classes[klass]
+        obj = _workload(f"wl-{self.seq}", f"ns-{queue}", klass, cpu, priority, self.now + self.seq * 1e-3)
         self.objects[f"ns-{queue}/wl-{self.seq}"] = obj
         return obj
 
@@ -218,7 +231,7 @@ class Simulation:
             klass = obj["metadata"]["labels"]["class"]
             self.seq += 1
             self.run_token[reservation.workload] = self.seq
-            heapq.heappush(self.running, (self.now + CLASSES[klass][1] / 1000.0, self.seq, reservation.workload))
+            heapq.heappush(self.running, (self.now + self.shape.classes[klass][1] / 1000.0, self.seq, reservation.workload))
             if self.requeued_victims[klass]:
                 self.requeued_victims[klass] -= 1
             else:
@@ -246,10 +259,17 @@ class Simulation:
 
 
 def run_size(
-    pending: int, decisions: int, heads: int, step_ms: float, batch_s: float, max_cycles: int, freeze_gc: bool
+    shape: Shape,
+    pending: int,
+    decisions: int,
+    heads: int,
+    step_ms: float,
+    batch_s: float,
+    max_cycles: int,
+    freeze_gc: bool,
 ) -> Row:
     gc.unfreeze()
-    sim = Simulation(pending, heads, step_ms, batch_s, freeze_gc)
+    sim = Simulation(shape, pending, heads, step_ms, batch_s, freeze_gc)
     # Warm up: fill the quota once so the measured part is steady state.
     for _ in range(20):
         sim.step_once()
@@ -300,6 +320,7 @@ def _print_table(rows: Sequence[Row]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.engine_micro", description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="baseline", help="configuration of baseline.yaml")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default sizes (e.g. 0.02 for CI)")
     parser.add_argument("--pending", type=str, default=None, help="comma-separated backlog sizes (overrides defaults)")
     parser.add_argument("--decisions", type=int, default=20_000, help="decisions measured per size (before --scale)")
@@ -312,25 +333,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.scale <= 0:
         parser.error("--scale must be positive")
 
+    shape = SHAPES[args.shape]
     sizes = [int(s) for s in args.pending.split(",")] if args.pending else list(DEFAULT_PENDING)
-    sizes = [max(30, int(s * args.scale)) for s in sizes]
+    sizes = [max(shape.cohorts * shape.queues_per_cohort, int(s * args.scale)) for s in sizes]
     decisions = max(200, int(args.decisions * args.scale))
     max_cycles = max(2_000, decisions * 20)
     print(
-        f"engine micro-benchmark: {COHORTS} cohorts x {QUEUES_PER_COHORT} ClusterQueues, heads/CQ={args.heads}, "
+        f"engine micro-benchmark ({args.shape}): {shape.cohorts} cohorts x {shape.queues_per_cohort} ClusterQueues, "
+        f"heads/CQ={args.heads}, "
         f"step={args.step_ms} ms, requeue batch={args.batch_s} s, {decisions} decisions per size, "
         f"gc.freeze after load={not args.no_gc_freeze}"
     )
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'unknown cpu'})")
     rows = [
-        run_size(n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_freeze)
+        run_size(shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_freeze)
         for n in sizes
     ]
     _print_table(rows)
     flat = rows[-1].us_per_decision / rows[0].us_per_decision if rows and rows[0].us_per_decision else None
     summary = {
         "benchmark": "engine_micro",
-        "shape": {"cohorts": COHORTS, "cluster_queues": COHORTS * QUEUES_PER_COHORT},
+        "shape": {"name": args.shape, "cohorts": shape.cohorts, "cluster_queues": shape.cohorts * shape.queues_per_cohort},
         "heads_per_cluster_queue": args.heads,
         "step_ms": args.step_ms,
         "requeue_batch_s": args.batch_s,
