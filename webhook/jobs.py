@@ -336,15 +336,17 @@ def max_capacity(cq: dict[str, Any], state: ClusterState) -> dict[str, Fraction]
 
 
 def never_fits_warnings(job: dict[str, Any], namespace: str, state: ClusterState) -> list[str]:
-    """Warnings for a queued job that asks for more than its ClusterQueue could ever provide."""
+    """Warnings for a queued job whose queue is missing or that asks for more than it could ever get."""
     queue = labels_of(job).get(c.QUEUE_NAME_LABEL)
     if not queue:
         return []
     local_queue = state.local_queue(namespace, queue)
-    cq_name = as_dict(as_dict(local_queue).get("spec")).get("clusterQueue")
+    if local_queue is None:
+        return [f'LocalQueue "{queue}" does not exist in namespace "{namespace}"; the job stays suspended until it does']
+    cq_name = as_dict(local_queue.get("spec")).get("clusterQueue")
     cq = state.cluster_queue(cq_name) if cq_name else None
     if cq is None:
-        return []
+        return [f'ClusterQueue "{cq_name}" of LocalQueue "{queue}" does not exist; the job stays suspended until it does']
     capacity = max_capacity(cq, state)
     if capacity is None:
         return []

@@ -261,3 +261,14 @@ def test_admission_gates_can_only_be_removed(client: FlaskClient) -> None:
     assert f"metadata.annotations[{GATES}]: Forbidden: admission gates can only be removed, not added: example.com/b" in added
     late = validate(client, one, none)["status"]["message"]
     assert "admission gates cannot be added after creation" in late
+
+
+def test_warning_when_the_queue_does_not_exist(client: FlaskClient, state: FakeClusterState) -> None:
+    job = JobBuilder("j", "ns").queue("nowhere").obj()
+    assert validate(client, job)["warnings"] == [
+        'LocalQueue "nowhere" does not exist in namespace "ns"; the job stays suspended until it does'
+    ]
+    state.add(LocalQueueBuilder("nowhere", "ns", "gone").obj())
+    assert validate(client, job)["warnings"] == [
+        'ClusterQueue "gone" of LocalQueue "nowhere" does not exist; the job stays suspended until it does'
+    ]
