@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -177,8 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging("webhook", settings.log_format)  # type: ignore[arg-type]
     # prometheus_client picks its multiprocess mode when first imported, so set it before anything
     # imports webhook.metrics.
+    metrics_dir: str | None = None
     if settings.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="pykueue-webhook-metrics-")
+        metrics_dir = tempfile.mkdtemp(prefix="pykueue-webhook-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
 
     from webhook.certprovision import CertFiles, CertProvisioner
     from webhook.certs import service_dns_names
@@ -222,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def on_exit() -> None:
         stop.set()
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
         if local is not None:
             try:
                 local.delete()
