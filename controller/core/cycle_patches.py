@@ -43,6 +43,27 @@ def _schedulable(wl: Mapping[str, Any], uid: str) -> bool:
     )
 
 
+def _is_option(wl: Mapping[str, Any]) -> bool:
+    mode = wv.spec(wl).get("workloadMode")
+    return isinstance(mode, Mapping) and mode.get("type") == C.WORKLOAD_MODE_OPTION
+
+
+def migration_patch(wl: Mapping[str, Any], *, message: str, now: datetime) -> CyclePatch | None:
+    """Concurrent admission: evict a sibling option (reason ``FlavorMigration``) *and* clear its
+    reservation in one write, so that the preferred option's reservation written next never
+    coexists with it. ``None`` when it no longer holds quota."""
+    if not wv.has_reservation(wl) or wv.is_finished(wl):
+        return None
+    plan = WorkloadPlan()
+    evict(plan, wl, C.REASON_FLAVOR_MIGRATION, message, now)
+    plan.admission = None
+    plan.set_conditions.append(ConditionSpec(C.COND_QUOTA_RESERVED, "False", C.REASON_PENDING, message))
+    if wv.condition(wl, C.COND_ADMITTED) is not None:
+        plan.set_conditions.append(ConditionSpec(C.COND_ADMITTED, "False", C.REASON_NO_RESERVATION, message))
+    patch = workload_status_patch(wl, plan, now)
+    return CyclePatch(patch, plan.events) if patch is not None else None
+
+
 def queued_since(wl: Mapping[str, Any]) -> datetime | None:
     """Creation time, or the last requeue (Kueue measures wait time from there)."""
     since = parse_time(wv.meta(wl).get("creationTimestamp"))
@@ -79,13 +100,16 @@ def reservation_patch(
     since = queued_since(wl)
     waited = f", wait time since queued was {max(0, int((now - since).total_seconds()))}s" if since else ""
     events = [EventSpec(EVENT_NORMAL, C.EVENT_QUOTA_RESERVED, f"Quota reserved in ClusterQueue {cq}{waited}")]
+    checks_passed = False
     if admission_checks:
         existing = {
             s.get("name"): s for s in wv.status(wl).get("admissionChecks") or [] if isinstance(s, Mapping)
         }
+        # Concurrent-admission options run their checks before reserving: keep their Ready states.
+        kept = (C.CHECK_PENDING, C.CHECK_READY) if _is_option(wl) else (C.CHECK_PENDING,)
         plan.admission_checks = [
             dict(existing[name])
-            if name in existing and existing[name].get("state") == C.CHECK_PENDING
+            if name in existing and existing[name].get("state") in kept
             else {
                 "name": name,
                 "state": C.CHECK_PENDING,
@@ -94,6 +118,8 @@ def reservation_patch(
             }
             for name in admission_checks
         ]
+        checks_passed = all(s.get("state") == C.CHECK_READY for s in plan.admission_checks)
+    if admission_checks and not checks_passed:
         plan.set_conditions.append(
             ConditionSpec(
                 C.COND_ADMITTED,
@@ -103,7 +129,7 @@ def reservation_patch(
             )
         )
     else:
-        if wv.status(wl).get("admissionChecks"):
+        if not admission_checks and wv.status(wl).get("admissionChecks"):
             plan.admission_checks = []
         plan.set_conditions.append(ConditionSpec(C.COND_ADMITTED, "True", C.REASON_ADMITTED, MSG_ADMITTED))
         events.append(EventSpec(EVENT_NORMAL, C.EVENT_ADMITTED, f"Admitted by ClusterQueue {cq}{waited}"))

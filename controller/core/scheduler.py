@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.engine.engine import Engine
-from controller.engine.results import CycleResult, Preemption, Reservation
+from controller.engine.results import CycleResult, Eviction, Preemption, Reservation
 from pykueue.api import constants as C
 from pykueue.kube.errors import ApiError, Conflict, NotFound
 from pykueue.kube.resources import WORKLOADS
@@ -36,6 +36,7 @@ from . import workload_view as wv
 from .cycle_patches import (
     CyclePatch,
     eviction_patch,
+    migration_patch,
     pending_patch,
     preemption_patch,
     queued_since,
@@ -61,7 +62,9 @@ KINDS = (
     "workloads",
 )
 
-IDLE_TICK_SECONDS = 1.0
+# Safety net only: the loop sleeps until the next event or the engine's next timer.
+IDLE_TICK_SECONDS = 5.0
+METRICS_INTERVAL_SECONDS = 1.0
 WRITE_THREADS = 4
 
 
@@ -98,6 +101,7 @@ class SchedulerLoop:
         self.engine: Engine | None = None
         self._applied_rv: dict[tuple[str, str], str] = {}
         self.cycles = 0
+        self._metrics_at = 0.0
 
     # --- informer side (any thread) --------------------------------------------------------------
 
@@ -124,9 +128,14 @@ class SchedulerLoop:
             max_workers=self._write_threads, thread_name_prefix="admission-write"
         ) as pool:
             while not stop.is_set():
-                result = self.step(engine, pool)
+                try:
+                    result = self.step(engine, pool)
+                except Exception:
+                    # Nothing may kill the admission thread: log, wait, try again.
+                    log.exception("scheduler step failed")
+                    result = None
                 if result is None or (not result.admitted_anything and self._changes.empty()):
-                    self._wait(stop)
+                    self._wait(engine)
         self._accepting = False
         self.engine = None
         log.info("scheduler stopped")
@@ -157,14 +166,24 @@ class SchedulerLoop:
             return None
         self.cycles += 1
         self._apply(engine, result, pool)
-        self._observe(engine, result)
+        try:
+            self._observe(engine, result)
+        except Exception:
+            log.exception("recording scheduler metrics failed")
         return result
 
-    def _wait(self, stop: threading.Event) -> None:
-        self._wake.wait(IDLE_TICK_SECONDS)
+    def _wait(self, engine: Engine) -> None:
+        """Sleep until an informer event, the engine's next timer, or the safety tick."""
+        timeout = IDLE_TICK_SECONDS
+        try:
+            due = engine.next_timer()
+        except Exception:
+            log.exception("engine timer query failed")
+            due = None
+        if due is not None:
+            timeout = min(timeout, max(0.0, due - self._clock()))
+        self._wake.wait(timeout)
         self._wake.clear()
-        if stop.is_set():
-            return
 
     def wake(self) -> None:
         self._wake.set()
@@ -305,6 +324,8 @@ class SchedulerLoop:
 
     def _reserve(self, reservation: Reservation, now: datetime) -> bool:
         wl_before = self._informers["workloads"].store.get(reservation.workload)
+        if reservation.displaces is not None and not self._displace(reservation.displaces, now):
+            return False
         try:
             written = self._write(
                 reservation.workload,
@@ -339,6 +360,17 @@ class SchedulerLoop:
                 "borrowing": reservation.borrowing,
             },
         )
+        return True
+
+    def _displace(self, eviction: Eviction, now: datetime) -> bool:
+        """Concurrent-admission migration: evict the sibling option and clear its reservation
+        before the preferred option's reservation is written (never two holding quota)."""
+        try:
+            self._write(eviction.workload, lambda wl: migration_patch(wl, message=eviction.message, now=now))
+        except ApiError as err:
+            log.warning("migration eviction failed", extra={"workload": eviction.workload, "error": str(err)})
+            return False
+        log.info("option displaced by migration", extra={"workload": eviction.workload})
         return True
 
     def _preempt(self, preemption: Preemption, now: datetime) -> bool:
@@ -392,7 +424,11 @@ class SchedulerLoop:
         if result.heads_tried or result.admitted_anything:
             m.ADMISSION_ATTEMPTS.labels(outcome).inc()
             m.ADMISSION_ATTEMPT_DURATION.labels(outcome).observe(result.duration_seconds)
+        now = time.monotonic()
+        if now - self._metrics_at < METRICS_INTERVAL_SECONDS:
+            return
+        self._metrics_at = now
         for name, pending_queue in engine.queues.items():
-            parked = pending_queue.parked_count()
+            parked = sum(1 for info in pending_queue.workloads() if pending_queue.is_parked(info))
             m.PENDING_WORKLOADS.labels(name, "active").set(len(pending_queue) - parked)
             m.PENDING_WORKLOADS.labels(name, "inadmissible").set(parked)

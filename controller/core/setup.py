@@ -96,6 +96,10 @@ class SchedulerRunnable:
         )
         self._thread.start()
 
+    def alive(self) -> bool:
+        """Liveness: once started, the loop thread must still run (until asked to stop)."""
+        return self._thread is None or self._thread.is_alive() or self._stop.is_set()
+
     def stop(self) -> None:
         self._stop.set()
         self.loop.wake()
@@ -165,7 +169,9 @@ def setup(ctrl: Any) -> None:
         resource_flavors=informers["resourceflavors"],
         admission_checks=informers["admissionchecks"],
     )
-    ctrl.register(SchedulerRunnable(SchedulerLoop(ctrl.client, informers, events), informers))
+    scheduler = SchedulerRunnable(SchedulerLoop(ctrl.client, informers, events), informers)
+    ctrl.register(scheduler)
+    ctrl.health.add_liveness("scheduler", scheduler.alive)
     ctrl.register(workload_controller)
     ctrl.register(QueueStatusRunnable(queue_status, informers))
     log.info("core controllers registered", extra={"waitForPodsReady": policy is not None})

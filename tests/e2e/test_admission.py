@@ -7,6 +7,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from tests.e2e.fixtures.controller import ControllerHandle
 from tests.e2e.helpers.kueue import (
     KueueApi,
     admitted_names,
@@ -87,6 +88,43 @@ def test_admits_within_quota_and_queues_the_rest_with_a_reason(
         timeout=30,
         message="the waiting workload is admitted once quota is released",
     )
+
+
+def test_kueue_metrics_count_admissions(
+    kueue: KueueApi, namespace: str, controller: ControllerHandle
+) -> None:
+    _, cq_name = make_queues(kueue, namespace, cpu="1")
+    submit(kueue, namespace, "m1")
+    submit(kueue, namespace, "m2")
+    wait_for(
+        lambda: is_admitted(kueue.workload(namespace, "m1")) or is_admitted(kueue.workload(namespace, "m2")),
+        timeout=30,
+        message="one admitted",
+    )
+
+    def sample(name: str, **labels: str) -> float | None:
+        selector = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in controller.metrics().splitlines():
+            if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"no sample {name}{{{selector}}}")
+
+    wait_for(
+        lambda: sample("kueue_admitted_workloads_total", cluster_queue=cq_name) == 1,
+        timeout=30,
+        message="kueue_admitted_workloads_total counts the admission",
+    )
+    wait_for(
+        lambda: sample("kueue_pending_workloads", cluster_queue=cq_name, status="inadmissible") == 1,
+        timeout=30,
+        message="kueue_pending_workloads shows the waiting one",
+    )
+    wait_for(
+        lambda: sample("kueue_cluster_queue_resource_usage", cluster_queue=cq_name, resource="cpu") == 1000,
+        timeout=30,
+        message="usage in milli-cpu",
+    )
+    assert sample("kueue_admission_wait_time_seconds_count", cluster_queue=cq_name) == 1
 
 
 def test_workload_larger_than_the_queue_never_fits(kueue: KueueApi, namespace: str) -> None:
