@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from pykueue.api.conditions import remove_condition, set_condition
+
 from . import workload_view as wv
 from .clock import format_time
 from .plan import UNSET, ConditionSpec, WorkloadPlan
@@ -28,32 +30,29 @@ def apply_conditions(
 ) -> list[dict[str, Any]] | None:
     """The new conditions list, or ``None`` when equal to ``existing``.
 
-    ``lastTransitionTime`` moves only when the status flips (metav1 semantics);
-    ``observedGeneration`` is the generation the decision was made from.
+    Uses :func:`pykueue.api.conditions.set_condition` (metav1 semantics: ``lastTransitionTime``
+    moves only when the status flips); ``observedGeneration`` is the generation the decision was
+    made from. ``existing`` is never modified.
     """
-    current = [dict(c) for c in existing or [] if isinstance(c, Mapping)]
-    result = [c for c in current if c.get("type") not in set(remove)]
+    current: list[Any] = [copy.deepcopy(dict(c)) for c in existing or [] if isinstance(c, Mapping)]
+    changed = False
+    for type_ in remove:
+        changed = remove_condition(current, type_) or changed
+    stamp = format_time(now)
     for change in changes:
-        new = {
-            "type": change.type,
-            "status": change.status,
-            "reason": change.reason,
-            "message": change.message,
-            "observedGeneration": generation,
-        }
-        for index, cond in enumerate(result):
-            if cond.get("type") == change.type:
-                new["lastTransitionTime"] = (
-                    cond.get("lastTransitionTime")
-                    if cond.get("status") == change.status and cond.get("lastTransitionTime")
-                    else format_time(now)
-                )
-                result[index] = new
-                break
-        else:
-            new["lastTransitionTime"] = format_time(now)
-            result.append(new)
-    return None if result == current else result
+        changed = (
+            set_condition(
+                current,
+                change.type,
+                change.status,
+                change.reason,
+                change.message,
+                observed_generation=generation,
+                now=stamp,
+            )
+            or changed
+        )
+    return current if changed else None
 
 
 def with_resource_version(obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
