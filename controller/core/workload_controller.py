@@ -109,6 +109,11 @@ class WorkloadController:
     def stop(self) -> None:
         self.queue.shutdown()
 
+    def _workload_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if wv.is_finished(new) and not wv.is_finished(old) and wv.admitted_cluster_queue(new):
+            m.FINISHED_TOTAL.labels(wv.admitted_cluster_queue(new)).inc()
+        self._enqueue_obj(new)
+
     def _enqueue_obj(self, obj: dict[str, Any]) -> None:
         self.queue.add(wv.key(obj))
 
