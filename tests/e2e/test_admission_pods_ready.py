@@ -1,0 +1,50 @@
+"""waitForPodsReady from the controller's Configuration: a workload whose pods never become ready
+is evicted with PodsReadyTimeout, requeued after an exponential backoff, and deactivated past
+the requeuing limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.fixtures.controller import ControllerHandle, configuration, wait_for_pods_ready
+from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, make_queues, submit
+from tests.e2e.helpers.wait import wait_for
+
+
+def test_pods_ready_timeout_evicts_requeues_with_backoff_then_deactivates(
+    kueue: KueueApi, namespace: str, controller: ControllerHandle
+) -> None:
+    config = configuration(
+        waitForPodsReady=wait_for_pods_ready(timeout="3s", backoff_base_seconds=2, backoff_limit_count=1)
+    )
+    with controller.configured(config):
+        make_queues(kueue, namespace, cpu="1")
+        submit(kueue, namespace, "never-ready")
+        wait_for(
+            lambda: is_admitted(kueue.workload(namespace, "never-ready")), timeout=30, message="admitted"
+        )
+
+        def evicted_once() -> dict[str, Any] | None:
+            wl = kueue.workload(namespace, "never-ready")
+            state = (wl.get("status") or {}).get("requeueState") or {}
+            return wl if state.get("count") == 1 else None
+
+        wl = wait_for(evicted_once, timeout=30, message="evicted after the PodsReady timeout")
+        evicted = condition(wl, "Evicted")
+        assert evicted["reason"] == "PodsReadyTimeout", evicted
+        assert wl["status"]["requeueState"].get("requeueAt"), wl["status"]["requeueState"]
+
+        def readmitted() -> bool:
+            current = kueue.workload(namespace, "never-ready")
+            return holds_quota(current) and (condition(current, "Requeued") or {}).get("status") == "True"
+
+        wait_for(readmitted, timeout=30, message="re-admitted once the 2 s backoff finished")
+
+        def deactivated() -> dict[str, Any] | None:
+            current = kueue.workload(namespace, "never-ready")
+            return current if current["spec"].get("active") is False and not holds_quota(current) else None
+
+        final = wait_for(
+            deactivated, timeout=40, message="past backoffLimitCount the workload is deactivated"
+        )
+        assert condition(final, "Evicted")["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
