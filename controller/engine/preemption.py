@@ -99,18 +99,15 @@ class Preemptor:
                 if self._within_allows(policy.within_cluster_queue, preemptor, info):
                     found.append(_Candidate(info, spec.name, own_node, True))
         if spec.cohort and policy.reclaim_within_cohort != c.PREEMPT_NEVER:
-            root = self._forest.root_of.get(spec.name)
-            for other in self._forest.members.get(root or "", ()):
-                if other == spec.name:
+            # Only queues that borrow can be reclaimed from; the tree keeps them indexed.
+            for node in own_node.tree_borrowers:
+                if node is own_node or node.borrowing.isdisjoint(frs):
                     continue
-                node = self._forest.cluster_queues[other]
-                if not any(quota.is_borrowing(node, fr) for fr in frs):
-                    continue
-                for info in self._admitted.get(other, {}).values():
+                for info in self._admitted.get(node.name, {}).values():
                     if not _uses_any(info, frs):
                         continue
                     if policy.reclaim_within_cohort == c.PREEMPT_ANY or info.priority < preemptor.priority:
-                        found.append(_Candidate(info, other, node, False))
+                        found.append(_Candidate(info, node.name, node, False))
         found.sort(key=self._order)
         return found
 

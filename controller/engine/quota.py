@@ -28,7 +28,17 @@ from .records import ClusterQueueSpec, CohortSpec, FlavorResource, Quota, Resour
 class QuotaNode:
     """A ClusterQueue or Cohort in the quota forest."""
 
-    __slots__ = ("children", "is_cluster_queue", "name", "parent", "quotas", "subtree", "usage")
+    __slots__ = (
+        "borrowing",
+        "children",
+        "is_cluster_queue",
+        "name",
+        "parent",
+        "quotas",
+        "subtree",
+        "tree_borrowers",
+        "usage",
+    )
 
     def __init__(self, name: str, is_cluster_queue: bool, quotas: dict[FlavorResource, Quota]) -> None:
         self.name = name
@@ -38,6 +48,21 @@ class QuotaNode:
         self.children: list[QuotaNode] = []
         self.subtree: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
+        # ClusterQueues only: the flavor/resources it uses above its nominal quota, and the set of
+        # borrowing ClusterQueues of its tree (one set object shared by the tree). Preemption looks
+        # for reclaimable workloads only in those queues instead of scanning the whole tree.
+        self.borrowing: set[FlavorResource] = set()
+        self.tree_borrowers: set[QuotaNode] = set()
+
+    def track_borrowing(self, fr: FlavorResource) -> None:
+        """Refresh the borrowing indexes after this ClusterQueue's usage of ``fr`` changed."""
+        if self.usage.get(fr, 0) > self.nominal(fr):
+            self.borrowing.add(fr)
+            self.tree_borrowers.add(self)
+        elif fr in self.borrowing:
+            self.borrowing.discard(fr)
+            if not self.borrowing:
+                self.tree_borrowers.discard(self)
 
     def nominal(self, fr: FlavorResource) -> int:
         quota = self.quotas.get(fr)
@@ -72,6 +97,8 @@ def add_usage(node: QuotaNode, usage: Mapping[FlavorResource, int]) -> None:
             current.usage[fr] = current.usage.get(fr, 0) + val
             val = max(0, val - local_available)
             current = current.parent
+        if node.is_cluster_queue:
+            node.track_borrowing(fr)
 
 
 def remove_usage(node: QuotaNode, usage: Mapping[FlavorResource, int]) -> None:
@@ -85,6 +112,8 @@ def remove_usage(node: QuotaNode, usage: Mapping[FlavorResource, int]) -> None:
                 break
             val = min(val, stored_in_parent)
             current = current.parent
+        if node.is_cluster_queue:
+            node.track_borrowing(fr)
 
 
 def available(node: QuotaNode, fr: FlavorResource) -> int:
@@ -203,6 +232,7 @@ class QuotaForest:
         ]
         for root in roots:
             self._compute_subtree(root)
+            self._share_borrowers(root, set())
         for name, node in cq_nodes.items():
             node.usage = dict(old_usage.get(name, {}))
         for root in roots:
@@ -236,8 +266,19 @@ class QuotaForest:
                 subtree[fr] = subtree.get(fr, 0) + amount - child.local_quota(fr)
         node.subtree = subtree
 
+    def _share_borrowers(self, node: QuotaNode, borrowers: set[QuotaNode]) -> None:
+        node.tree_borrowers = borrowers
+        for child in node.children:
+            self._share_borrowers(child, borrowers)
+
     def _compute_usage(self, node: QuotaNode) -> None:
+        """Recompute cohort usage below ``node`` from its ClusterQueues' usage (and their
+        borrowing indexes), after ClusterQueue usage was set wholesale."""
         if node.is_cluster_queue:
+            node.borrowing = set()
+            node.tree_borrowers.discard(node)
+            for fr in node.usage:
+                node.track_borrowing(fr)
             return
         usage: dict[FlavorResource, int] = {}
         for child in node.children:

@@ -42,6 +42,10 @@ def _check_invariants(world: World, admitted_once: dict[str, str]) -> None:
         held = sum(w.admission.usage.get(fr, 0) for w in engine.admitted[name].values()
                    for fr in [FR] if w.admission is not None)
         assert node.usage.get(FR, 0) == held, name
+        # The borrowing index used by preemption matches the usage.
+        expected = {fr for fr, used in node.usage.items() if used > node.nominal(fr)}
+        assert node.borrowing == expected, name
+        assert (node in node.tree_borrowers) == bool(expected), name
         # Every queue is within what it could ever get, and the whole tree within its quota.
         for fr in (FR, ("spot", "cpu")):
             assert node.usage.get(fr, 0) <= quota.potential_available(node, fr), (name, fr)
