@@ -28,23 +28,32 @@ from pykueue.api import constants as c
 from pykueue.api.quantity import format_quantity
 
 from . import quota
-from .flavors import FIT, PREEMPT, Assignment, assign_flavors
+from .flavors import FIT, NO_FIT, PREEMPT, Assignment, assign_flavors
+from .options import OptionBook, migration_message
 from .preemption import Target, preemption_message
 from .records import FlavorResource, ObjectKey, WorkloadInfo
-from .results import CycleResult, Preemption, Reservation
+from .results import CycleResult, Eviction, Preemption, Reservation
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 
 class _Entry:
-    __slots__ = ("assignment", "cluster_queue", "info", "targets")
+    __slots__ = ("assignment", "cluster_queue", "displace", "info", "targets")
 
-    def __init__(self, info: WorkloadInfo, cluster_queue: str, assignment: Assignment, targets: list[Target]) -> None:
+    def __init__(
+        self,
+        info: WorkloadInfo,
+        cluster_queue: str,
+        assignment: Assignment,
+        targets: list[Target],
+        displace: WorkloadInfo | None = None,
+    ) -> None:
         self.info = info
         self.cluster_queue = cluster_queue
         self.assignment = assignment
         self.targets = targets
+        self.displace = displace  # concurrent admission: the sibling option this one migrates from
 
     def order(self) -> tuple[int, int, float]:
         return (self.assignment.borrowing_level, -self.info.priority, self.info.queue_ts)
@@ -79,11 +88,46 @@ def run_cycle(engine: Engine, now: float, result: CycleResult) -> None:
 def _nominate(engine: Engine, info: WorkloadInfo, cluster_queue: str) -> _Entry:
     spec = engine.cluster_queues[cluster_queue]
     node = engine.forest.cluster_queues[cluster_queue]
+    holder = engine.options.sibling_holder(engine, info)
+    if holder is not None:
+        return _nominate_migration(engine, info, cluster_queue, holder)
     assignment = assign_flavors(info, spec, node, engine.flavors, engine.preemptor.preemption_level)
     targets: list[Target] = []
     if assignment.mode == PREEMPT:
-        targets = engine.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
+        if engine.options.sibling_preempting(engine, info):
+            assignment = _blocked(assignment, "another option of the same parent is preempting workloads")
+        else:
+            targets = engine.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
     return _Entry(info, cluster_queue, assignment, targets)
+
+
+def _blocked(assignment: Assignment, why: str) -> Assignment:
+    message = f"{assignment.message}; {why}" if assignment.message else why
+    return Assignment(mode=NO_FIT, reason=assignment.reason or c.REASON_WAITING_FOR_QUOTA, message=message)
+
+
+def _nominate_migration(engine: Engine, info: WorkloadInfo, cluster_queue: str, holder: WorkloadInfo) -> _Entry:
+    """An option whose sibling holds quota: a migration candidate (``controller.engine.options``).
+
+    The sibling's quota counts as free for it; migration never preempts other workloads.
+    """
+    if not OptionBook.may_displace(info, holder):
+        blocked = Assignment(
+            mode=NO_FIT,
+            reason=c.REASON_PENDING,
+            message=f"option {holder.name} of the same parent holds quota and this option may not replace it",
+        )
+        return _Entry(info, cluster_queue, blocked, [])
+    spec = engine.cluster_queues[cluster_queue]
+    node = engine.forest.cluster_queues[cluster_queue]
+    engine.displace(holder)
+    try:
+        assignment = assign_flavors(info, spec, node, engine.flavors, engine.preemptor.preemption_level)
+    finally:
+        engine.restore(holder)
+    if assignment.mode != FIT:
+        assignment = _blocked(assignment, f"migration from option {holder.name} only uses free quota")
+    return _Entry(info, cluster_queue, assignment, [], displace=holder)
 
 
 def _process(
@@ -101,16 +145,33 @@ def _process(
     spec = engine.cluster_queues[name]
 
     if assignment.mode == FIT:
+        holder = entry.displace
+        if holder is not None:
+            if engine.admitted_workload(holder.key) is not holder:
+                engine.requeue(info, name)  # the sibling changed during this cycle: decide again
+                exhausted.add(name)
+                return
+            engine.displace(holder)
         if not quota.fits(node, assignment.usage):
             # Another entry of this cycle took the room; try again next cycle, not parked.
+            if holder is not None:
+                engine.restore(holder)
             engine.requeue(info, name)
             exhausted.add(name)
             return
         flavors_used = {f for ps in assignment.podsets for f in ps.flavors.values()}
         checks = tuple(r.name for r in spec.checks if not r.on_flavors or r.on_flavors & flavors_used)
-        engine.assume(info, name, dict(assignment.usage), now, admitted=not checks)
+        # Options run their checks before reserving (controller.engine.options): Ready already.
+        checks_passed = not checks or (info.option is not None and info.ready_checks.issuperset(checks))
+        engine.assume(info, name, dict(assignment.usage), now, admitted=checks_passed)
         if queue.sticky == info.key:
             queue.sticky = None
+        displaces = None
+        if holder is not None:
+            engine.options.displaced[info.key] = holder
+            displaces = Eviction(
+                holder.key, c.REASON_FLAVOR_MIGRATION, migration_message(info, ", ".join(sorted(flavors_used)))
+            )
         result.reservations.append(
             Reservation(
                 workload=info.key,
@@ -120,6 +181,7 @@ def _process(
                 admission_checks=checks,
                 borrowing=assignment.borrows,
                 message=f"Quota reserved in ClusterQueue {name}",
+                displaces=displaces,
             )
         )
         return

@@ -11,6 +11,7 @@ from pykueue.api import constants as c
 
 from . import quota
 from .cycle import run_cycle
+from .options import OptionBook, admission_blocker
 from .parse import (
     admission_check_active,
     object_name,
@@ -85,6 +86,7 @@ class Engine:
         self._dirty_roots: dict[str, float | None] = {}  # root -> first cycle time that saw it
 
         self.preemptor = Preemptor(self.forest, self.cluster_queues, self.admitted, self.being_evicted)
+        self.options = OptionBook()  # concurrent admission: which option of a parent holds quota
 
     # ============================================================================================
     # ClusterQueue / Cohort / ResourceFlavor / AdmissionCheck
@@ -234,6 +236,10 @@ class Engine:
         old = self.workloads.get(object_key(namespace, name))
         info = parse_workload(obj, old)
         key = info.key
+        if info.is_parent:
+            # Concurrent admission: a parent is scheduled through its options only.
+            self._forget(key)
+            return
         self._resolve_priority(info)
         if info.pending_reason is not None:
             self._last_reason[key] = info.pending_reason
@@ -270,6 +276,7 @@ class Engine:
 
     def confirm(self, key: ObjectKey) -> None:
         """The admission write for ``key`` succeeded (its echo will arrive through the informer)."""
+        self.options.displaced.pop(key, None)
         info = self.workloads.get(key)
         if info is not None and info.admission is not None and info.admission.assumed:
             info.admission.write_confirmed = True
@@ -286,6 +293,9 @@ class Engine:
         else:
             info.admission = None
         self._route(info)
+        displaced = self.options.displaced.pop(key, None)
+        if displaced is not None and self.workloads.get(displaced.key) is displaced:
+            self.restore(displaced)  # the migration did not happen: the sibling keeps its quota
 
     def preemption_failed(self, victim: ObjectKey) -> None:
         """The eviction write for ``victim`` failed: it may be chosen as a victim again."""
@@ -348,6 +358,7 @@ class Engine:
         info.admission = AdmissionInfo(cluster_queue, usage, admitted, reserved_at=now, assumed=True)
         quota.add_usage(self.forest.cluster_queues[cluster_queue], usage)
         self.admitted[cluster_queue][info.key] = info
+        self.options.held(info)
         self._location[info.key] = (_ADMITTED, cluster_queue)
         self._unindex_pending(info)
         self._last_reason.pop(info.key, None)
@@ -360,6 +371,21 @@ class Engine:
 
     def local_queue_status(self, namespace: str, name: str) -> LocalQueueStatus | None:
         return local_queue_status(self, namespace, name)
+
+    def admitted_workload(self, key: ObjectKey) -> WorkloadInfo | None:
+        """The record of ``key`` if it holds quota (admitted, reserved or assumed)."""
+        where = self._location.get(key)
+        return self.workloads.get(key) if where is not None and where[0] == _ADMITTED else None
+
+    def displace(self, holder: WorkloadInfo) -> None:
+        """Release a sibling option's quota for a migration decided in this cycle (its eviction
+        is written before the preferred option's reservation; :meth:`rollback` restores it)."""
+        self._release_quota(holder.key, holder, requeue_tree=False)
+
+    def restore(self, holder: WorkloadInfo) -> None:
+        """Undo :meth:`displace` when the migration did not go ahead."""
+        if holder.admission is not None:
+            self._hold_quota(holder, None)
 
     def is_active(self, cluster_queue: str) -> bool:
         return cluster_queue in self.cluster_queues and cluster_queue not in self.inactive
@@ -444,6 +470,12 @@ class Engine:
             if problem is not None:
                 self._reasons_to_emit[key] = problem
             return
+        blocker = admission_blocker(info, self.cluster_queues[lq.cluster_queue])
+        if blocker is not None:
+            self._location[key] = (_WAITING, "")
+            if blocker:
+                self._reasons_to_emit[key] = (c.REASON_PENDING, blocker)
+            return
         self.requeue(info, lq.cluster_queue)
         inactive = self.inactive.get(lq.cluster_queue)
         if inactive is not None:
@@ -485,6 +517,7 @@ class Engine:
             self._unindex_pending(info)
         assert info.admission is not None
         cq = info.admission.cluster_queue
+        self.options.held(info)
         if (
             old is not None
             and old.admission is not None
@@ -518,6 +551,7 @@ class Engine:
         members = self.admitted.get(cq)
         if members is None or members.pop(key, None) is None:
             return
+        self.options.released(old)
         node = self.forest.cluster_queues.get(cq)
         if node is not None:
             quota.remove_usage(node, old.admission.usage)

@@ -15,6 +15,7 @@ from typing import Any
 from pykueue.api import constants as c
 from pykueue.api.quantity import QuantityError, parse_quantity
 
+from .options import option_order_tiebreak, parse_mode, ready_checks
 from .records import (
     AdmissionInfo,
     CheckRule,
@@ -227,6 +228,7 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         checks=tuple(checks),
         stop_policy=_str(spec.get("stopPolicy"), c.STOP_POLICY_NONE) or c.STOP_POLICY_NONE,
         errors=tuple(errors),
+        concurrent_admission=isinstance(spec.get("concurrentAdmission"), dict),
     )
 
 
@@ -435,6 +437,7 @@ def parse_workload(obj: Mapping[str, Any], previous: WorkloadInfo | None = None)
     checks = map(_dict, _list(status.get("admissionChecks")))
     annotations = _dict(meta.get("annotations"))
     priority = spec.get("priority")
+    is_parent, option = parse_mode(meta, spec)
     return WorkloadInfo(
         namespace=_str(meta.get("namespace")),
         name=_str(meta.get("name")),
@@ -448,7 +451,8 @@ def parse_workload(obj: Mapping[str, Any], previous: WorkloadInfo | None = None)
         creation_ts=creation,
         queue_ts=queue_ts,
         podsets=podsets,
-        shape=shape,
+        # Options are never shape-equivalent across parents: a sibling holding quota changes the outcome.
+        shape=shape if option is None else hash((shape, option.parent)),
         job_uid=_str(_dict(meta.get("labels")).get(c.JOB_UID_LABEL)),
         active=spec.get("active", True) is not False,
         finished=conditions.get(c.COND_FINISHED, {}).get("status") == "True",
@@ -462,4 +466,8 @@ def parse_workload(obj: Mapping[str, Any], previous: WorkloadInfo | None = None)
         invalid=invalid,
         spec_problem=spec_problem,
         gated=bool(annotations.get(c.ADMISSION_GATED_BY_ANNOTATION)),
+        is_parent=is_parent,
+        option=option,
+        ready_checks=ready_checks(status) if option is not None else frozenset(),
+        order_tiebreak=option_order_tiebreak(uid, option) if option is not None else "",
     )

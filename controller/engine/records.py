@@ -124,6 +124,8 @@ class ClusterQueueSpec:
     stop_policy: str
     # Configuration errors that keep the queue inactive (e.g. an unparsable quantity).
     errors: tuple[str, ...] = ()
+    # spec.concurrentAdmission is set: its workloads are scheduled through options (seed 000).
+    concurrent_admission: bool = False
 
     @property
     def flavor_names(self) -> tuple[str, ...]:
@@ -172,6 +174,15 @@ class PodSetInfo:
     allowed_flavors: frozenset[str] | None
 
 
+@dataclass(frozen=True, slots=True)
+class OptionInfo:
+    """An option workload of concurrent admission (see ``controller.engine.options``)."""
+
+    parent: ObjectKey
+    rank: int  # preference among its siblings, 0 = most preferred
+    migration_target: bool  # may take over from a less preferred sibling holding quota
+
+
 @dataclass(slots=True)
 class AdmissionInfo:
     """What an admitted (or assumed) workload holds: its ClusterQueue and usage per flavor/resource."""
@@ -216,6 +227,12 @@ class WorkloadInfo:
     priority_class: str | None = None
     priority_class_source: str = ""
     has_priority: bool = True
+    # Concurrent admission (seed 000): parents are never scheduled; options carry their parent,
+    # preference and the admission checks already Ready (options check before reserving).
+    is_parent: bool = False
+    option: OptionInfo | None = None
+    ready_checks: frozenset[str] = frozenset()
+    order_tiebreak: str = ""  # replaces the UID in the queue order when set
     # Derived once: hot paths index by these on every queue and quota operation.
     key: ObjectKey = field(default="", init=False)
     local_queue_key: ObjectKey = field(default="", init=False)
@@ -227,4 +244,4 @@ class WorkloadInfo:
     @property
     def order_key(self) -> tuple[int, float, str]:
         """Heap order inside a ClusterQueue: higher priority, then older timestamp, then UID."""
-        return (-self.priority, self.queue_ts, self.uid)
+        return (-self.priority, self.queue_ts, self.order_tiebreak or self.uid)

@@ -24,6 +24,10 @@ class Reservation:
     admission_checks: tuple[str, ...]  # AdmissionCheckStates to add as Pending
     borrowing: bool
     message: str  # QuotaReserved=True message ("Quota reserved in ClusterQueue <cq>")
+    # Concurrent admission migration: a sibling option whose quota this reservation takes over.
+    # Its eviction (reason FlavorMigration, reservation cleared) must be written first; if that
+    # write fails the reservation is not written and is rolled back (which restores the sibling).
+    displaces: Eviction | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,6 +95,20 @@ class InformerLister:
     def priority_class(self, name: str) -> dict[str, Any] | None:
         return self.pcs.store.get(name)
 
+    def options_of_parent(self, namespace: str, parent_uid: str) -> list[dict[str, Any]]:
+        """Concurrent admission: option Workloads controlled by the parent with ``parent_uid``."""
+        if not parent_uid:
+            return []
+        return [
+            wl
+            for wl in self.workloads.store.by_index("namespace", namespace)
+            if any(
+                isinstance(ref, dict) and ref.get("controller") is True and ref.get("kind") == "Workload"
+                and ref.get("uid") == parent_uid
+                for ref in jobs.metadata(wl).get("ownerReferences") or []
+            )
+        ]
+
     def default_priority_class(self) -> dict[str, Any] | None:
         defaults = [pc for pc in self.pcs.store.list() if pc.get("globalDefault") is True]
         return max(defaults, key=lambda pc: pc.get("value") or 0, default=None)

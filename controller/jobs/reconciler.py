@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from controller.concurrent.jobview import followed_workload, is_parent
 from controller.core import workload_view as wv
 from controller.core.clock import utcnow
 from controller.core.patches import workload_status_patch
@@ -86,6 +87,10 @@ class JobLister(Protocol):
     def priority_class(self, name: str) -> Obj | None: ...
 
     def default_priority_class(self) -> Obj | None: ...
+
+    def options_of_parent(self, namespace: str, parent_uid: str) -> list[Obj]:
+        """Concurrent admission: the option Workloads whose controller owner has ``parent_uid``."""
+        ...
 
 
 class Writer(Protocol):
@@ -224,7 +229,30 @@ class JobReconciler:
         if workload is None:
             return self._create_workload(job, queue_name)
         workload = self._sync_priority(job, workload)
+        if is_parent(workload):
+            return self._drive_parent(job, workload)
         return self._drive(job, workload)
+
+    def _drive_parent(self, job: Obj, parent: Obj) -> Result:
+        """Concurrent admission: the Job follows the option holding quota (or the parent while
+        none does, which keeps it suspended); see :mod:`controller.concurrent.jobview`. When that
+        option's admission would inject a different template than the running Job carries, the
+        parent migrated: stop the Job here, the next pass starts it on the new flavors."""
+        options = self._lister.options_of_parent(wv.namespace(parent), str(wv.meta(parent).get("uid") or ""))
+        followed = followed_workload(parent, options)
+        if followed is not parent and not jobs.is_suspended(job) and self._runs_elsewhere(job, followed):
+            _, restored = self._stop(job, followed, f"Migrating to option {wv.name(followed)}")
+            return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+        return self._drive(job, followed)
+
+    def _runs_elsewhere(self, job: Obj, workload: Obj) -> bool:
+        if not (wv.is_admitted(workload) and wv.has_reservation(workload) and not wv.is_evicted(workload)):
+            return False
+        try:
+            patch = start_patch(job, podset_infos(workload, self._lister.flavors()))
+        except (FlavorNotFound, PodSetMergeError):
+            return False
+        return "template" in patch.get("spec", {})
 
     def _sync_priority(self, job: Obj, workload: Obj) -> Obj:
         """Follow a change of the Job's WorkloadPriorityClass label (allowed at any time, so a

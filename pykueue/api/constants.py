@@ -58,6 +58,11 @@ WORKLOAD_MODE_DEFAULT: Final = "Default"
 WORKLOAD_MODE_OPTION: Final = "ResourceFlavorOption"
 WORKLOAD_MODE_PARENT: Final = "Parent"
 OPTION_NAME_INFIX: Final = "-option-"
+# Set by the concurrent-admission controller on every option workload, read by the engine: the
+# option's place in its parent's preference order (0 = most preferred) and whether the policy lets
+# it take over from a less preferred sibling that holds quota (migration).
+OPTION_PREFERENCE_ANNOTATION: Final = "kueue.x-k8s.io/option-preference"
+OPTION_MIGRATION_TARGET_ANNOTATION: Final = "kueue.x-k8s.io/option-migration-target"
 
 # --- Concurrent admission policies (seed 000) --------------------------------------------------
 ON_SUCCESS_REMOVE_OTHER: Final = "RemoveOther"
@@ -190,6 +195,8 @@ EVENT_ADMISSION_CHECK_REJECTED: Final = "AdmissionCheckRejected"
 EVENT_ADMISSION_CHECK_UPDATED: Final = "AdmissionCheckUpdated"
 EVENT_ERR_WORKLOAD_COMPOSE: Final = "ErrWorkloadCompose"
 EVENT_PRIORITY_CLASS_NOT_FOUND: Final = "WorkloadPriorityClassNotFound"
+EVENT_CREATED_OPTION: Final = "CreatedOption"
+EVENT_REMOVED_OPTION: Final = "RemovedOption"
 
 
 def evicted_event_reason(reason: str) -> str:

@@ -94,6 +94,17 @@ class FakeCluster:
     def flavors(self) -> Mapping[str, Obj]:
         return {f["metadata"]["name"]: f for f in self.of(R.RESOURCE_FLAVORS)}
 
+    def options_of_parent(self, namespace: str, parent_uid: str) -> list[Obj]:
+        return [
+            wl
+            for wl in self.of(R.WORKLOADS)
+            if wl["metadata"]["namespace"] == namespace
+            and any(
+                r.get("controller") and r.get("kind") == "Workload" and r.get("uid") == parent_uid
+                for r in wl["metadata"].get("ownerReferences") or []
+            )
+        ]
+
     def local_queue_exists(self, namespace: str, name: str) -> bool:
         return self.get(R.LOCAL_QUEUES, name, namespace) is not None
 

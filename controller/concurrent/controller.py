@@ -1,0 +1,218 @@
+"""The option controller: keeps every parent's options and ``status.options`` in line with
+:func:`.plan.plan_parent`.
+
+Triggers: any Workload event (an option's event wakes its parent), ClusterQueue changes (every
+parent of the queue is looked at again: flavors or options may have changed) and timers
+(``createDelaySeconds``/``deleteDelaySeconds`` come back as requeue-after).
+
+One reconcile of a parent key:
+
+1. A workload in a ClusterQueue with ``concurrentAdmission`` that is not yet a parent (and holds
+   no quota) is turned into one: ``spec.workloadMode.type: Parent`` and the parent label. The
+   engine never queues such a workload meanwhile (:mod:`controller.engine.options`).
+2. The plan is applied: reservations of evicted options of job-less parents cleared, the
+   holder of an inactive parent deactivated, options deleted / created / re-annotated.
+3. ``status.options`` written when it changed.
+
+Writes of spec and metadata are resourceVersion-guarded; a conflict retries the key with backoff
+against the refreshed cache. Runs only on the leader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from controller.core import workload_view as wv
+from controller.core.clock import utcnow
+from controller.core.decisions import clear_reservation
+from controller.core.events import EventSink
+from controller.core.patches import workload_status_patch
+from controller.core.plan import EVENT_NORMAL, EventSpec, WorkloadPlan
+from controller.core.workers import start_workers
+from controller.runtime.workqueue import WorkQueue
+from pykueue.api import constants as c
+from pykueue.kube.errors import AlreadyExists, NotFound
+from pykueue.kube.resources import WORKLOADS
+
+from .config import concurrent_config
+from .objects import build_option, is_option, is_parent, parent_name, parent_uid
+from .plan import ParentPlan, plan_parent
+
+log = logging.getLogger(__name__)
+
+OPTION_BY_PARENT_UID = "concurrent/option-by-parent-uid"
+
+
+def option_by_parent_uid(obj: dict[str, Any]) -> list[str]:
+    if not is_option(obj):
+        return []
+    uid = parent_uid(obj)
+    return [uid] if uid else []
+
+
+class OptionController:
+    """See the module docstring."""
+
+    name = "concurrent-admission"
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        workloads: Any,
+        local_queues: Any,
+        cluster_queues: Any,
+        events: EventSink,
+        clock: Callable[[], datetime] = utcnow,
+        workers: int = 1,
+    ) -> None:
+        self._client = client
+        self._workloads = workloads
+        self._local_queues = local_queues
+        self._cluster_queues = cluster_queues
+        self._events = events
+        self._clock = clock
+        self._workers = workers
+        self.queue: WorkQueue[str] = WorkQueue("concurrent-admission")
+        self._threads: list[threading.Thread] = []
+        with contextlib.suppress(KeyError, ValueError):
+            workloads.add_indexer(OPTION_BY_PARENT_UID, option_by_parent_uid)
+
+    # --- wiring --------------------------------------------------------------------------------
+
+    def register_handlers(self) -> None:
+        from controller.runtime.informer import FuncHandler
+
+        self._workloads.add_handler(
+            FuncHandler(add=self._workload_changed, update=lambda _o, n: self._workload_changed(n),
+                        delete=self._workload_changed),
+            resync=True,
+        )
+        self._cluster_queues.add_handler(
+            FuncHandler(add=self._cq_changed, update=lambda _o, n: self._cq_changed(n), delete=self._cq_changed)
+        )
+
+    def start(self) -> None:
+        self._threads = start_workers(self.queue, self.reconcile, self._workers, self.name)
+
+    def stop(self) -> None:
+        self.queue.shutdown()
+
+    def _workload_changed(self, wl: dict[str, Any]) -> None:
+        if is_option(wl):
+            parent = parent_name(wl)
+            if parent:
+                self.queue.add(f"{wv.namespace(wl)}/{parent}")
+            return
+        self.queue.add(wv.key(wl))
+
+    def _cq_changed(self, cq: dict[str, Any]) -> None:
+        name = wv.name(cq)
+        local_queues = {
+            wv.key(lq) for lq in self._local_queues.store.list() if wv.spec(lq).get("clusterQueue") == name
+        }
+        for wl in self._workloads.store.list():
+            if not is_option(wl) and f"{wv.namespace(wl)}/{wv.queue_name(wl)}" in local_queues:
+                self.queue.add(wv.key(wl))
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def cluster_queue_of(self, wl: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        queue = wv.queue_name(wl)
+        lq = self._local_queues.store.get(f"{wv.namespace(wl)}/{queue}") if queue else None
+        cq_name = wv.spec(lq).get("clusterQueue") if lq is not None else None
+        return self._cluster_queues.store.get(cq_name) if isinstance(cq_name, str) and cq_name else None
+
+    def options_of(self, parent: Mapping[str, Any]) -> list[dict[str, Any]]:
+        uid = str(wv.meta(parent).get("uid") or "")
+        return [o for o in self._workloads.store.by_index(OPTION_BY_PARENT_UID, uid)] if uid else []
+
+    # --- reconcile -----------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> float | None:
+        wl = self._workloads.store.get(key)
+        if wl is None or is_option(wl):
+            return None
+        config = concurrent_config(self.cluster_queue_of(wl))
+        if not is_parent(wl):
+            if config is not None and self._should_become_parent(wl):
+                self._make_parent(wl)
+            return None
+        plan = plan_parent(wl, config, self.options_of(wl), self._clock())
+        self._apply(wl, plan)
+        return plan.requeue_after
+
+    @staticmethod
+    def _should_become_parent(wl: Mapping[str, Any]) -> bool:
+        """Workloads admitted before the queue had concurrentAdmission keep running as they are."""
+        return not (
+            wv.is_finished(wl) or wv.has_reservation(wl) or wv.meta(wl).get("deletionTimestamp")
+        )
+
+    def _make_parent(self, wl: Mapping[str, Any]) -> None:
+        patch = {
+            "metadata": {
+                "resourceVersion": wv.meta(wl).get("resourceVersion"),
+                "labels": {c.CONCURRENT_ADMISSION_PARENT_LABEL: "true"},
+            },
+            "spec": {"workloadMode": {"type": c.WORKLOAD_MODE_PARENT}},
+        }
+        self._client.patch(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
+        log.info("workload became a concurrent-admission parent", extra={"workload": wv.key(wl)})
+
+    def _apply(self, parent: dict[str, Any], plan: ParentPlan) -> None:
+        namespace = wv.namespace(parent)
+        now = self._clock()
+        for option in plan.release:
+            release = WorkloadPlan()
+            clear_reservation(release, option)
+            patch = workload_status_patch(option, release, now)
+            if patch is not None:
+                with contextlib.suppress(NotFound):
+                    self._client.patch_status(WORKLOADS, wv.name(option), patch, namespace)
+        for option in plan.deactivate:
+            with contextlib.suppress(NotFound):
+                self._client.patch(
+                    WORKLOADS,
+                    wv.name(option),
+                    {"metadata": {"resourceVersion": wv.meta(option).get("resourceVersion")}, "spec": {"active": False}},
+                    namespace,
+                )
+        for removal in plan.delete:
+            uid = wv.meta(removal.option).get("uid")
+            with contextlib.suppress(NotFound):
+                self._client.delete(
+                    WORKLOADS, wv.name(removal.option), namespace, preconditions={"uid": uid} if uid else None
+                )
+            self._events.emit(
+                parent,
+                EventSpec(EVENT_NORMAL, c.EVENT_REMOVED_OPTION, f"Removed option {wv.name(removal.option)}: {removal.reason}"),
+            )
+            log.info("option removed", extra={"option": wv.name(removal.option), "reason": removal.reason})
+        for name, spec in plan.create:
+            try:
+                self._client.create(WORKLOADS, build_option(parent, spec, name), namespace)
+            except AlreadyExists:
+                continue  # our cache is behind; the next event brings it in
+            self._events.emit(
+                parent,
+                EventSpec(
+                    EVENT_NORMAL,
+                    c.EVENT_CREATED_OPTION,
+                    f"Created option {name} for flavors {', '.join(spec.allowed_flavors)}",
+                ),
+            )
+            log.info("option created", extra={"option": f"{namespace}/{name}", "rank": spec.rank})
+        for option, patch in plan.annotate:
+            with contextlib.suppress(NotFound):
+                self._client.patch(WORKLOADS, wv.name(option), patch, namespace)
+        if wv.status(parent).get("options") != plan.options_status:
+            with contextlib.suppress(NotFound):
+                self._client.patch_status(
+                    WORKLOADS, wv.name(parent), {"status": {"options": plan.options_status}}, namespace
+                )

@@ -1,0 +1,156 @@
+"""Parent and option Workload objects: telling them apart, and building an option from its parent.
+
+An option is a copy of its parent's spec (podSets, queue, priority) with:
+
+* ``spec.workloadMode.type: ResourceFlavorOption`` and ``spec.active: true``;
+* every podSet's ``allowedResourceFlavors`` set to the option's flavors (the engine assigns only
+  those);
+* a *controller* ownerReference to the parent (the garbage collector deletes options with it);
+* annotations the engine reads: preference rank and whether it is a migration target
+  (:data:`~pykueue.api.constants.OPTION_PREFERENCE_ANNOTATION`,
+  :data:`~pykueue.api.constants.OPTION_MIGRATION_TARGET_ANNOTATION`);
+* the parent's labels (so label selectors written for the job's workload find its options too),
+  without the parent marker label.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from pykueue.api import constants as c
+
+from .config import OptionSpec
+
+Obj = dict[str, Any]
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def workload_mode(wl: Mapping[str, Any]) -> str:
+    mode = _dict(_dict(wl.get("spec")).get("workloadMode")).get("type")
+    return mode if isinstance(mode, str) and mode else c.WORKLOAD_MODE_DEFAULT
+
+
+def is_parent(wl: Mapping[str, Any]) -> bool:
+    labels = _dict(_dict(wl.get("metadata")).get("labels"))
+    return workload_mode(wl) == c.WORKLOAD_MODE_PARENT or labels.get(c.CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+
+
+def is_option(wl: Mapping[str, Any]) -> bool:
+    return workload_mode(wl) == c.WORKLOAD_MODE_OPTION
+
+
+def parent_name(option: Mapping[str, Any]) -> str | None:
+    """The name of the Workload controlling ``option`` (its parent), if any."""
+    for ref in _dict(option.get("metadata")).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == "Workload":
+            name = ref.get("name")
+            return name if isinstance(name, str) and name else None
+    return None
+
+
+def parent_uid(option: Mapping[str, Any]) -> str | None:
+    for ref in _dict(option.get("metadata")).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == "Workload":
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None
+
+
+def option_rank(option: Mapping[str, Any]) -> int | None:
+    raw = _dict(_dict(option.get("metadata")).get("annotations")).get(c.OPTION_PREFERENCE_ANNOTATION)
+    try:
+        return int(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def allowed_flavors(option: Mapping[str, Any]) -> tuple[str, ...]:
+    """The flavors an option allows (the union over its podSets, in first-seen order)."""
+    seen: dict[str, None] = {}
+    for podset in _dict(option.get("spec")).get("podSets") or []:
+        for flavor in _dict(podset).get("allowedResourceFlavors") or []:
+            seen[str(flavor)] = None
+    return tuple(seen)
+
+
+def engine_annotations(spec: OptionSpec) -> dict[str, str]:
+    return {
+        c.OPTION_PREFERENCE_ANNOTATION: str(spec.rank),
+        c.OPTION_MIGRATION_TARGET_ANNOTATION: "true" if spec.migration_target else "false",
+    }
+
+
+def annotations_patch(option: Mapping[str, Any], spec: OptionSpec) -> Obj | None:
+    """A metadata merge patch bringing the engine annotations up to date, or ``None``."""
+    current = _dict(_dict(option.get("metadata")).get("annotations"))
+    wanted = engine_annotations(spec)
+    changed = {k: v for k, v in wanted.items() if current.get(k) != v}
+    if not changed:
+        return None
+    meta = _dict(option.get("metadata"))
+    return {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": changed}}
+
+
+def _without_flavors(podsets: Any) -> list[Any]:
+    return [
+        {k: v for k, v in ps.items() if k != "allowedResourceFlavors"} if isinstance(ps, Mapping) else ps
+        for ps in podsets or []
+    ]
+
+
+def matches_spec(option: Mapping[str, Any], parent: Mapping[str, Any], spec: OptionSpec) -> bool:
+    """Whether an existing option still allows exactly the flavors ``spec`` asks for and still
+    carries the parent's podSets (a suspended Job's Workload may be updated in place)."""
+    podsets = _dict(option.get("spec")).get("podSets") or []
+    return (
+        bool(podsets)
+        and all(tuple(_dict(ps).get("allowedResourceFlavors") or ()) == spec.allowed_flavors for ps in podsets)
+        and _without_flavors(podsets) == _without_flavors(_dict(parent.get("spec")).get("podSets"))
+    )
+
+
+def build_option(parent: Mapping[str, Any], spec: OptionSpec, name: str) -> Obj:
+    """The option Workload ``name`` of ``parent`` for ``spec``."""
+    meta = _dict(parent.get("metadata"))
+    parent_spec = _dict(parent.get("spec"))
+    labels = {k: v for k, v in _dict(meta.get("labels")).items() if k != c.CONCURRENT_ADMISSION_PARENT_LABEL}
+    podsets = []
+    for podset in parent_spec.get("podSets") or []:
+        podset = copy.deepcopy(dict(_dict(podset)))
+        podset["allowedResourceFlavors"] = list(spec.allowed_flavors)
+        podsets.append(podset)
+    option_spec: Obj = {
+        key: copy.deepcopy(value)
+        for key, value in parent_spec.items()
+        if key in ("queueName", "priority", "priorityClassName", "priorityClassSource", "maximumExecutionTimeSeconds")
+    }
+    option_spec.update(
+        {
+            "podSets": podsets,
+            "active": True,
+            "workloadMode": {"type": c.WORKLOAD_MODE_OPTION},
+        }
+    )
+    metadata: Obj = {
+        "name": name,
+        "namespace": meta.get("namespace"),
+        "annotations": engine_annotations(spec),
+        "ownerReferences": [
+            {
+                "apiVersion": c.API_VERSION,
+                "kind": "Workload",
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    if labels:
+        metadata["labels"] = dict(labels)
+    return {"apiVersion": c.API_VERSION, "kind": "Workload", "metadata": metadata, "spec": option_spec}

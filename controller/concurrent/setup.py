@@ -1,0 +1,25 @@
+"""Plugs concurrent admission into the controller process (``controller.main`` SETUP_MODULES)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from controller.core.events import KubeEvents
+from pykueue.kube import resources as R
+
+from .controller import OptionController
+
+log = logging.getLogger(__name__)
+
+
+def setup(ctrl: Any) -> None:
+    controller = OptionController(
+        ctrl.client,
+        workloads=ctrl.informer(R.WORKLOADS),
+        local_queues=ctrl.informer(R.LOCAL_QUEUES),
+        cluster_queues=ctrl.informer(R.CLUSTER_QUEUES),
+        events=KubeEvents(ctrl.client),
+    )
+    ctrl.register(controller)
+    log.info("concurrent admission controller registered")

@@ -1,0 +1,219 @@
+"""The engine's side of concurrent admission: parents, preference order, migration, checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import PlacementWorkloadBuilder, SeedClusterQueueBuilder
+from tests.unit.concurrent.helpers import config_of, option, parent, reserved
+from tests.unit.engine.harness import World
+
+Obj = dict[str, Any]
+
+
+def _world(cq: Obj) -> World:
+    world = World(batch=0.0).flavors("reservation", "on-demand", "spot", "default-cpu")
+    world.queue(cq)
+    return world
+
+
+def _queue(policy: str = "RemoveLower", *, free: tuple[str, str, str] = ("4", "4", "4"), target: str | None = None,
+           preemption: bool = False) -> Obj:
+    builder = (
+        SeedClusterQueueBuilder("cq")
+        .flavor("reservation", cpu=free[0])
+        .flavor("on-demand", cpu=free[1])
+        .flavor("spot", cpu=free[2])
+        .concurrent(policy, target=target)
+    )
+    if preemption:
+        builder.preemption(within_cluster_queue="LowerPriority")
+    return builder.obj()
+
+
+def _options(world: World, cq: Obj, p: Obj, *suffixes: str) -> dict[str, Obj]:
+    config = config_of(cq)
+    made = {}
+    for suffix in suffixes:
+        made[suffix] = world.add(option(p, config, suffix))
+    return made
+
+
+def _blocker(world: World, flavor: str, cpu: str, name: str = "blocker", priority: int = 0) -> Obj:
+    return world.add(
+        PlacementWorkloadBuilder(name, "ns").queue("lq-cq").podset(cpu=cpu).priority(priority)
+        .reserved("cq", {"cpu": flavor}, {"cpu": cpu}).admitted().obj()
+    )
+
+
+def test_parents_and_not_yet_converted_workloads_are_never_scheduled() -> None:
+    cq = _queue()
+    world = _world(cq)
+    world.add(parent(queue="lq-cq"))
+    pending = parent("plain", queue="lq-cq")
+    del pending["spec"]["workloadMode"]  # a job's workload before the controller marks it
+    world.add(pending)
+    result = world.cycle()
+    assert result.reservations == [] and result.pending == []
+    assert "ns/job-a-12345" not in world.engine.workloads
+
+
+def test_the_most_preferred_option_that_fits_wins_and_siblings_wait() -> None:
+    cq = _queue()
+    world = _world(cq)
+    p = parent(queue="lq-cq")
+    _options(world, cq, p, "spot", "on-demand", "reservation")  # created in any order
+    result = world.cycle()
+    assert [r.workload for r in result.reservations] == ["ns/job-a-12345-option-reservation"]
+    # A later cycle does not admit a less preferred sibling while one holds quota.
+    assert world.cycle().reservations == []
+
+
+def test_a_less_preferred_option_starts_when_the_preferred_flavor_is_full() -> None:
+    cq = _queue()
+    world = _world(cq)
+    _blocker(world, "reservation", "4")
+    _blocker(world, "on-demand", "4", name="blocker2")
+    _options(world, cq, parent(queue="lq-cq"), "reservation", "on-demand", "spot")
+    assert world.admit() == ["ns/job-a-12345-option-spot"]
+
+
+def _running_on_spot(policy: str = "RemoveLower", target: str | None = None) -> tuple[World, Obj, dict[str, Obj]]:
+    cq = _queue(policy, target=target)
+    world = _world(cq)
+    _blocker(world, "reservation", "4")
+    _blocker(world, "on-demand", "4", name="blocker2")
+    p = parent(queue="lq-cq")
+    options = _options(world, cq, p, "reservation", "on-demand", "spot")
+    assert world.admit() == ["ns/job-a-12345-option-spot"]
+    options["spot"] = world.add(reserved(options["spot"], "spot"))  # the admission write comes back
+    return world, p, options
+
+
+def test_migration_evicts_the_sibling_and_reserves_in_one_decision() -> None:
+    world, _, _ = _running_on_spot()
+    world.finish("ns/blocker2")  # on-demand frees up
+    result = world.cycle()
+    (reservation,) = result.reservations
+    assert reservation.workload == "ns/job-a-12345-option-on-demand"
+    assert reservation.displaces is not None
+    assert reservation.displaces.workload == "ns/job-a-12345-option-spot"
+    assert reservation.displaces.reason == "FlavorMigration"
+    # The engine already counts the quota on the new flavor only: never both at once.
+    assert world.usage("cq", "spot") == 0
+    assert world.usage("cq", "on-demand") == 2000
+
+
+def test_a_failed_migration_write_gives_the_sibling_its_quota_back() -> None:
+    world, _, _ = _running_on_spot()
+    world.finish("ns/blocker2")
+    (reservation,) = world.cycle().reservations
+    world.engine.rollback(reservation.workload)
+    assert world.usage("cq", "spot") == 2000
+    assert world.usage("cq", "on-demand") == 0
+
+
+def test_remove_other_never_migrates() -> None:
+    world, _, _ = _running_on_spot("RemoveOther")
+    world.finish("ns/blocker2")
+    world.finish("ns/blocker")
+    assert world.cycle().reservations == []
+    assert world.usage("cq", "spot") == 2000
+
+
+def test_remove_below_target_migrates_only_to_the_target() -> None:
+    world, _, _ = _running_on_spot("RemoveBelowTarget", target="reservation")
+    world.finish("ns/blocker2")
+    assert world.cycle().reservations == []  # on-demand is below the target
+    world.finish("ns/blocker")
+    (reservation,) = world.cycle().reservations
+    assert reservation.workload == "ns/job-a-12345-option-reservation"
+    assert reservation.displaces is not None
+
+
+def test_migration_counts_the_siblings_own_usage_of_a_shared_flavor_as_free() -> None:
+    cq = (
+        SeedClusterQueueBuilder("cq")
+        .flavor("reservation", **{"nvidia.com/gpu": "1"})
+        .flavor("on-demand", **{"nvidia.com/gpu": "1"})
+        .flavor("default-cpu", cpu="2")
+        .concurrent("RemoveLower")
+        .option("res", "reservation", "default-cpu")
+        .option("od", "on-demand", "default-cpu")
+        .obj()
+    )
+    world = _world(cq)
+    gpu_blocker = PlacementWorkloadBuilder("gpu-blocker", "ns").queue("lq-cq").podset(**{"nvidia.com/gpu": "1"})
+    world.add(gpu_blocker.reserved("cq", {"nvidia.com/gpu": "reservation"}, {"nvidia.com/gpu": "1"}).admitted().obj())
+    p = parent(queue="lq-cq")
+    p["spec"]["podSets"] = [
+        {"name": "gpu", "count": 1, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}},
+        {"name": "cpu", "count": 1, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}},
+    ]
+    config = config_of(cq)
+    res, od = world.add(option(p, config, "res")), world.add(option(p, config, "od"))
+    (first,) = world.cycle().reservations
+    assert first.workload == "ns/job-a-12345-option-od"
+    assert {a["name"]: a["flavors"] for a in first.admission["podSetAssignments"]} == {
+        "gpu": {"nvidia.com/gpu": "on-demand"},
+        "cpu": {"cpu": "default-cpu"},
+    }
+    world.engine.confirm(first.workload)
+    od["status"] = {"admission": first.admission, "conditions": reserved(od, "x")["status"]["conditions"]}
+    world.add(od)
+    world.finish("ns/gpu-blocker")
+    # default-cpu is full (2 of 2, held by the sibling) yet the migration fits.
+    (second,) = world.cycle().reservations
+    assert second.workload == "ns/job-a-12345-option-res" and second.displaces is not None
+    assert world.usage("cq", "default-cpu") == 2000
+    assert res["metadata"]["name"] == "job-a-12345-option-res"
+
+
+def test_options_reserve_only_after_their_flavors_checks_are_ready() -> None:
+    cq = _queue()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [
+        {"name": "check-res", "onFlavors": ["reservation"]}, {"name": "check-spot", "onFlavors": ["spot"]}]}
+    world = _world(cq)
+    for name in ("check-res", "check-spot"):
+        world.engine.upsert_admission_check(
+            {"metadata": {"name": name}, "spec": {"controllerName": "test"},
+             "status": {"conditions": [{"type": "Active", "status": "True"}]}})
+    p = parent(queue="lq-cq")
+    options = _options(world, cq, p, "reservation", "spot")
+    result = world.cycle()
+    assert result.reservations == []
+    assert {pr.workload: pr.message for pr in result.pending}["ns/job-a-12345-option-spot"].startswith(
+        "Waiting for admission check(s) check-spot"
+    )
+    spot = options["spot"]
+    spot["status"] = {"admissionChecks": [{"name": "check-spot", "state": "Ready", "message": ""}]}
+    world.add(spot)
+    (reservation,) = world.cycle().reservations
+    assert reservation.workload == "ns/job-a-12345-option-spot"
+    assert reservation.admission_checks == ("check-spot",)
+    assert world.engine.workloads[reservation.workload].admission.admitted  # type: ignore[union-attr]
+
+
+def test_only_one_option_of_a_parent_preempts_at_a_time() -> None:
+    cq = _queue(preemption=True)
+    world = _world(cq)
+    for flavor in ("reservation", "on-demand", "spot"):
+        _blocker(world, flavor, "4", name=f"low-{flavor}", priority=-10)
+    p = parent(queue="lq-cq")
+    _options(world, cq, p, "reservation", "on-demand", "spot")
+    first = world.cycle()
+    assert [pr.victim for pr in first.preemptions] == ["ns/low-reservation"]
+    # The queue's sticky head already serialises one queue; lose it (an update of the preemptor
+    # re-files it) and park the preemptor, so a sibling reaches the head while the victim is
+    # still on its way out: it must not issue preemptions of its own.
+    queue = world.engine.queues["cq"]
+    preemptor = world.engine.workloads["ns/job-a-12345-option-reservation"]
+    queue.sticky = None
+    queue.park_shape_of(preemptor)
+    for _ in range(3):
+        result = world.cycle()
+        assert result.preemptions == []
+    reason = world.engine._last_reason.get("ns/job-a-12345-option-on-demand")
+    assert reason is not None and "another option of the same parent is preempting" in reason[1]

@@ -1,0 +1,193 @@
+"""The option state machine: which options a parent must have and what status.options says."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from controller.concurrent.plan import plan_parent
+from tests.builders import SeedClusterQueueBuilder, condition
+from tests.unit.concurrent.helpers import (
+    config_of,
+    evicted,
+    option,
+    parent,
+    reserved,
+    three_flavor_queue,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _statuses(plan) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {entry["name"].rsplit("-option-", 1)[1]: entry["status"] for entry in plan.options_status}
+
+
+def _deleted(plan) -> list[str]:  # type: ignore[no-untyped-def]
+    return sorted(r.option["metadata"]["name"].rsplit("-option-", 1)[1] for r in plan.delete)
+
+
+def test_a_new_parent_gets_one_option_per_flavor_in_preference_order() -> None:
+    config = config_of(three_flavor_queue())
+    plan = plan_parent(parent(), config, [], T0)
+    assert [name for name, _ in plan.create] == [
+        "job-a-12345-option-reservation",
+        "job-a-12345-option-on-demand",
+        "job-a-12345-option-spot",
+    ]
+    assert _statuses(plan) == {"reservation": "Pending", "on-demand": "Pending", "spot": "Pending"}
+    assert plan.delete == [] and plan.requeue_after is None
+
+
+def test_existing_options_are_reported_from_their_own_conditions() -> None:
+    config = config_of(three_flavor_queue())
+    p = parent()
+    res = option(p, config, "reservation")
+    res["status"] = {"conditions": [condition("QuotaReserved", False, "Pending", "insufficient quota")]}
+    plan = plan_parent(p, config, [res, option(p, config, "on-demand"), option(p, config, "spot")], T0)
+    assert plan.create == []
+    entry = plan.options_status[0]
+    assert entry == {
+        "name": "job-a-12345-option-reservation",
+        "resourceFlavors": ["reservation"],
+        "status": "Pending",
+        "message": "insufficient quota",
+    }
+
+
+def test_remove_lower_keeps_only_more_preferred_options_once_one_holds_quota() -> None:
+    config = config_of(three_flavor_queue("RemoveLower"))
+    p = parent()
+    options = [option(p, config, "reservation"), reserved(option(p, config, "on-demand"), "on-demand"),
+               option(p, config, "spot")]
+    plan = plan_parent(p, config, options, T0)
+    assert _deleted(plan) == ["spot"]
+    assert _statuses(plan) == {"reservation": "Pending", "on-demand": "Admitted", "spot": "Removed"}
+
+
+def test_remove_other_removes_every_other_option() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    options = [option(p, config, "reservation"), option(p, config, "on-demand"),
+               reserved(option(p, config, "spot"), "spot")]
+    plan = plan_parent(p, config, options, T0)
+    assert _deleted(plan) == ["on-demand", "reservation"]
+    assert _statuses(plan)["spot"] == "Admitted"
+    assert "RemoveOther" in plan.options_status[0]["message"]
+
+
+def test_remove_below_target_keeps_only_options_that_reach_the_target() -> None:
+    config = config_of(three_flavor_queue("RemoveBelowTarget", target="reservation"))
+    p = parent()
+    options = [option(p, config, "reservation"), option(p, config, "on-demand"),
+               reserved(option(p, config, "spot"), "spot")]
+    plan = plan_parent(p, config, options, T0)
+    assert _deleted(plan) == ["on-demand"]
+    assert _statuses(plan) == {"reservation": "Pending", "on-demand": "Removed", "spot": "Admitted"}
+
+
+def test_losing_the_holder_re_arms_every_option() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    # The holder was preempted and its quota released: nothing holds quota any more.
+    spot = evicted(option(p, config, "spot"))
+    plan = plan_parent(p, config, [spot], T0)
+    assert sorted(name.rsplit("-option-", 1)[1] for name, _ in plan.create) == ["on-demand", "reservation"]
+    assert _statuses(plan)["spot"] == "Evicted"
+
+
+def test_an_evicted_holder_still_holding_quota_is_reported_evicted_and_kept() -> None:
+    config = config_of(three_flavor_queue("RemoveLower"))
+    p = parent()
+    spot = evicted(reserved(option(p, config, "spot"), "spot"))
+    plan = plan_parent(p, config, [spot], T0)
+    assert plan.delete == [] and plan.release == []  # the Job integration releases it
+    assert _statuses(plan)["spot"] == "Evicted"
+
+
+def test_evicted_options_of_a_standalone_parent_are_released_by_the_controller() -> None:
+    config = config_of(three_flavor_queue("RemoveLower"))
+    p = parent(with_job=False)
+    spot = evicted(reserved(option(p, config, "spot"), "spot"))
+    plan = plan_parent(p, config, [spot], T0)
+    assert [o["metadata"]["name"] for o in plan.release] == ["job-a-12345-option-spot"]
+
+
+def _delayed_queue() -> dict:
+    return (
+        SeedClusterQueueBuilder("cq")
+        .flavor("reservation", cpu="4")
+        .flavor("on-demand", cpu="4")
+        .concurrent("RemoveLower")
+        .option("reservation", "reservation", delete_delay=100)
+        .option("on-demand", "on-demand", create_delay=60)
+        .obj()
+    )
+
+
+def test_create_delay_postpones_the_option_and_asks_to_be_woken() -> None:
+    config = config_of(_delayed_queue())
+    p = parent()
+    plan = plan_parent(p, config, [], T0 + timedelta(seconds=10))
+    assert [name.rsplit("-option-", 1)[1] for name, _ in plan.create] == ["reservation"]
+    assert _statuses(plan)["on-demand"] == "Pending"
+    assert "createDelaySeconds 60" in plan.options_status[1]["message"]
+    assert plan.requeue_after == 50.0
+    later = plan_parent(p, config, [option(p, config, "reservation")], T0 + timedelta(seconds=60))
+    assert [name.rsplit("-option-", 1)[1] for name, _ in later.create] == ["on-demand"]
+
+
+def test_delete_delay_closes_the_migration_window_but_never_removes_the_holder() -> None:
+    config = config_of(_delayed_queue())
+    p = parent()
+    res, od = option(p, config, "reservation"), reserved(option(p, config, "on-demand"), "on-demand")
+    inside = plan_parent(p, config, [res, od], T0 + timedelta(seconds=99))
+    assert inside.delete == [] and inside.requeue_after == 1.0
+    after = plan_parent(p, config, [res, od], T0 + timedelta(seconds=100))
+    assert _deleted(after) == ["reservation"]
+    assert "deleteDelaySeconds (100) elapsed" in after.options_status[0]["message"]
+    holder = reserved(option(p, config, "reservation"), "reservation")
+    assert plan_parent(p, config, [holder], T0 + timedelta(seconds=500)).delete == []
+
+
+def test_a_finished_parent_loses_all_options_and_an_inactive_one_deactivates_its_holder() -> None:
+    config = config_of(three_flavor_queue())
+    p = parent()
+    options = [option(p, config, "reservation"), reserved(option(p, config, "spot"), "spot")]
+    finished = parent()
+    finished["status"] = {"conditions": [condition("Finished", True, "Succeeded")]}
+    assert _deleted(plan_parent(finished, config, options, T0)) == ["reservation", "spot"]
+    inactive = parent()
+    inactive["spec"]["active"] = False
+    plan = plan_parent(inactive, config, options, T0)
+    assert _deleted(plan) == ["reservation"]
+    assert [o["metadata"]["name"] for o in plan.deactivate] == ["job-a-12345-option-spot"]
+    assert plan.create == []
+
+
+def test_cluster_queue_changes_replace_stale_options_but_keep_the_holder() -> None:
+    old = config_of(three_flavor_queue())
+    p = parent()
+    options = [option(p, old, "reservation"), reserved(option(p, old, "spot"), "spot")]
+    # The admin drops "spot" and renames nothing else: the holder on spot keeps running.
+    new_cq = SeedClusterQueueBuilder("cq").flavor("reservation", cpu="4").flavor("gold", cpu="4").concurrent(
+        "RemoveLower"
+    ).obj()
+    plan = plan_parent(p, config_of(new_cq), options, T0)
+    assert plan.delete == []
+    # Every configured option now ranks above the holder's flavor, which left the queue: they may
+    # take the parent over.
+    assert [name.rsplit("-option-", 1)[1] for name, _ in plan.create] == ["gold"]
+    assert _statuses(plan)["spot"] == "Admitted"
+    # Without a holder the removed flavor's option goes and the new one comes.
+    plan = plan_parent(p, config_of(new_cq), [options[0], option(p, old, "spot")], T0)
+    assert _deleted(plan) == ["spot"]
+    assert [name.rsplit("-option-", 1)[1] for name, _ in plan.create] == ["gold"]
+
+
+def test_engine_annotations_follow_a_policy_change() -> None:
+    p = parent()
+    existing = option(p, config_of(three_flavor_queue("RemoveOther")), "reservation")
+    plan = plan_parent(p, config_of(three_flavor_queue("RemoveLower")), [existing], T0)
+    ((target, patch),) = plan.annotate
+    assert target is existing
+    assert patch["metadata"]["annotations"] == {"kueue.x-k8s.io/option-migration-target": "true"}
