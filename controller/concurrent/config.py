@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.core.checks import cluster_queue_checks
 from pykueue.api import constants as c
 
 
@@ -37,6 +38,9 @@ class OptionSpec:
     create_delay_seconds: float = 0.0
     delete_delay_seconds: float | None = None
     migration_target: bool = False
+    # Admission checks of its flavors (``admissionChecksStrategy.onFlavors``, or unrestricted
+    # ones); options run them before reserving quota, so they race across flavors.
+    checks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,7 @@ def concurrent_config(cluster_queue: Mapping[str, Any] | None) -> ConcurrentConf
     elif len(groups) == 1:
         raw = [(flavor, (flavor,), 0.0, None) for flavor in groups[0]]
 
+    check_rules = cluster_queue_checks(spec)
     options = []
     seen: set[str] = set()
     for suffix, flavors, create_delay, delete_delay in raw:
@@ -121,5 +126,8 @@ def concurrent_config(cluster_queue: Mapping[str, Any] | None) -> ConcurrentConf
             target_ok = target is not None and reaches_target(flavors, target, groups)
         else:
             target_ok = True
-        options.append(OptionSpec(suffix, len(options), flavors, create_delay, delete_delay, target_ok))
+        checks = tuple(
+            sorted(name for name, on in check_rules.items() if not on or set(on).intersection(flavors))
+        )
+        options.append(OptionSpec(suffix, len(options), flavors, create_delay, delete_delay, target_ok, checks))
     return ConcurrentConfig(on_success, target, tuple(options))

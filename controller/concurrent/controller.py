@@ -208,6 +208,15 @@ class OptionController:
                 ),
             )
             log.info("option created", extra={"option": f"{namespace}/{name}", "rank": spec.rank})
+        for option, states in plan.init_checks:
+            with contextlib.suppress(NotFound):
+                self._client.patch_status(
+                    WORKLOADS,
+                    wv.name(option),
+                    {"metadata": {"resourceVersion": wv.meta(option).get("resourceVersion")},
+                     "status": {"admissionChecks": states}},
+                    namespace,
+                )
         for option, patch in plan.annotate:
             with contextlib.suppress(NotFound):
                 self._client.patch(WORKLOADS, wv.name(option), patch, namespace)

@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller.core import workload_view as wv
+from controller.core.checks import sync_check_states
 from controller.core.clock import format_time, parse_time
 from pykueue.api import constants as c
 
@@ -55,6 +56,8 @@ class ParentPlan:
     annotate: list[tuple[Obj, dict[str, Any]]] = field(default_factory=list)  # (option, metadata patch)
     deactivate: list[Obj] = field(default_factory=list)
     release: list[Obj] = field(default_factory=list)  # evicted options whose reservation we clear
+    # (option, status.admissionChecks): Pending entries for the checks a waiting option must pass
+    init_checks: list[tuple[Obj, list[dict[str, Any]]]] = field(default_factory=list)
     options_status: list[dict[str, Any]] = field(default_factory=list)
     requeue_after: float | None = None
 
@@ -203,6 +206,11 @@ def plan_parent(
         patch = annotations_patch(existing, spec)
         if patch is not None:
             plan.annotate.append((existing, patch))
+        if not wv.has_reservation(existing):
+            current = wv.status(existing).get("admissionChecks")
+            states = sync_check_states(current if isinstance(current, list) else None, spec.checks, now)
+            if states is not None:
+                plan.init_checks.append((existing, states))
         plan.options_status.append(_entry(name, spec.allowed_flavors, *observed_state(existing)))
 
     # Options the ClusterQueue no longer defines (or the queue lost concurrentAdmission).

@@ -191,3 +191,19 @@ def test_engine_annotations_follow_a_policy_change() -> None:
     ((target, patch),) = plan.annotate
     assert target is existing
     assert patch["metadata"]["annotations"] == {"kueue.x-k8s.io/option-migration-target": "true"}
+
+
+def test_waiting_options_get_pending_states_for_their_own_flavors_checks_only() -> None:
+    cq = three_flavor_queue()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [
+        {"name": "check-res", "onFlavors": ["reservation"]}, {"name": "check-all"}]}
+    config = config_of(cq)
+    assert [o.checks for o in config.options] == [("check-all", "check-res"), ("check-all",), ("check-all",)]
+    p = parent()
+    res, spot = option(p, config, "reservation"), option(p, config, "spot")
+    spot["status"] = {"admissionChecks": [{"name": "check-all", "state": "Ready", "message": "ok",
+                                            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    plan = plan_parent(p, config, [res, spot], T0)
+    ((target, states),) = plan.init_checks  # spot already carries its one check, left as it is
+    assert target is res
+    assert [(s["name"], s["state"]) for s in states] == [("check-all", "Pending"), ("check-res", "Pending")]
