@@ -547,9 +547,13 @@ def test_controller_may_not_do_more(default_objects: list[Obj]) -> None:
 def test_webhook_rbac_is_scoped_to_its_own_objects(default_objects: list[Obj]) -> None:
     sa = "pykueue-webhook"
     secret = "pykueue-webhook-server-cert"
-    for verb in ["get", "update", "patch"]:
+    # Exactly what webhook/certprovision.py does with it: get, update (replace) and create.
+    for verb in ["get", "update", "create"]:
         assert allowed(default_objects, sa, verb, "", "secrets", namespace=NAMESPACE, name=secret)
+    for verb in ["get", "update"]:
         assert not allowed(default_objects, sa, verb, "", "secrets", namespace=NAMESPACE, name="someone-else")
+    assert not allowed(default_objects, sa, "patch", "", "secrets", namespace=NAMESPACE, name=secret)
+    assert not allowed(default_objects, sa, "delete", "", "secrets", namespace=NAMESPACE, name=secret)
     assert not allowed(default_objects, sa, "list", "", "secrets", namespace=NAMESPACE)
     assert not allowed(default_objects, sa, "get", "", "secrets", name=secret), (
         "no cluster-wide Secret access"
@@ -608,6 +612,10 @@ def test_cert_manager_variant(cert_manager_objects: list[Obj]) -> None:
         objects, sa, "update", "", "secrets", namespace=NAMESPACE, name="pykueue-webhook-server-cert"
     )
     assert not allowed(objects, sa, "create", "", "secrets", namespace=NAMESPACE)
+    assert not allowed(
+        objects, sa, "get", "", "secrets", namespace=NAMESPACE, name="pykueue-webhook-server-cert"
+    )
+    assert not find(objects, "Role", "pykueue-webhook")
 
 
 def test_cert_manager_with_an_existing_issuer() -> None:
