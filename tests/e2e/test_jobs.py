@@ -23,10 +23,16 @@ from tests.builders import (
 )
 from tests.e2e.fixtures.controller import ControllerHandle, configuration, wait_for_pods_ready
 from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, is_true, unique
-from tests.e2e.helpers.wait import wait_for
+from tests.e2e.helpers.wait import wait_for as _wait_for
 
 FLAVOR_LABEL = "pykueue.dev/e2e-flavor"
+# Deadlines are generous: the machine is shared, and a loaded one only makes the tests slower.
+DEFAULT_TIMEOUT = 90.0
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+
+def wait_for(predicate: Any, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> Any:
+    return _wait_for(predicate, timeout=max(timeout, DEFAULT_TIMEOUT), **kwargs)
 
 
 @pytest.fixture(autouse=True)
