@@ -103,7 +103,9 @@ class InformerLister:
             wl
             for wl in self.workloads.store.by_index("namespace", namespace)
             if any(
-                isinstance(ref, dict) and ref.get("controller") is True and ref.get("kind") == "Workload"
+                isinstance(ref, dict)
+                and ref.get("controller") is True
+                and ref.get("kind") == "Workload"
                 and ref.get("uid") == parent_uid
                 for ref in jobs.metadata(wl).get("ownerReferences") or []
             )

@@ -40,6 +40,7 @@ from pykueue.kube import resources as R
 from pykueue.kube.errors import AlreadyExists, Invalid, NotFound
 
 from . import job as jobs
+from . import metrics
 from .compose import ComposeError, compose_workload, job_podsets, owned_by, podsets_match
 from .lifecycle import back_to_pending_plan, failed_to_start_plan, finish_plan, pods_ready_plan, release_plan
 from .management import ManagementPolicy, queue_name_for
@@ -380,6 +381,7 @@ class JobReconciler:
             # Our cache is behind (or the previous Workload is still being deleted): look again.
             return Result(PODS_GONE_POLL_SECONDS)
         self._event(job, "Normal", C.EVENT_CREATED_WORKLOAD, f"Created Workload: {wv.key(created)}")
+        metrics.observe_workload_created(job, self._clock())
         return DONE
 
     # --- steps 5-7: follow the Workload ----------------------------------------------------------
@@ -412,9 +414,7 @@ class JobReconciler:
                 _, restored = self._stop(job, workload, "Not admitted by cluster queue")
                 return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
             if self._settings.wait_for_pods_ready:
-                plan = pods_ready_plan(job, workload)
-                if plan is not None:
-                    self._write_plan(workload, plan)
+                self._sync_pods_ready(job, workload)
             return DONE
 
         if admitted:
@@ -422,6 +422,13 @@ class JobReconciler:
         # Suspended and not admitted: finish an interrupted stop (template still injected).
         _, restored = self._stop(job, workload, "")
         return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+
+    def _sync_pods_ready(self, job: Obj, workload: Obj) -> None:
+        plan = pods_ready_plan(job, workload)
+        if plan is None or self._write_plan(workload, plan) is None:
+            return
+        if any(c.reason == C.REASON_STARTED for c in plan.set_conditions):
+            metrics.observe_pods_ready(workload, self._clock())
 
     def _start(self, job: Obj, workload: Obj) -> Result:
         if is_started(job):

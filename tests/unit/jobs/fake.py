@@ -64,6 +64,7 @@ class FakeCluster:
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
         meta.setdefault("uid", f"uid-{next(self._uid)}")
+        meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
         meta["resourceVersion"] = str(next(self._rv))
         self.objects[(res.plural, meta.get("namespace", ""), meta["name"])] = obj
         return obj

@@ -462,3 +462,20 @@ def test_deleted_job_releases_its_workload(cluster: FakeCluster) -> None:
     del cluster.objects[("jobs", NS, "job")]
     rec.reconcile(NS, "job")
     assert cluster.of(R.WORKLOADS) == []
+
+
+def test_pods_ready_observes_kueues_wait_time_metrics(cluster: FakeCluster) -> None:
+    from prometheus_client import REGISTRY
+
+    def count(name: str) -> float:
+        return (
+            REGISTRY.get_sample_value(f"{name}_count", {"cluster_queue": "cq", "priority_class": ""}) or 0.0
+        )
+
+    before = count("kueue_admitted_until_ready_wait_time_seconds"), count("kueue_ready_wait_time_seconds")
+    running(cluster, active=2, ready=2)
+    reconciler(cluster, wait_for_pods_ready=True).reconcile(NS, "job")
+    reconciler(cluster, wait_for_pods_ready=True).reconcile(NS, "job")  # no second observation
+    after = count("kueue_admitted_until_ready_wait_time_seconds"), count("kueue_ready_wait_time_seconds")
+    assert after[0] == before[0] + 1
+    assert after[1] == before[1] + 1
