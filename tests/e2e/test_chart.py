@@ -380,82 +380,123 @@ def stop_process_group(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=10)
 
 
-def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path: Path) -> None:
-    """install → wait-rollout → (webhook from the chart's args) → wait-webhook → logs → uninstall.
+CHART_NAMESPACE = "pykueue-system"
+CHART_SECRET = "pykueue-webhook-server-cert"
 
-    On a cluster of its own: the chart installs webhook configurations with the fixed pykueue names,
-    which must not disturb the suite's own webhook on the shared cluster. kwok plays the pods of
-    both Deployments (kept Running by the annotation), so rollouts complete for real. The local
-    apiserver cannot reach a Service, so the configurations are installed pointing at the loopback
-    port the local webhook will listen on (``webhook.externalURL``): no admission call ever leaves
-    this machine, even before the webhook is up.
-    """
-    # Named after the session cluster, so two suites run side by side never share it.
-    private = LocalCluster(f"{session_cluster.name[:34]}-chart")
-    private.up()
-    webhook_process: subprocess.Popen[bytes] | None = None
-    try:
-        port = free_port()
-        values = tmp_path / "values.yaml"
-        values.write_text(
-            yaml.safe_dump(
-                {
-                    "webhook": {
-                        "externalURL": f"https://127.0.0.1:{port}",
-                        "podAnnotations": {SIM_RUN_SECONDS_ANNOTATION: "-1"},
-                    },
-                    "controller": {"podAnnotations": {SIM_RUN_SECONDS_ANNOTATION: "-1"}},
-                }
-            )
+
+def read_chart_secret(cluster: Any) -> Obj:
+    result = cluster.kubectl("-n", CHART_NAMESPACE, "get", "secret", CHART_SECRET, "-o", "json")
+    return json.loads(result.stdout)
+
+
+class ChartWebhook:
+    """The webhook run as a local process from the chart's own command line (see above)."""
+
+    def __init__(self, objects: list[Obj], cluster: LocalCluster, workdir: Path, port: int) -> None:
+        self.command = chart_webhook_command(
+            objects, kubeconfig=cluster.kubeconfig, workdir=workdir, port=port
         )
-        env = {
-            "KUBECONFIG": private.kubeconfig,
-            "RELEASE": "pykueue",
-            "NAMESPACE": "pykueue-system",
-            "HELM_VALUES": str(values),
-            "WAIT_TIMEOUT": "120",
-            "ARTIFACTS": str(tmp_path / "artifacts"),
-            "PYTHON": sys.executable,
-        }
+        self.log_path = workdir / "webhook.log"
+        self.process: subprocess.Popen[bytes] | None = None
 
-        installed = deploy_step("install", env)
-        assert installed.returncode == 0, installed.stderr
-        chart_secret = json.loads(
-            private.kubectl(
-                "-n", "pykueue-system", "get", "secret", "pykueue-webhook-server-cert", "-o", "json"
-            ).stdout
-        )
-        assert not chart_secret.get("data"), "the chart's Secret starts empty"
-
-        rolled_out = deploy_step("wait-rollout", env)
-        assert rolled_out.returncode == 0, rolled_out.stderr
-
-        objects = helm.render_objects(namespace="pykueue-system", values_files=[values])
-        log_path = tmp_path / "webhook.log"
-        with log_path.open("wb") as log_file:
-            webhook_process = subprocess.Popen(
-                chart_webhook_command(objects, kubeconfig=private.kubeconfig, workdir=tmp_path, port=port),
+    def start(self) -> None:
+        with self.log_path.open("ab") as log_file:
+            self.process = subprocess.Popen(
+                self.command,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 cwd=helm.REPO_ROOT,
             )
 
-        answered = deploy_step("wait-webhook", env)
-        assert webhook_process.poll() is None, f"the webhook exited:\n{log_path.read_text()[-4000:]}"
-        assert answered.returncode == 0, f"{answered.stderr}\nwebhook log:\n{log_path.read_text()[-4000:]}"
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process_group(self.process)
 
-        # The certificate went into the very Secret the chart created, and the apiserver trusts it.
-        data = assert_apiserver_trusts_secret_ca(private, "pykueue-system", "pykueue-webhook-server-cert")
-        filled = json.loads(
-            private.kubectl(
-                "-n", "pykueue-system", "get", "secret", "pykueue-webhook-server-cert", "-o", "json"
-            ).stdout
+    def assert_answers(self, env: dict[str, str]) -> None:
+        """hack/e2e-deploy.sh wait-webhook succeeds against this process."""
+        answered = deploy_step("wait-webhook", env)
+        log_tail = self.log_path.read_text()[-4000:]
+        assert self.process is not None and self.process.poll() is None, f"the webhook exited:\n{log_tail}"
+        assert answered.returncode == 0, f"{answered.stderr}\nwebhook log:\n{log_tail}"
+
+
+def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path: Path) -> None:
+    """install → wait-rollout → wait-webhook → upgrade → logs → uninstall, with the real webhook.
+
+    On a cluster of its own: the chart installs webhook configurations with the fixed pykueue names,
+    which must not disturb the suite's own webhook on the shared cluster. kwok plays the pods of
+    both Deployments (kept Running by the annotation), so rollouts complete for real; the webhook
+    itself runs as a local process started with the chart's arguments. The local apiserver cannot
+    reach a Service, so the configurations are installed pointing at the loopback port that process
+    listens on (``webhook.externalURL``): no admission call ever leaves this machine.
+    """
+    # Named after the session cluster, so two suites run side by side never share it.
+    private = LocalCluster(f"{session_cluster.name[:34]}-chart")
+    private.up()
+    port = free_port()
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "webhook": {
+                    "externalURL": f"https://127.0.0.1:{port}",
+                    "podAnnotations": {SIM_RUN_SECONDS_ANNOTATION: "-1"},
+                },
+                "controller": {"podAnnotations": {SIM_RUN_SECONDS_ANNOTATION: "-1"}},
+            }
         )
+    )
+    env = {
+        "KUBECONFIG": private.kubeconfig,
+        "RELEASE": "pykueue",
+        "NAMESPACE": CHART_NAMESPACE,
+        "HELM_VALUES": str(values),
+        "WAIT_TIMEOUT": "120",
+        "ARTIFACTS": str(tmp_path / "artifacts"),
+        "PYTHON": sys.executable,
+    }
+    webhook = ChartWebhook(
+        helm.render_objects(namespace=CHART_NAMESPACE, values_files=[values]), private, tmp_path, port
+    )
+    try:
+        installed = deploy_step("install", env)
+        assert installed.returncode == 0, installed.stderr
+        chart_secret = read_chart_secret(private)
+        assert not chart_secret.get("data"), "the chart's Secret starts empty"
+        rolled_out = deploy_step("wait-rollout", env)
+        assert rolled_out.returncode == 0, rolled_out.stderr
+
+        webhook.start()
+        webhook.assert_answers(env)
+        # The certificate went into the very Secret the chart created, and the apiserver trusts it.
+        data = assert_apiserver_trusts_secret_ca(private, CHART_NAMESPACE, CHART_SECRET)
+        filled = read_chart_secret(private)
         assert filled["metadata"]["uid"] == chart_secret["metadata"]["uid"]
         assert filled["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
-        served = served_certificate(f"https://127.0.0.1:{port}", data["ca.crt"])
-        assert served == x509.load_pem_x509_certificate(data["tls.crt"])
+        serving = x509.load_pem_x509_certificate(data["tls.crt"])
+        assert served_certificate(f"https://127.0.0.1:{port}", data["ca.crt"]) == serving
+
+        # helm upgrade keeps the certificate (the chart never renders the Secret's data), and the
+        # restarted webhook serves the same one instead of issuing a new one.
+        webhook.stop()
+        upgraded = deploy_step("install", {**env, "HELM_SET": "controller.replicas=2"})
+        assert upgraded.returncode == 0, upgraded.stderr
+        assert secret_data(private, CHART_NAMESPACE, CHART_SECRET) == data
+        replicas = private.kubectl(
+            "-n",
+            CHART_NAMESPACE,
+            "get",
+            "deployment",
+            "pykueue-controller",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        )
+        assert replicas.stdout == "2"
+        webhook.start()
+        webhook.assert_answers(env)
+        assert assert_apiserver_trusts_secret_ca(private, CHART_NAMESPACE, CHART_SECRET) == data
+        assert served_certificate(f"https://127.0.0.1:{port}", data["ca.crt"]) == serving
 
         collected = deploy_step("logs", env)
         assert collected.returncode == 0, collected.stderr
@@ -465,11 +506,10 @@ def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path:
 
         uninstalled = deploy_step("uninstall", env)
         assert uninstalled.returncode == 0, uninstalled.stderr
-        gone = private.kubectl("-n", "pykueue-system", "get", "deployments", "-o", "name")
+        gone = private.kubectl("-n", CHART_NAMESPACE, "get", "deployments", "-o", "name")
         assert gone.stdout.strip() == ""
     finally:
-        if webhook_process is not None:
-            stop_process_group(webhook_process)
+        webhook.stop()
         private.down()
 
 
