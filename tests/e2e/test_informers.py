@@ -40,8 +40,11 @@ def settle_control_plane(client: KubeClient) -> None:
     probe = f"settle-{uuid.uuid4().hex[:6]}"
     client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": probe}})
     try:
-        wait_for(lambda: client.get(SERVICE_ACCOUNTS, "default", probe), timeout=120,
-                 message="controller manager recovered after the apiserver restart")
+        wait_for(
+            lambda: client.get(SERVICE_ACCOUNTS, "default", probe),
+            timeout=120,
+            message="controller manager recovered after the apiserver restart",
+        )
     finally:
         client.delete(NAMESPACES, probe)
 
