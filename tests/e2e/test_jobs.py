@@ -316,3 +316,26 @@ def test_manage_jobs_without_queue_name_suspends_a_job_that_arrived_running(
         wait_for(lambda: jobs.live_pods("unqueued") == [], timeout=60, message="no pods while it waits")
         assert not is_admitted(jobs.workload("unqueued") or {})
         jobs.delete("unqueued")
+
+
+def test_requeuing_limit_deactivates_the_workload_and_leaves_the_job_suspended(
+    jobs: Jobs, kueue: KueueApi, namespace: str, controller: ControllerHandle
+) -> None:
+    config = configuration(
+        waitForPodsReady=wait_for_pods_ready(timeout="4s", backoff_base_seconds=1, backoff_limit_count=1)
+    )
+    with controller.configured(config):
+        make_queues(kueue, namespace, unique("nowhere"), cpu="2")
+        jobs.create(queued("hopeless", namespace, seconds=1))
+
+        def deactivated() -> dict[str, Any] | None:
+            wl = jobs.workload("hopeless")
+            return wl if wl and wl["spec"].get("active") is False else None
+
+        wl = wait_for(deactivated, timeout=120, message="deactivated after exceeding the requeuing limit")
+        wait_for(lambda: not holds_quota(jobs.workload("hopeless") or {}), message="its quota released")
+        evicted = condition(jobs.workload("hopeless") or {}, "Evicted")
+        assert evicted is not None and evicted["reason"].startswith("Deactivated"), evicted
+        assert (wl["status"].get("requeueState") or {}).get("count", 0) >= 1
+        assert jobs.get("hopeless")["spec"]["suspend"] is True
+        wait_for(lambda: jobs.live_pods("hopeless") == [], message="no pods left")
