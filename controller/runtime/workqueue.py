@@ -205,7 +205,8 @@ class WorkQueue(Generic[T]):
 
         The caller must call :meth:`done` for every item it got, even when processing failed.
         """
-        deadline = None if timeout is None else self._clock() + timeout
+        # The timeout is real time even when tests inject a clock for the delays.
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
                 self._promote_ready_locked()
@@ -215,7 +216,7 @@ class WorkQueue(Generic[T]):
                     return None
                 wait = self._next_wait_locked()
                 if deadline is not None:
-                    remaining = deadline - self._clock()
+                    remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return None
                     wait = remaining if wait is None else min(wait, remaining)

@@ -36,7 +36,6 @@ from pykueue.kube.errors import (
     TooManyRequests,
     Unauthorized,
     error_from_response,
-    error_from_status,
 )
 from pykueue.kube.resources import EVENTS, Resource
 from pykueue.kube.transport import (
@@ -559,10 +558,4 @@ def retry_on_conflict(operation: Callable[[], Any], *, attempts: int = 5) -> Any
     raise AssertionError("unreachable")
 
 
-__all__ = [
-    "PATCH_CONTENT_TYPES",
-    "KubeClient",
-    "WatchStream",
-    "error_from_status",
-    "retry_on_conflict",
-]
+__all__ = ["PATCH_CONTENT_TYPES", "KubeClient", "WatchStream", "retry_on_conflict"]

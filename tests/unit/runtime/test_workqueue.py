@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -162,3 +163,11 @@ def test_shutdown_with_drain_waits_for_in_flight_items() -> None:
     assert q.shutdown_with_drain(timeout=0.05) is False, "still processing"
     q.done("a")
     assert q.shutdown_with_drain(timeout=1) is True
+
+
+def test_get_timeout_is_real_time_even_with_an_injected_clock(clock: FakeClock) -> None:
+    q: WorkQueue[str] = WorkQueue("t", clock=clock)
+    q.add_after("later", 60)
+    started = time.monotonic()
+    assert q.get(timeout=0.05) is None
+    assert time.monotonic() - started < 2
