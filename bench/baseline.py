@@ -1,0 +1,332 @@
+"""Scheduler baseline: Kueue's scheduler performance test shape against a real (local) cluster.
+
+The shape (``bench/baseline.yaml``, config ``baseline``): 30 ClusterQueues in 5 cohorts, one
+flavor, cpu nominal 20 / borrowing limit 100, ``reclaimWithinCohort: Any`` and
+``withinClusterQueue: LowerPriority``; one namespace and LocalQueue per ClusterQueue; three classes
+of standalone Workloads created per ClusterQueue at fixed intervals (15,000 in all); each
+workload is marked Finished ``runtime_ms`` after it is admitted (see :mod:`bench.baseline_driver`).
+
+Each *variant* starts its own ``pykueue-controller`` process: ``kueue-qps`` with client QPS 50 /
+burst 100 as in Kueue's run, and ``unthrottled`` with a client limit far above what the apiserver
+serves. Printed per run: wall time, time to admission per class (mean, p50, p90), ClusterQueue
+utilisation, controller CPU seconds and peak RSS (``/proc``), the load driver's own lag, and
+Kueue's published means beside ours; the last line is a JSON summary.
+
+The cluster: ``--kubeconfig`` (or ``$PYKUEUE_KUBECONFIG``), else the local cluster named
+``$PYKUEUE_CLUSTER_NAME`` (default ``pykueue-bench``), brought up if needed and torn down at the
+end if this program started it. ``--controller-pid`` uses an already running controller instead
+of starting one (its CPU/RSS are still read from ``/proc``); only one variant runs then.
+
+Usage::
+
+    python -m bench.baseline --scale 0.1                 # both variants, 1,500 workloads each
+    python -m bench.baseline --variants kueue-qps        # full scale, Kueue's QPS only
+    python -m bench.baseline --scale 0.1 --repeat 3      # medians of three runs per variant
+    python -m bench.baseline --scale 0.1 --profile /tmp/prof   # py-spy the controller
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.runtime.informer import FuncHandler, Informer
+from pykueue.kube.client import KubeClient
+from pykueue.kube.errors import AlreadyExists
+from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
+
+from . import baseline_shape as objects
+from .baseline_driver import FinishRunner, Generator, Recorder
+from .baseline_report import format_run, lag_summary, median_of_runs, summarise
+from .baseline_shape import RUN_LABEL, Names, Shape, load_shape
+from .controller_process import ControllerProcess
+from .procstats import ProcSample, sample
+
+log = logging.getLogger("bench.baseline")
+
+UNTHROTTLED_QPS = 100_000.0
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    qps: float
+    burst: int
+
+
+VARIANTS = {
+    "kueue-qps": Variant("kueue-qps", 50.0, 100),
+    "unthrottled": Variant("unthrottled", UNTHROTTLED_QPS, 200_000),
+}
+
+
+def connect(kubeconfig: str | None) -> tuple[KubeClient, str, Any]:
+    """The driver's client (never throttled: the driver must not be the bottleneck), the
+    kubeconfig path, and the LocalCluster this program started (None when it reused one)."""
+    kubeconfig = kubeconfig or os.environ.get("PYKUEUE_KUBECONFIG")
+    started = None
+    if not kubeconfig:
+        from hack.localcluster import LocalCluster
+
+        cluster = LocalCluster(os.environ.get("PYKUEUE_CLUSTER_NAME") or "pykueue-bench")
+        if not cluster.is_healthy():
+            started = cluster
+        cluster.up()
+        kubeconfig = cluster.kubeconfig
+    client = KubeClient.from_config(kubeconfig, qps=UNTHROTTLED_QPS, burst=200_000, user_agent="pykueue-bench")
+    return client, kubeconfig, started
+
+
+# --- queues ---------------------------------------------------------------------------------------
+
+
+def create_queues(client: KubeClient, shape: Shape, names: Names) -> None:
+    def create(res: Any, obj: dict[str, Any]) -> None:
+        with contextlib.suppress(AlreadyExists):
+            client.create(res, obj)
+
+    create(RESOURCE_FLAVORS, objects.resource_flavor(names))
+    for index in range(shape.cluster_queues):
+        create(CLUSTER_QUEUES, objects.cluster_queue(shape, names, index))
+        create(NAMESPACES, objects.namespace(names, index))
+        create(LOCAL_QUEUES, objects.local_queue(names, index))
+
+
+def _active(cq: dict[str, Any] | None) -> bool:
+    for cond in ((cq or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Active":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def wait_queues_active(client: KubeClient, shape: Shape, names: Names, timeout: float = 120.0) -> None:
+    """Every ClusterQueue reports ``Active=True`` (the controller has seen flavor and queue)."""
+    deadline = time.monotonic() + timeout
+    pending = {names.cluster_queue(i) for i in range(shape.cluster_queues)}
+    while pending:
+        items = client.list(CLUSTER_QUEUES, label_selector=f"{RUN_LABEL}={names.run_id}").get("items") or []
+        pending -= {cq["metadata"]["name"] for cq in items if _active(cq)}
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"ClusterQueues not Active after {timeout:.0f}s: {sorted(pending)[:5]}")
+        time.sleep(0.5)
+
+
+def delete_run(client: KubeClient, names: Names, *, wait_s: float) -> bool:
+    """Delete the run's namespaces (with their workloads), ClusterQueues and flavor; wait up to
+    ``wait_s`` for them to be gone (finalizers need the controller, so call before stopping it)."""
+    selector = f"{RUN_LABEL}={names.run_id}"
+    for res in (NAMESPACES, CLUSTER_QUEUES, RESOURCE_FLAVORS):
+        for obj in client.list(res, label_selector=selector).get("items") or []:
+            client.delete(res, obj["metadata"]["name"])
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        left = sum(len(client.list(res, label_selector=selector, limit=1).get("items") or []) for res in
+                   (NAMESPACES, CLUSTER_QUEUES, RESOURCE_FLAVORS))
+        if left == 0:
+            return True
+        time.sleep(1.0)
+    return False
+
+
+# --- one run --------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunOptions:
+    scale: float
+    timeout_s: float
+    create_concurrency: int
+    finish_concurrency: int
+    workdir: Path
+    profile_dir: Path | None
+    controller_pid: int | None
+    progress_every_s: float = 10.0
+
+
+def _controller_figures(before: ProcSample | None, after: ProcSample | None, seconds: float) -> dict[str, Any]:
+    if before is None or after is None:
+        return {"cpu_s": None, "cpu_cores": None, "peak_rss_mib": None}
+    cpu = after.cpu_seconds - before.cpu_seconds
+    return {
+        "cpu_s": round(cpu, 1),
+        "cpu_cores": round(cpu / seconds, 2) if seconds > 0 else None,
+        "peak_rss_mib": round(after.peak_rss_mib, 1),
+        "rss_at_end_mib": round(after.rss_mib, 1),
+    }
+
+
+def run_once(
+    client: KubeClient, kubeconfig: str, shape: Shape, variant: Variant, options: RunOptions, index: int
+) -> dict[str, Any]:
+    """Start a controller (unless one is given), run the load, measure, clean up."""
+    names = Names(uuid.uuid4().hex[:6])
+    controller: ControllerProcess | None = None
+    profile = None
+    if options.profile_dir is not None:
+        profile = options.profile_dir / f"controller-{variant.name}-{index}.txt"
+    if options.controller_pid is None:
+        controller = ControllerProcess(
+            kubeconfig, qps=variant.qps, burst=variant.burst, workdir=options.workdir,
+            label=f"{variant.name}-{index}", profile_to=profile,
+        )
+        controller.start()
+    pid = controller.pid if controller is not None else options.controller_pid
+    assert pid is not None
+    informer: Informer | None = None
+    runner: FinishRunner | None = None
+    try:
+        create_queues(client, shape, names)
+        wait_queues_active(client, shape, names)
+        recorder = Recorder(on_admitted=lambda key, due, token: runner.schedule(key, due, token) if runner else None)
+        runner = FinishRunner(client, recorder.token, options.finish_concurrency)
+        generator = Generator(client, shape, names, recorder, options.create_concurrency)
+        informer = Informer(client, WORKLOADS, label_selector=f"{RUN_LABEL}={names.run_id}")
+        informer.add_handler(FuncHandler(add=recorder.observe, update=lambda _old, new: recorder.observe(new)))
+        informer.start()
+        if not informer.wait_for_sync(60):
+            raise RuntimeError("the benchmark's Workload informer did not sync within 60 s")
+        runner.start()
+        profiling = controller.start_profiler() if controller is not None else False
+        controller_before = sample(pid)
+        driver_before = resource.getrusage(resource.RUSAGE_SELF)
+        started = time.monotonic()
+        generator.start()
+        deadline = started + options.timeout_s
+        while not recorder.all_settled.wait(min(options.progress_every_s, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                break
+            if controller is not None and not controller.alive():
+                raise RuntimeError(f"the controller exited during the run:\n{controller.log_tail()}")
+            progress = recorder.progress()
+            print(f"  [{variant.name} {time.monotonic() - started:6.0f}s] created {progress['created']}/"
+                  f"{progress['total']}, holding quota {progress['admitted_now']}, finished {progress['finished']}",
+                  flush=True)
+        elapsed = time.monotonic() - started
+        controller_after = sample(pid)
+        driver_after = resource.getrusage(resource.RUSAGE_SELF)
+        if controller is not None:
+            controller.stop_profiler()
+        generator.wait(30)
+        result: dict[str, Any] = {
+            "variant": variant.name,
+            "qps": variant.qps if options.controller_pid is None else None,
+            "burst": variant.burst if options.controller_pid is None else None,
+            "scale": options.scale,
+            "run_id": names.run_id,
+            **summarise(recorder.snapshot(), shape),
+            "controller": _controller_figures(controller_before, controller_after, elapsed),
+            "driver": {
+                "cpu_s": round(
+                    driver_after.ru_utime + driver_after.ru_stime - driver_before.ru_utime - driver_before.ru_stime, 1
+                ),
+                "create_lag": lag_summary(generator.lag.samples),
+                "finish_lag": lag_summary(runner.lag.samples),
+                "errors": generator.errors + runner.errors,
+            },
+        }
+        if profiling and profile is not None:
+            result["profile"] = str(profile)
+        return result
+    finally:
+        if runner is not None:
+            runner.stop()
+        if informer is not None:
+            informer.stop()
+        if not delete_run(client, names, wait_s=300):
+            print(f"  warning: run {names.run_id}'s objects were not all deleted within 300 s", flush=True)
+        if controller is not None:
+            controller.stop()
+
+
+# --- command line ---------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench.baseline", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="baseline", help="config of bench/baseline.yaml (baseline, large_scale)")
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the workloads (intervals kept)")
+    parser.add_argument("--variants", default="kueue-qps,unthrottled", help=f"comma-separated: {', '.join(VARIANTS)}")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per variant; medians are reported")
+    parser.add_argument("--kubeconfig", help="an existing cluster (default: $PYKUEUE_KUBECONFIG, else a local one)")
+    parser.add_argument("--controller-pid", type=int, help="use this running controller instead of starting one")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a run may take before it is cut off")
+    parser.add_argument("--create-concurrency", type=int, default=32, help="workload creates in flight at once")
+    parser.add_argument("--finish-concurrency", type=int, default=16, help="Finished patches in flight at once")
+    parser.add_argument("--profile", type=Path, help="py-spy the controller; collapsed stacks go to this directory")
+    parser.add_argument("--json", type=Path, help="also write the JSON summary to this file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        shape = load_shape(args.config).scaled(args.scale)
+    except ValueError as err:
+        print(f"bench.baseline: {err}", file=sys.stderr)
+        return 2
+    wanted = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in wanted if v not in VARIANTS]
+    if unknown or not wanted or args.repeat < 1:
+        print(f"bench.baseline: --variants: unknown {unknown} (known: {', '.join(VARIANTS)}); --repeat >= 1",
+              file=sys.stderr)
+        return 2
+    if args.controller_pid is not None:
+        wanted = wanted[:1]  # the given controller has one rate limit; label the run by the first
+    client, kubeconfig, started_cluster = connect(args.kubeconfig)
+    workdir = Path(tempfile.mkdtemp(prefix="pykueue-bench-baseline-"))
+    print(f"scheduler baseline ({shape.config}): {shape.cluster_queues} ClusterQueues in {shape.cohorts} cohorts, "
+          f"{shape.total_workloads} workloads per run (scale {args.scale}); {os.cpu_count()} CPUs shared with the "
+          f"apiserver, etcd and the driver; logs in {workdir}", flush=True)
+    runs: dict[str, list[dict[str, Any]]] = {}
+    options = RunOptions(
+        scale=args.scale, timeout_s=args.timeout, create_concurrency=args.create_concurrency,
+        finish_concurrency=args.finish_concurrency, workdir=workdir, profile_dir=args.profile,
+        controller_pid=args.controller_pid,
+    )
+    try:
+        for name in wanted:
+            for index in range(args.repeat):
+                result = run_once(client, kubeconfig, shape, VARIANTS[name], options, index)
+                runs.setdefault(name, []).append(result)
+                print(format_run(result, shape), flush=True)
+    finally:
+        client.close()
+        if started_cluster is not None:
+            started_cluster.down()
+    summary = {
+        "benchmark": "baseline",
+        "config": shape.config,
+        "scale": args.scale,
+        "workloads_per_run": shape.total_workloads,
+        "anchor_kueue": {
+            "wall_s": shape.anchor.wall_s,
+            "cq_utilisation_pct": shape.anchor.cq_utilisation_pct,
+            "mean_time_to_admission_s": shape.anchor.mean_time_to_admission_s,
+        },
+        "medians": {name: median_of_runs(results) for name, results in runs.items()},
+        "runs": [r for results in runs.values() for r in results],
+    }
+    text = json.dumps(summary)
+    print(text)
+    if args.json:
+        args.json.write_text(text)
+    return 0 if all(r["completed"] for results in runs.values() for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Figures of one baseline run from its per-workload records, and their printed form.
+
+Definitions follow Kueue's checker so the anchor values are comparable:
+
+* **wall** — first create sent to last workload finished (Kueue times the minimalkueue process,
+  which its runner stops once every workload finished; start-up is a few seconds of that);
+* **time to admission** — create sent to the first watch event showing ``Admitted=True``;
+* **ClusterQueue utilisation** — cpu-seconds held by admitted workloads ÷ (nominal cpu of all
+  ClusterQueues x wall), in percent (Kueue computes it per CQ class; the baseline has one class).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from .baseline_driver import WorkloadRecord
+from .baseline_shape import Shape
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile (``fraction`` in 0..1); NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def _round(value: float, digits: int = 2) -> float | None:
+    return None if math.isnan(value) else round(value, digits)
+
+
+def lag_summary(samples: Sequence[float]) -> dict[str, float | None]:
+    return {
+        "p50_ms": _round(percentile(samples, 0.5) * 1000, 1),
+        "p99_ms": _round(percentile(samples, 0.99) * 1000, 1),
+        "max_ms": _round(max(samples, default=math.nan) * 1000, 1),
+    }
+
+
+def summarise(records: Sequence[WorkloadRecord], shape: Shape) -> dict[str, Any]:
+    """Wall time, per-class admission figures and utilisation of one run."""
+    created = [r.created_at for r in records if r.created_at is not None]
+    finished = [r.finished_at for r in records if r.finished_at is not None]
+    start = min(created, default=math.nan)
+    end = max(finished, default=math.nan)
+    wall = end - start if created and finished else math.nan
+    classes: dict[str, Any] = {}
+    for klass in shape.classes:
+        mine = [r for r in records if r.klass == klass.name]
+        waits = [
+            r.first_admitted_at - r.created_at
+            for r in mine
+            if r.first_admitted_at is not None and r.created_at is not None
+        ]
+        runs = [r.finished_at - r.created_at for r in mine if r.finished_at is not None and r.created_at is not None]
+        classes[klass.name] = {
+            "workloads": len(mine),
+            "admitted": len(waits),
+            "finished": len(runs),
+            "evictions": sum(r.evictions for r in mine),
+            "mean_time_to_admission_s": _round(statistics.fmean(waits) if waits else math.nan),
+            "p50_time_to_admission_s": _round(percentile(waits, 0.5)),
+            "p90_time_to_admission_s": _round(percentile(waits, 0.9)),
+            "mean_time_to_finish_s": _round(statistics.fmean(runs) if runs else math.nan),
+        }
+    used = sum(r.used_cpu_seconds for r in records)
+    capacity = shape.nominal_cpu * shape.cluster_queues * wall
+    utilisation = 100.0 * used / capacity if capacity and not math.isnan(capacity) else math.nan
+    return {
+        "workloads": len(records),
+        "finished": len(finished),
+        "create_failures": sum(r.create_failed for r in records),
+        "completed": bool(records) and len(finished) == len(records),
+        "wall_s": _round(wall, 1),
+        "cq_utilisation_pct": _round(utilisation, 1),
+        "classes": classes,
+    }
+
+
+def median_of_runs(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Medians of the headline figures over repeated runs of one variant (None when missing)."""
+
+    def median(values: list[Any]) -> float | None:
+        numbers = [v for v in values if isinstance(v, int | float)]
+        return round(statistics.median(numbers), 2) if numbers else None
+
+    class_names = list(runs[0]["classes"]) if runs else []
+    return {
+        "runs": len(runs),
+        "wall_s": median([r["wall_s"] for r in runs]),
+        "cq_utilisation_pct": median([r["cq_utilisation_pct"] for r in runs]),
+        "mean_time_to_admission_s": {
+            name: median([r["classes"][name]["mean_time_to_admission_s"] for r in runs]) for name in class_names
+        },
+        "controller_cpu_s": median([(r.get("controller") or {}).get("cpu_s") for r in runs]),
+        "controller_peak_rss_mib": median([(r.get("controller") or {}).get("peak_rss_mib") for r in runs]),
+    }
+
+
+def _fmt(value: Any, unit: str = "", digits: int = 1) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def format_run(result: dict[str, Any], shape: Shape) -> str:
+    """The human-readable block of one run, Kueue's anchor values beside ours."""
+    anchor = shape.anchor
+    lines = [
+        f"== baseline {result['variant']} (qps {result['qps']}, burst {result['burst']}), "
+        f"{result['workloads']} workloads, {shape.cluster_queues} ClusterQueues, scale {result['scale']}",
+        f"{'figure':<34}{'pykueue':>12}{'Kueue (full scale)':>22}",
+        f"{'wall time':<34}{_fmt(result['wall_s'], ' s'):>12}{_fmt(anchor.wall_s, ' s'):>22}",
+        f"{'ClusterQueue utilisation':<34}{_fmt(result['cq_utilisation_pct'], ' %'):>12}"
+        f"{_fmt(anchor.cq_utilisation_pct, ' %'):>22}",
+    ]
+    for name, figures in result["classes"].items():
+        kueue = anchor.mean_time_to_admission_s.get(name)
+        lines.append(
+            f"{'mean time to admission ' + name:<34}{_fmt(figures['mean_time_to_admission_s'], ' s', 2):>12}"
+            f"{_fmt(kueue, ' s'):>22}"
+        )
+        lines.append(
+            f"{'  p50 / p90, evictions':<34}{_fmt(figures['p50_time_to_admission_s'], '', 2):>6}"
+            f" / {_fmt(figures['p90_time_to_admission_s'], ' s', 2)}, {figures['evictions']}"
+        )
+    controller = result.get("controller") or {}
+    lines += [
+        f"{'controller CPU':<34}{_fmt(controller.get('cpu_s'), ' s'):>12}"
+        f"  ({_fmt(controller.get('cpu_cores'), ' cores', 2)} on average)",
+        f"{'controller peak RSS':<34}{_fmt(controller.get('peak_rss_mib'), ' MiB'):>12}",
+    ]
+    driver = result.get("driver") or {}
+    create_lag, finish_lag = driver.get("create_lag") or {}, driver.get("finish_lag") or {}
+    lines.append(
+        f"driver: cpu {_fmt(driver.get('cpu_s'), ' s')}, create lag p50/p99/max "
+        f"{_fmt(create_lag.get('p50_ms'))}/{_fmt(create_lag.get('p99_ms'))}/{_fmt(create_lag.get('max_ms'))} ms, "
+        f"finish lag p50/p99/max {_fmt(finish_lag.get('p50_ms'))}/{_fmt(finish_lag.get('p99_ms'))}/"
+        f"{_fmt(finish_lag.get('max_ms'))} ms, errors {driver.get('errors', 0)}"
+    )
+    if not result["completed"]:
+        lines.append(f"INCOMPLETE: {result['finished']} of {result['workloads']} finished before the timeout")
+    return "\n".join(lines)

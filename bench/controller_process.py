@@ -1,0 +1,158 @@
+"""Run ``pykueue-controller`` as a local process for a benchmark, optionally under py-spy.
+
+Kueue's runner starts minimalkueue as a subprocess with a fixed client QPS/burst, records its
+CPU and memory, and stops it when the run is over; this does the same for our controller. Logs
+go to a file (at WARNING, as Kueue logs at Error in its runs) so logging does not dominate the
+measured CPU. With ``profile_to`` set, ``py-spy record`` samples the controller's threads for
+the whole run and writes collapsed stacks that :mod:`bench.profile_summary` turns into a list
+of hot spots.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from .procstats import ProcSample, sample
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+READY_TIMEOUT_S = 120.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def py_spy_path() -> str | None:
+    """The py-spy executable next to this interpreter, else on PATH (None when not installed)."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+class ControllerProcess:
+    """One controller process with a given client rate limit; see the module docstring."""
+
+    def __init__(
+        self,
+        kubeconfig: str,
+        *,
+        qps: float,
+        burst: int,
+        workdir: Path,
+        label: str,
+        profile_to: Path | None = None,
+        log_level: str = "WARNING",
+    ) -> None:
+        self.kubeconfig = kubeconfig
+        self.qps = qps
+        self.burst = burst
+        self.workdir = workdir
+        self.label = label
+        self.profile_to = profile_to
+        self.log_level = log_level
+        self.log_path = workdir / f"controller-{label}.log"
+        self.health_port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.profiler: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def start(self) -> None:
+        self.health_port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "controller.main",
+            "--kubeconfig",
+            self.kubeconfig,
+            "--no-leader-elect",
+            "--health-addr",
+            f"127.0.0.1:{self.health_port}",
+            "--metrics-addr",
+            f"127.0.0.1:{_free_port()}",
+            "--log-format",
+            "json",
+            "--log-level",
+            self.log_level,
+            "--qps",
+            str(self.qps),
+            "--burst",
+            str(self.burst),
+        ]
+        with self.log_path.open("wb") as log_file:
+            self.process = subprocess.Popen(
+                command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO_ROOT
+            )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not self._ready():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the controller exited during start-up:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the controller was not ready within {READY_TIMEOUT_S:.0f}s:\n{self.log_tail()}")
+            time.sleep(0.3)
+
+    def start_profiler(self) -> bool:
+        """Attach py-spy to the running controller (False when py-spy is not installed)."""
+        spy = py_spy_path()
+        if self.profile_to is None or self.pid is None or spy is None:
+            return False
+        self.profile_to.parent.mkdir(parents=True, exist_ok=True)
+        self.profiler = subprocess.Popen(
+            [spy, "record", "--pid", str(self.pid), "--format", "raw", "--rate", "50", "--output", str(self.profile_to)],
+            stdout=subprocess.DEVNULL,
+            stderr=(self.workdir / f"py-spy-{self.label}.log").open("wb"),
+            start_new_session=True,
+        )
+        return True
+
+    def stop_profiler(self) -> None:
+        """py-spy writes its output when it receives SIGINT."""
+        if self.profiler is None or self.profiler.poll() is not None:
+            return
+        self.profiler.send_signal(signal.SIGINT)
+        try:
+            self.profiler.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.profiler.pid, signal.SIGKILL)
+            self.profiler.wait(timeout=10)
+
+    def sample(self) -> ProcSample | None:
+        return sample(self.pid) if self.pid is not None else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        self.stop_profiler()
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
