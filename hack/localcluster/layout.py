@@ -10,6 +10,8 @@ Everything of a cluster named N lives in ``~/.cache/pykueue/clusters/N/``::
     etcd-data/              etcd's data directory
     kwok.yaml               kwok's stages (node and pod lifecycle)
     ports.json              the loopback ports chosen at the last bring-up
+    processes.json          the command line of each process (what down() verifies against)
+    kubectl-cache/          kubectl's discovery cache for this cluster
 """
 
 from __future__ import annotations
