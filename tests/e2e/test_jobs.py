@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client as k8s
 
 from tests.builders import (
+    AdmissionCheckBuilder,
     ClusterQueueBuilder,
     JobBuilder,
     LocalQueueBuilder,
@@ -22,7 +23,15 @@ from tests.builders import (
     WorkloadPriorityClassBuilder,
 )
 from tests.e2e.fixtures.controller import ControllerHandle, configuration, wait_for_pods_ready
-from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, is_true, unique
+from tests.e2e.helpers.kueue import (
+    KueueApi,
+    condition,
+    holds_quota,
+    is_admitted,
+    is_true,
+    now_rfc3339,
+    unique,
+)
 from tests.e2e.helpers.wait import wait_for as _wait_for
 
 FLAVOR_LABEL = "pykueue.dev/e2e-flavor"
@@ -339,3 +348,73 @@ def test_requeuing_limit_deactivates_the_workload_and_leaves_the_job_suspended(
         assert (wl["status"].get("requeueState") or {}).get("count", 0) >= 1
         assert jobs.get("hopeless")["spec"]["suspend"] is True
         wait_for(lambda: jobs.live_pods("hopeless") == [], message="no pods left")
+
+
+def _set_check(kueue: KueueApi, namespace: str, wl_name: str, check: str, state: str, **extra: Any) -> None:
+    """Play the admission-check controller on one Workload."""
+    wl = kueue.workload(namespace, wl_name)
+    states = []
+    for entry in (wl.get("status") or {}).get("admissionChecks") or []:
+        if entry["name"] == check:
+            entry = {**entry, "state": state, "message": f"set to {state} by the test", **extra}
+            entry["lastTransitionTime"] = now_rfc3339()
+        states.append(entry)
+    kueue.patch_status(
+        "Workload",
+        wl_name,
+        {
+            "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
+            "status": {"admissionChecks": states},
+        },
+        namespace,
+    )
+
+
+def test_admission_check_gates_the_start_and_its_pod_set_updates_reach_the_pods(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    check = unique("check")
+    kueue.create(AdmissionCheckBuilder(check).obj())
+    kueue.set_active_condition("AdmissionCheck", check, True)
+    flavor = unique("flavor")
+    kueue.create(ResourceFlavorBuilder(flavor).node_labels(**{FLAVOR_LABEL: flavor_nodes}).obj())
+    cq = unique("cq")
+    kueue.create(ClusterQueueBuilder(cq).flavor(flavor, cpu="2").admission_checks(check).obj())
+    kueue.create(LocalQueueBuilder("lq", namespace, cq).obj())
+    jobs.create(queued("checked", namespace, seconds=2))
+
+    def reserved_check_pending() -> dict[str, Any] | None:
+        wl = jobs.workload("checked")
+        states = (wl or {}).get("status", {}).get("admissionChecks") or []
+        pending = any(s["name"] == check and s["state"] == "Pending" for s in states)
+        return wl if wl and holds_quota(wl) and not is_admitted(wl) and pending else None
+
+    # Quota reserved, check pending (seed 004's InQueue): still no pods.
+    wl = wait_for(reserved_check_pending, message="quota reserved with the check pending")
+    assert jobs.get("checked")["spec"]["suspend"] is True and jobs.pods("checked") == []
+
+    # The check says Retry: the reservation falls back to pending — no retry loop, no pods.
+    _set_check(kueue, namespace, wl["metadata"]["name"], check, "Retry", requeueAfterSeconds=1)
+    wait_for(
+        lambda: (
+            (cond := condition(jobs.workload("checked") or {}, "Evicted"))
+            and cond["reason"] == "AdmissionCheck"
+        ),
+        message="evicted by the check",
+    )
+    assert jobs.pods("checked") == []
+    wl = wait_for(reserved_check_pending, message="reserved again after the check's delay")
+
+    # Ready, with updates for the pods: they are merged into the template at start.
+    update = {
+        "name": "main",
+        "labels": {"pykueue.dev/e2e-check": "passed"},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+    }
+    _set_check(kueue, namespace, wl["metadata"]["name"], check, "Ready", podSetUpdates=[update])
+    pods = wait_for(lambda: [p for p in jobs.pods("checked") if p.spec.node_name], message="pods scheduled")
+    for pod in pods:
+        assert pod.metadata.labels.get("pykueue.dev/e2e-check") == "passed"
+        assert pod.spec.node_selector == {FLAVOR_LABEL: flavor_nodes, "kubernetes.io/os": "linux"}
+        assert pod.spec.node_name.startswith(flavor_nodes)
+    wait_for(lambda: jobs.succeeded("checked"), message="the checked Job completes")
