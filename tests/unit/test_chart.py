@@ -646,10 +646,32 @@ def test_cert_manager_with_an_existing_issuer() -> None:
     assert certificate["spec"]["issuerRef"] == {"name": "corp-ca", "kind": "ClusterIssuer"}
 
 
-def test_service_monitor_is_optional_and_scrapes_the_controller() -> None:
-    objects = helm.render_objects(set_values={"metrics.serviceMonitor.enabled": "true"})
-    monitor = one(objects, "ServiceMonitor", "pykueue-controller")
-    service = one(objects, "Service", "pykueue-controller-metrics")
-    labels = service["metadata"]["labels"]
-    assert all(labels.get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items())
-    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+def selects(selector: Obj, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector evaluated the way the Prometheus operator does."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for expression in selector.get("matchExpressions", []):
+        present = labels.get(expression["key"])
+        if expression["operator"] == "In" and present not in expression["values"]:
+            return False
+    return True
+
+
+def test_service_monitor_is_optional_and_scrapes_both_programs() -> None:
+    objects = helm.render_objects(namespace=NAMESPACE, set_values={"metrics.serviceMonitor.enabled": "true"})
+    monitor = one(objects, "ServiceMonitor", "pykueue")
+    selected = [
+        s for s in find(objects, "Service") if selects(monitor["spec"]["selector"], s["metadata"]["labels"])
+    ]
+    assert {s["metadata"]["name"] for s in selected} == {
+        "pykueue-controller-metrics",
+        "pykueue-webhook-service",
+    }
+    ports = {port["name"] for s in selected for port in s["spec"]["ports"]}
+    endpoints = {e["port"]: e for e in monitor["spec"]["endpoints"]}
+    assert set(endpoints) == ports == {"metrics", "webhook"}
+    webhook_tls = endpoints["webhook"]["tlsConfig"]
+    assert endpoints["webhook"]["scheme"] == "https"
+    assert webhook_tls["ca"]["secret"] == {"name": "pykueue-webhook-server-cert", "key": "ca.crt"}
+    assert webhook_tls["serverName"] == f"pykueue-webhook-service.{NAMESPACE}.svc"
+    assert "insecureSkipVerify" not in webhook_tls
