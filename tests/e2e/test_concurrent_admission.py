@@ -1,0 +1,535 @@
+"""Concurrent admission end to end (seed 000, SPEC §6): one test per user story of the seed.
+
+Real Jobs run on simulated nodes, one node per flavor, so where a Job runs is read from its pods.
+The webhook and the controller run as in production. "Quota frees up on a flavor" is modelled by
+raising that flavor's nominal quota in the ClusterQueue: for the scheduler it is the same event
+as another job finishing (free quota appears and parked workloads are requeued), and it keeps
+each story to the one job it is about.
+
+Throughout every test a watcher follows the namespace's Workloads through a watch stream (so it
+sees every state the apiserver stored, in order) and records any moment at which two options of
+one parent held quota; the test fails if it saw one. After every test the SPEC §11 invariants
+are checked by the shared fixture, and each story checks that the parent's ``status.options``
+agrees with the options themselves.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import watch
+from kubernetes.client.rest import ApiException
+
+from tests.builders import (
+    AdmissionCheckBuilder,
+    JobBuilder,
+    LocalQueueBuilder,
+    ResourceFlavorBuilder,
+    SeedClusterQueueBuilder,
+    WorkloadBuilder,
+)
+from tests.e2e.helpers.kueue import GROUP, VERSION, KueueApi, holds_quota, is_true, unique
+from tests.e2e.helpers.wait import wait_for
+
+FLAVOR_LABEL = "pykueue.dev/e2e-flavor"
+PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+CONVERGE = 60  # seconds: admission, a stop and a restart of a Job on the simulated nodes
+
+
+# --- the continuous "one holder per parent" watcher ----------------------------------------------
+
+
+def _controller_workload_owner(wl: dict[str, Any]) -> str | None:
+    for ref in wl["metadata"].get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == "Workload":
+            return str(ref.get("uid"))
+    return None
+
+
+class HolderWatcher(threading.Thread):
+    """Follows every Workload of a namespace; records each moment two options of a parent hold quota."""
+
+    def __init__(self, kube: k8s.ApiClient, namespace: str) -> None:
+        super().__init__(name=f"holder-watcher-{namespace}", daemon=True)
+        self.custom = k8s.CustomObjectsApi(kube)
+        self.namespace = namespace
+        self.stopping = threading.Event()
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.violations: list[str] = []
+        self.events_seen = 0
+        self.max_holders = 0
+        self.error: BaseException | None = None
+
+    def _check(self) -> None:
+        by_parent: dict[str, list[str]] = {}
+        for wl in self.objects.values():
+            parent = _controller_workload_owner(wl)
+            if parent and holds_quota(wl) and not is_true(wl, "Finished"):
+                by_parent.setdefault(parent, []).append(wl["metadata"]["name"])
+        for parent, names in by_parent.items():
+            self.max_holders = max(self.max_holders, len(names))
+            if len(names) > 1:
+                self.violations.append(f"parent {parent}: {sorted(names)} hold quota at the same time")
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                listing = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, "workloads")
+                self.objects = {wl["metadata"]["name"]: wl for wl in listing["items"]}
+                self._check()
+                version = listing["metadata"]["resourceVersion"]
+                while not self.stopping.is_set():
+                    stream = watch.Watch().stream(
+                        self.custom.list_namespaced_custom_object,
+                        GROUP,
+                        VERSION,
+                        self.namespace,
+                        "workloads",
+                        resource_version=version,
+                        timeout_seconds=2,
+                        allow_watch_bookmarks=True,
+                    )
+                    try:
+                        for event in stream:
+                            obj = event["object"]
+                            version = obj["metadata"]["resourceVersion"]
+                            if event["type"] == "BOOKMARK":
+                                continue
+                            self.events_seen += 1
+                            if event["type"] == "DELETED":
+                                self.objects.pop(obj["metadata"]["name"], None)
+                            else:
+                                self.objects[obj["metadata"]["name"]] = obj
+                            self._check()
+                            if self.stopping.is_set():
+                                break
+                    except ApiException as err:
+                        if err.status == 410:
+                            break  # relist
+                        raise
+        except BaseException as err:  # reported by the fixture, never silently lost
+            if not self.stopping.is_set():
+                self.error = err
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=10)
+
+
+# --- the stories' world ---------------------------------------------------------------------------
+
+
+class World:
+    """Flavors pinned to their own simulated node, a concurrent-admission ClusterQueue, Jobs."""
+
+    def __init__(self, cluster: Any, kube: k8s.ApiClient, kueue: KueueApi, namespace: str) -> None:
+        self.cluster = cluster
+        self.kueue = kueue
+        self.namespace = namespace
+        self.batch = k8s.BatchV1Api(kube)
+        self.core = k8s.CoreV1Api(kube)
+        self.flavor: dict[str, str] = {}  # story name ("spot") -> ResourceFlavor name
+        self.node_prefixes: list[str] = []
+        self.queues: dict[str, str] = {}  # LocalQueue -> ClusterQueue
+
+    # flavors and queues
+    def flavors(self, *names: str) -> None:
+        for name in names:
+            actual = unique(name)
+            prefix = unique(f"n-{name}")[:40]
+            self.cluster.create_nodes(prefix, 1, labels={FLAVOR_LABEL: actual})
+            self.node_prefixes.append(prefix)
+            self.kueue.create(ResourceFlavorBuilder(actual).node_labels(**{FLAVOR_LABEL: actual}).obj())
+            self.flavor[name] = actual
+
+    def cluster_queue(
+        self,
+        policy: str,
+        quotas: dict[str, dict[str, str]],
+        *,
+        target: str | None = None,
+        explicit: list[tuple[str, list[str], dict[str, int]]] = (),  # type: ignore[assignment]
+        checks: dict[str, str] | None = None,
+        local_queue: str = "lq",
+    ) -> str:
+        """``quotas``: story flavor -> {resource: nominal}; ``explicit``: (name, flavors, delays)."""
+        name = unique("cq")
+        builder = SeedClusterQueueBuilder(name).concurrent(
+            policy, target=self.flavor[target] if target else None
+        )
+        for flavor, resources in quotas.items():
+            builder.flavor(self.flavor[flavor], **resources)
+        for option, flavors, delays in explicit:
+            builder.option(option, *(self.flavor[f] for f in flavors), **delays)
+        cq = builder.obj()
+        cq["spec"]["concurrentAdmission"]["onSuccess"] = policy
+        for check, flavor in (checks or {}).items():
+            builder_rules = cq["spec"].setdefault("admissionChecksStrategy", {"admissionChecks": []})
+            builder_rules["admissionChecks"].append({"name": check, "onFlavors": [self.flavor[flavor]]})
+        self.kueue.create(cq)
+        self.kueue.create(LocalQueueBuilder(local_queue, self.namespace, name).obj())
+        self.queues[local_queue] = name
+        return name
+
+    def set_quota(self, flavor: str, resource: str, nominal: str, local_queue: str = "lq") -> None:
+        name = self.queues[local_queue]
+        cq = self.kueue.get("ClusterQueue", name)
+        assert cq is not None
+        groups = cq["spec"]["resourceGroups"]
+        for group in groups:
+            for entry in group["flavors"]:
+                if entry["name"] == self.flavor[flavor]:
+                    for res in entry["resources"]:
+                        if res["name"] == resource:
+                            res["nominalQuota"] = nominal
+        self.kueue.patch("ClusterQueue", name, {"spec": {"resourceGroups": groups}})
+
+    # jobs, parents, options
+    def job(self, name: str, local_queue: str = "lq") -> None:
+        job = JobBuilder(name, self.namespace).queue(local_queue).requests(cpu="1").run_seconds(-1).obj()
+        self.batch.create_namespaced_job(self.namespace, job)
+
+    def parent_of_job(self, job: str) -> dict[str, Any]:
+        uid = self.batch.read_namespaced_job(job, self.namespace).metadata.uid
+
+        def find() -> dict[str, Any] | None:
+            for wl in self.kueue.workloads(self.namespace):
+                owners = wl["metadata"].get("ownerReferences") or []
+                if any(r.get("uid") == uid for r in owners) and wl["metadata"].get("labels", {}).get(PARENT_LABEL):
+                    return wl
+            return None
+
+        return wait_for(find, timeout=CONVERGE, message=f"the workload of job {job} becomes a Parent")
+
+    def refresh(self, wl: dict[str, Any]) -> dict[str, Any]:
+        return self.kueue.workload(self.namespace, wl["metadata"]["name"])
+
+    def options(self, parent: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Existing options of ``parent`` by their suffix (flavor story name or option name)."""
+        uid = parent["metadata"]["uid"]
+        by_actual = {v: k for k, v in self.flavor.items()}
+        result = {}
+        for wl in self.kueue.workloads(self.namespace):
+            if _controller_workload_owner(wl) == uid and not wl["metadata"].get("deletionTimestamp"):
+                suffix = wl["metadata"]["name"].rsplit("-option-", 1)[1]
+                result[by_actual.get(suffix, suffix)] = wl
+        return result
+
+    def holder(self, parent: dict[str, Any]) -> str | None:
+        holding = [name for name, wl in self.options(parent).items() if holds_quota(wl)]
+        assert len(holding) <= 1, f"two options hold quota: {holding}"
+        return holding[0] if holding else None
+
+    def running_on(self, job: str) -> str | None:
+        """The story flavor all of the Job's live pods run on (None while none runs / mixed)."""
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector=f"batch.kubernetes.io/job-name={job}").items
+        live = [p for p in pods if p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp]
+        if not live or any(p.status.phase != "Running" for p in live):
+            return None
+        values = {(p.spec.node_selector or {}).get(FLAVOR_LABEL) for p in live}
+        nodes = {p.spec.node_name for p in live}
+        if len(values) != 1 or not all(nodes):
+            return None
+        actual = values.pop()
+        return next((k for k, v in self.flavor.items() if v == actual), None)
+
+    def wait_running_on(self, job: str, flavor: str) -> None:
+        wait_for(lambda: self.running_on(job) == flavor, timeout=CONVERGE,
+                 message=f"job {job} runs on {flavor} nodes (now {self.running_on(job)})")
+
+    def option_statuses(self, parent: dict[str, Any]) -> dict[str, str]:
+        by_actual = {v: k for k, v in self.flavor.items()}
+        entries = (self.refresh(parent).get("status") or {}).get("options") or []
+        return {by_actual.get(s, s): e["status"] for e in entries for s in [e["name"].rsplit("-option-", 1)[1]]}
+
+    def wait_option_statuses(self, parent: dict[str, Any], expected: dict[str, str]) -> None:
+        wait_for(lambda: self.option_statuses(parent) == expected, timeout=CONVERGE,
+                 message=f"status.options reads {expected} (now {self.option_statuses(parent)})")
+        wait_for(lambda: self.truthful(parent), timeout=CONVERGE, message="status.options agrees with the options")
+
+    def truthful(self, parent: dict[str, Any]) -> bool:
+        """Every option that exists is listed with the state its own conditions show; every listed
+        option that does not exist is Removed or not created yet."""
+        statuses = self.option_statuses(parent)
+        options = self.options(parent)
+        for suffix, wl in options.items():
+            if holds_quota(wl):
+                want = "Admitted" if is_true(wl, "Admitted") and not is_true(wl, "Evicted") else None
+                want = want or ("Evicted" if is_true(wl, "Evicted") else "QuotaReserved")
+            else:
+                want = "Evicted" if is_true(wl, "Evicted") else "Pending"
+            if statuses.get(suffix) != want:
+                return False
+        return all(state in ("Removed", "Pending") for s, state in statuses.items() if s not in options)
+
+    def events(self, kind: str, name: str) -> list[str]:
+        items = self.core.list_namespaced_event(
+            self.namespace, field_selector=f"involvedObject.name={name},involvedObject.kind={kind}"
+        ).items
+        return [e.reason for e in items]
+
+    def close(self) -> None:
+        for prefix in self.node_prefixes:
+            self.cluster.delete_nodes(prefix)
+
+
+def stays(predicate: Callable[[], bool], seconds: float, message: str) -> None:
+    """``predicate`` holds at every poll for ``seconds`` (a deadline-bounded negative check)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert predicate(), message
+        time.sleep(0.3)
+
+
+@pytest.fixture
+def world(cluster: Any, kube: k8s.ApiClient, kueue: KueueApi, namespace: str, webhook: Any) -> Iterator[World]:
+    watcher = HolderWatcher(kube, namespace)
+    watcher.start()
+    env = World(cluster, kube, kueue, namespace)
+    try:
+        yield env
+    finally:
+        watcher.stop()
+        env.close()
+    assert watcher.error is None, f"the holder watcher failed: {watcher.error!r}"
+    assert watcher.events_seen > 0, "the holder watcher saw no workload event at all"
+    assert watcher.max_holders >= 1, "the holder watcher never saw an option holding quota"
+    assert not watcher.violations, "two options of one parent held quota:\n" + "\n".join(watcher.violations)
+
+
+def _cpu(*flavors_and_quota: tuple[str, str]) -> dict[str, dict[str, str]]:
+    return {flavor: {"cpu": quota} for flavor, quota in flavors_and_quota}
+
+
+# --- Story 1: RemoveLower --------------------------------------------------------------------------
+
+
+def test_story1_remove_lower_migrates_spot_to_on_demand_to_reservation(world: World) -> None:
+    world.flavors("reservation", "on-demand", "spot")
+    world.cluster_queue("RemoveLower", _cpu(("reservation", "0"), ("on-demand", "0"), ("spot", "4")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "spot")
+    world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Pending", "spot": "Admitted"})
+    spot_option = world.options(parent)["spot"]["metadata"]["name"]
+
+    world.set_quota("on-demand", "cpu", "4")
+    world.wait_running_on("train", "on-demand")
+    world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Admitted", "spot": "Removed"})
+    assert "EvictedDueToFlavorMigration" in world.events("Workload", spot_option)
+
+    world.set_quota("reservation", "cpu", "4")
+    world.wait_running_on("train", "reservation")
+    world.wait_option_statuses(parent, {"reservation": "Admitted", "on-demand": "Removed", "spot": "Removed"})
+    assert world.refresh(parent).get("status", {}).get("admission") is None, "the parent never holds quota"
+
+
+# --- Story 2: RemoveBelowTarget ----------------------------------------------------------------------
+
+
+def test_story2_remove_below_target_migrates_only_to_the_reservation(world: World) -> None:
+    world.flavors("reservation", "on-demand", "spot")
+    world.cluster_queue(
+        "RemoveBelowTarget", _cpu(("reservation", "0"), ("on-demand", "0"), ("spot", "4")), target="reservation"
+    )
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "spot")
+    # On-Demand is below the target: its option is removed as soon as the job runs on Spot.
+    world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Removed", "spot": "Admitted"})
+
+    world.set_quota("on-demand", "cpu", "4")
+    stays(lambda: world.holder(parent) == "spot" and world.running_on("train") == "spot", 6,
+          "On-Demand freeing up must not move the job")
+
+    world.set_quota("reservation", "cpu", "4")
+    world.wait_running_on("train", "reservation")
+    world.wait_option_statuses(parent, {"reservation": "Admitted", "on-demand": "Removed", "spot": "Removed"})
+
+
+# --- Story 3: Reservation + homogeneous 2a/2b/2c -----------------------------------------------------
+
+
+def test_story3_no_migration_among_homogeneous_flavors_but_to_the_reservation(world: World) -> None:
+    world.flavors("reservation", "2a", "2b", "2c")
+    world.cluster_queue(
+        "RemoveBelowTarget",
+        _cpu(("reservation", "0"), ("2a", "0"), ("2b", "4"), ("2c", "0")),
+        target="reservation",
+    )
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "2b")
+    world.wait_option_statuses(
+        parent, {"reservation": "Pending", "2a": "Removed", "2b": "Admitted", "2c": "Removed"}
+    )
+    world.set_quota("2a", "cpu", "4")
+    stays(lambda: world.holder(parent) == "2b" and world.running_on("train") == "2b", 6,
+          "2a freeing up must not move the job off 2b")
+    world.set_quota("reservation", "cpu", "4")
+    world.wait_running_on("train", "reservation")
+    world.wait_option_statuses(
+        parent, {"reservation": "Admitted", "2a": "Removed", "2b": "Removed", "2c": "Removed"}
+    )
+
+
+# --- Story 4: RemoveOther ----------------------------------------------------------------------------
+
+
+def test_story4_remove_other_first_admitted_option_wins_and_the_others_disappear(world: World) -> None:
+    world.flavors("1a", "1b", "1c")
+    world.cluster_queue("RemoveOther", _cpu(("1a", "0"), ("1b", "4"), ("1c", "4")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "1b")
+    world.wait_option_statuses(parent, {"1a": "Removed", "1b": "Admitted", "1c": "Removed"})
+    wait_for(lambda: set(world.options(parent)) == {"1b"}, timeout=CONVERGE, message="only the winner is left")
+    world.set_quota("1a", "cpu", "4")
+    stays(lambda: set(world.options(parent)) == {"1b"} and world.running_on("train") == "1b", 5,
+          "RemoveOther never re-creates options or migrates while the winner runs")
+    assert "RemovedOption" in world.events("Workload", parent["metadata"]["name"])
+
+
+# --- Story 5: createDelaySeconds --------------------------------------------------------------------
+
+
+def test_story5_create_delay_adds_the_on_demand_option_only_after_the_delay(world: World) -> None:
+    world.flavors("reservation", "on-demand")
+    delay = 8
+    world.cluster_queue(
+        "RemoveLower",
+        _cpu(("reservation", "0"), ("on-demand", "4")),
+        explicit=[("reservation", ["reservation"], {}), ("on-demand", ["on-demand"], {"create_delay": delay})],
+    )
+    world.job("train")
+    parent = world.parent_of_job("train")
+    wait_for(lambda: "reservation" in world.options(parent), timeout=CONVERGE, message="the reservation option exists")
+    assert "on-demand" not in world.options(parent), "the delayed option exists too early"
+    def delayed_entry() -> dict[str, Any] | None:
+        entries = (world.refresh(parent).get("status") or {}).get("options") or []
+        return next((e for e in entries if e["name"].endswith("-option-on-demand")), None)
+
+    entry = wait_for(delayed_entry, timeout=CONVERGE, message="status.options lists the delayed option")
+    assert entry["status"] == "Pending" and "createDelaySeconds" in entry["message"]
+    assert "on-demand" not in world.options(parent), "the delayed option exists too early"
+    assert world.running_on("train") is None
+
+    on_demand = wait_for(lambda: world.options(parent).get("on-demand"), timeout=CONVERGE,
+                         message="the on-demand option appears after the delay")
+    created = datetime.fromisoformat(on_demand["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    parent_created = datetime.fromisoformat(parent["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    assert (created - parent_created).total_seconds() >= delay - 1  # timestamps have 1 s precision
+    world.wait_running_on("train", "on-demand")
+    world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Admitted"})
+
+
+# --- Story 6: deleteDelaySeconds -----------------------------------------------------------------------
+
+
+def test_story6_migration_happens_inside_the_delete_delay_window_and_not_after(world: World) -> None:
+    world.flavors("reservation", "on-demand")
+    window = 12
+    explicit = [("reservation", ["reservation"], {"delete_delay": window}), ("on-demand", ["on-demand"], {})]
+    quotas = _cpu(("reservation", "0"), ("on-demand", "4"))
+    world.cluster_queue("RemoveLower", quotas, explicit=explicit, local_queue="inside")
+    world.cluster_queue("RemoveLower", quotas, explicit=explicit, local_queue="after")
+
+    # Inside the window: Reservation frees up while its option still exists -> migration.
+    world.job("early", local_queue="inside")
+    early = world.parent_of_job("early")
+    world.wait_running_on("early", "on-demand")
+    world.set_quota("reservation", "cpu", "4", local_queue="inside")
+    world.wait_running_on("early", "reservation")
+    world.wait_option_statuses(early, {"reservation": "Admitted", "on-demand": "Removed"})
+
+    # After the window: the reservation option is gone, so freeing Reservation changes nothing.
+    world.job("late", local_queue="after")
+    late = world.parent_of_job("late")
+    world.wait_running_on("late", "on-demand")
+    world.wait_option_statuses(late, {"reservation": "Removed", "on-demand": "Admitted"})
+    message = next(e["message"] for e in world.refresh(late)["status"]["options"] if e["status"] == "Removed")
+    assert "deleteDelaySeconds" in message
+    world.set_quota("reservation", "cpu", "4", local_queue="after")
+    stays(lambda: world.holder(late) == "on-demand" and world.running_on("late") == "on-demand", 6,
+          "no migration once the window closed")
+
+
+# --- Story 7: two podSets with explicit options -------------------------------------------------------
+
+
+def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(world: World, kueue: KueueApi, namespace: str) -> None:
+    world.flavors("reservation", "on-demand", "default-cpu")
+    gpu = "example.com/gpu"
+    world.cluster_queue(
+        "RemoveLower",
+        {"reservation": {gpu: "0"}, "on-demand": {gpu: "2"}, "default-cpu": {"cpu": "2"}},
+        explicit=[("res", ["reservation", "default-cpu"], {}), ("od", ["on-demand", "default-cpu"], {})],
+    )
+    # A batch Job has one podSet, so this story uses a Workload of its own (no job to drive).
+    wl = WorkloadBuilder("trainer", namespace).queue("lq").podset("gpu", count=1, **{gpu: "1"}).podset(
+        "cpu", count=1, cpu="2"
+    ).obj()
+    for key in ("uid", "creationTimestamp", "generation"):
+        del wl["metadata"][key]
+    kueue.create(wl)
+    def converted() -> dict[str, Any] | None:
+        current = world.refresh(wl)
+        return current if current["metadata"].get("labels", {}).get(PARENT_LABEL) else None
+
+    parent = wait_for(converted, timeout=CONVERGE, message="the workload becomes a Parent")
+
+    def assignment(option: str) -> dict[str, dict[str, str]] | None:
+        current = world.options(parent).get(option)
+        if current is None or not holds_quota(current):
+            return None
+        return {a["name"]: a["flavors"] for a in current["status"]["admission"]["podSetAssignments"]}
+
+    expected_od = {"gpu": {gpu: world.flavor["on-demand"]}, "cpu": {"cpu": world.flavor["default-cpu"]}}
+    wait_for(lambda: assignment("od") == expected_od, timeout=CONVERGE, message="od admitted on On-Demand + Default-CPU")
+    world.wait_option_statuses(parent, {"res": "Pending", "od": "Admitted"})
+
+    # Default-CPU is full (the od option uses all of it): the migration still fits because the
+    # sibling's own usage counts as free.
+    world.set_quota("reservation", gpu, "2")
+    expected_res = {"gpu": {gpu: world.flavor["reservation"]}, "cpu": {"cpu": world.flavor["default-cpu"]}}
+    wait_for(lambda: assignment("res") == expected_res, timeout=CONVERGE, message="migrated to Reservation")
+    world.wait_option_statuses(parent, {"res": "Admitted", "od": "Removed"})
+
+
+# --- Story 8 (goal G2): racing admission checks ------------------------------------------------------
+
+
+def test_story8_racing_admission_checks_first_ready_wins(world: World, kueue: KueueApi, namespace: str) -> None:
+    world.flavors("a", "b")
+    checks = {unique("check-a"): "a", unique("check-b"): "b"}
+    for check in checks:
+        kueue.create(AdmissionCheckBuilder(check).obj())
+        kueue.set_active_condition("AdmissionCheck", check, True)
+    world.cluster_queue("RemoveOther", _cpu(("a", "4"), ("b", "4")), checks=checks)
+    check_of = {flavor: check for check, flavor in checks.items()}
+    world.job("train")
+    parent = world.parent_of_job("train")
+
+    def pending_checks() -> dict[str, list[str]] | None:
+        options = world.options(parent)
+        states = {
+            k: [s["state"] for s in (wl.get("status") or {}).get("admissionChecks") or []] for k, wl in options.items()
+        }
+        return states if states == {"a": ["Pending"], "b": ["Pending"]} else None
+
+    wait_for(pending_checks, timeout=CONVERGE, message="both options run their own check")
+    stays(lambda: world.holder(parent) is None and world.running_on("train") is None, 3,
+          "no option reserves quota before its check is Ready")
+
+    option_b = world.options(parent)["b"]["metadata"]["name"]
+    wait_for(lambda: kueue.set_check_state(namespace, option_b, check_of["b"], "Ready") or True,
+             timeout=CONVERGE, message="the test marks check b Ready")
+    world.wait_running_on("train", "b")
+    world.wait_option_statuses(parent, {"a": "Removed", "b": "Admitted"})
+    wait_for(lambda: set(world.options(parent)) == {"b"}, timeout=CONVERGE, message="the losing option is removed")
