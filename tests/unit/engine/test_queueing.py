@@ -280,3 +280,28 @@ def test_next_timer_reports_backoff_and_requeue_batches() -> None:
     assert due is not None and world.now < due <= world.now + 1.0
     assert world.admit(advance=due - world.now) == ["ns/parked"]
     assert world.engine.next_timer() == 1767225660.0  # only the backoff is left
+
+
+def test_a_preempting_queue_takes_no_more_heads_until_the_preemptor_is_admitted() -> None:
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="4")
+                       .preemption(within_cluster_queue="LowerPriority"), heads=8)
+    world.add(PlacementWorkloadBuilder("low", "ns").queue("lq-cq").podset(cpu="3").priority(0)
+              .reserved("cq", {"cpu": "default"}, {"cpu": "3"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("preemptor", "ns").queue("lq-cq").podset(cpu="4").priority(10).at(0).obj())
+    world.add(PlacementWorkloadBuilder("small", "ns").queue("lq-cq").podset(cpu="1").priority(5).at(1).obj())
+    first = world.cycle()
+    assert [p.victim for p in first.preemptions] == ["ns/low"]
+    assert first.reservations == [] and first.heads_tried == 1
+    # "small" would fit in the free cpu, but the sticky preemptor keeps the queue's head.
+    assert world.cycle().reservations == []
+    world.finish("ns/low")
+    assert world.admit() == ["ns/preemptor"]
+
+
+def test_strict_fifo_takes_heads_until_the_first_that_does_not_fit() -> None:
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="3").strategy("StrictFIFO"), heads=8)
+    for i, cpu in enumerate(["1", "1", "2", "1"]):
+        world.add(PlacementWorkloadBuilder(f"w{i}", "ns").queue("lq-cq").podset(cpu=cpu).at(i).obj())
+    result = world.cycle()
+    assert [r.workload for r in result.reservations] == ["ns/w0", "ns/w1"]
+    assert result.heads_tried == 3  # w2 blocks; w3 (which would fit) is not tried
