@@ -140,6 +140,9 @@ class Informer:
     def add_indexer(self, name: str, func: IndexFunc) -> None:
         self._store.add_indexer(name, func)
 
+    def has_index(self, name: str) -> bool:
+        return self._store.has_index(name)
+
     def add_handler(self, handler: EventHandler, *, resync: bool = False) -> None:
         """Register ``handler``; it first gets ADDED for whatever is cached at that point.
 
@@ -261,6 +264,7 @@ class InformerSet:
         self._source = source
         self._defaults = defaults
         self._informers: dict[tuple[Resource, str | None, str | None, str | None], Informer] = {}
+        self._options: dict[tuple[Resource, str | None, str | None, str | None], dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._started = False
 
@@ -273,11 +277,27 @@ class InformerSet:
         field_selector: str | None = None,
         **options: Any,
     ) -> Informer:
-        """The shared informer, created on first use (and started if the set already runs)."""
+        """The shared informer, created on first use (and started if the set already runs).
+
+        Later callers may pass ``indexers`` (added if missing); any other option must match what
+        the informer was created with, since one cache cannot be trimmed two ways.
+        """
         key = (resource, namespace, label_selector, field_selector)
         with self._lock:
             informer = self._informers.get(key)
-            if informer is None:
+            if informer is not None:
+                extra_indexers = options.pop("indexers", None) or {}
+                created_with = self._options[key]
+                conflicting = sorted(k for k, v in options.items() if created_with.get(k) != v)
+                if conflicting:
+                    raise ValueError(
+                        f"the shared informer for {resource} already exists with other {', '.join(conflicting)}"
+                    )
+                for name, func in extra_indexers.items():
+                    if not informer.has_index(name):
+                        informer.add_indexer(name, func)
+            else:
+                self._options[key] = {k: v for k, v in options.items() if k != "indexers"}
                 informer = Informer(
                     self._source,
                     resource,

@@ -141,6 +141,10 @@ class Store:
             for key, obj in self._items.items():
                 self._index_one(name, key, obj)
 
+    def has_index(self, name: str) -> bool:
+        with self._lock:
+            return name in self._indexers
+
     def upsert(self, obj: Obj) -> Obj | None:
         """Insert or replace one object; returns the previous version (None if new)."""
         key = object_key(obj)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from controller.runtime.informer import FuncHandler, Informer, InformerSet, enqueue_keys
 from controller.runtime.store import label_index
 from controller.runtime.workqueue import WorkQueue
@@ -122,3 +124,14 @@ def test_informer_set_shares_informers_and_reports_sync() -> None:
         assert informers.has_synced() and informers.alive()
     finally:
         informers.stop()
+
+
+def test_informer_set_merges_indexers_and_refuses_conflicting_options() -> None:
+    source = ScriptedSource(lists=[], watches=[])
+    informers = InformerSet(source)
+    first = informers.get(CONFIG_MAPS, transform=None, indexers={"queue": label_index("q")})
+    second = informers.get(CONFIG_MAPS, indexers={"owner": label_index("o")})
+    assert second is first
+    assert first.has_index("queue") and first.has_index("owner")
+    with pytest.raises(ValueError, match="already exists with other resync_period"):
+        informers.get(CONFIG_MAPS, resync_period=30)
