@@ -237,9 +237,7 @@ class LocalCluster:
 
     def _start_fresh(self, ports: Ports, *, default_nodes: bool) -> None:
         binaries = self._binaries or ensure_binaries()
-        if self.layout.root.exists():
-            shutil.rmtree(self.layout.root)
-        self.layout.root.mkdir(parents=True)
+        self._reset_state_dir()
         self.layout.save_ports(ports)
         generate_pki(self.layout.pki.root)
         self._write_kubeconfigs(ports)
@@ -269,6 +267,18 @@ class LocalCluster:
                                            watch=(pids["kwok"], specs["kwok"]))
             self._timed("simulated nodes", create_default_nodes)
         self._check_alive(pids["kube-scheduler"], specs["kube-scheduler"])
+
+    def _reset_state_dir(self) -> None:
+        """Start from an empty state directory, keeping the last run's logs as `previous-logs/`."""
+        root = self.layout.root
+        kept_logs = root.parent / f".{self.name}.previous-logs"
+        shutil.rmtree(kept_logs, ignore_errors=True)
+        if self.layout.logs_dir.is_dir():
+            self.layout.logs_dir.rename(kept_logs)
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        if kept_logs.is_dir():
+            kept_logs.rename(root / "previous-logs")
 
     def _choose_ports(self) -> Ports:
         free = pick_free_ports(6)
