@@ -18,6 +18,7 @@ from typing import Any
 from pykueue.api.constants import CHECK_PENDING, CHECK_READY, CHECK_REJECTED, CHECK_RETRY
 
 from .clock import format_time, parse_time
+from .workload_view import as_list
 
 CheckState = dict[str, Any]
 
@@ -29,7 +30,7 @@ def assigned_flavors(admission: Mapping[str, Any] | None) -> set[str]:
     flavors: set[str] = set()
     if not isinstance(admission, Mapping):
         return flavors
-    for assignment in admission.get("podSetAssignments") or []:
+    for assignment in as_list(admission.get("podSetAssignments")):
         if isinstance(assignment, Mapping) and isinstance(assignment.get("flavors"), Mapping):
             flavors.update(str(f) for f in assignment["flavors"].values())
     return flavors
@@ -42,13 +43,13 @@ def cluster_queue_checks(cq_spec: Mapping[str, Any]) -> dict[str, list[str]]:
     a check named in both is restricted only by its strategy rule.
     """
     checks: dict[str, list[str]] = {}
-    for name in cq_spec.get("admissionChecks") or []:
+    for name in as_list(cq_spec.get("admissionChecks")):
         if isinstance(name, str) and name:
             checks[name] = []
     strategy = cq_spec.get("admissionChecksStrategy") or {}
-    for rule in (strategy.get("admissionChecks") if isinstance(strategy, Mapping) else None) or []:
+    for rule in as_list(strategy.get("admissionChecks") if isinstance(strategy, Mapping) else None):
         if isinstance(rule, Mapping) and isinstance(rule.get("name"), str) and rule["name"]:
-            checks[rule["name"]] = [str(f) for f in rule.get("onFlavors") or []]
+            checks[rule["name"]] = [str(f) for f in as_list(rule.get("onFlavors"))]
     return checks
 
 
@@ -72,7 +73,7 @@ def sync_check_states(
     entries keep their state (the check controller owns it). Malformed entries are dropped.
     """
     current = {
-        s["name"]: s for s in existing or [] if isinstance(s, Mapping) and isinstance(s.get("name"), str)
+        s["name"]: s for s in as_list(existing) if isinstance(s, Mapping) and isinstance(s.get("name"), str)
     }
     wanted = list(required)
     result: list[CheckState] = []
@@ -83,7 +84,7 @@ def sync_check_states(
             result.append(
                 {"name": name, "state": CHECK_PENDING, "lastTransitionTime": format_time(now), "message": ""}
             )
-    before = [dict(s) for s in existing or [] if isinstance(s, Mapping)]
+    before = [dict(s) for s in as_list(existing) if isinstance(s, Mapping)]
     return None if before == result else result
 
 
@@ -106,7 +107,7 @@ class CheckVerdict:
 def evaluate(states: Sequence[Mapping[str, Any]] | None, required: Iterable[str]) -> CheckVerdict:
     """Combine the states of the required checks: any Rejected wins, then any Retry, then any
     Pending (including a required check with no entry yet), else Ready."""
-    by_name = {s.get("name"): s for s in states or [] if isinstance(s, Mapping)}
+    by_name = {s.get("name"): s for s in as_list(states) if isinstance(s, Mapping)}
     buckets: dict[Verdict, list[str]] = {v: [] for v in Verdict}
     messages: dict[str, str] = {}
     for name in required:
@@ -133,7 +134,7 @@ def retry_not_before(states: Sequence[Mapping[str, Any]] | None) -> datetime | N
     """Earliest time a workload evicted by ``Retry`` checks may come back: the latest
     ``lastTransitionTime + requeueAfterSeconds`` over its Retry checks (None: at once)."""
     latest: datetime | None = None
-    for state in states or []:
+    for state in as_list(states):
         if not isinstance(state, Mapping) or state.get("state") != CHECK_RETRY:
             continue
         after = state.get("requeueAfterSeconds")
@@ -151,7 +152,7 @@ def reset_after_eviction(states: Sequence[Any] | None, now: datetime) -> list[Ch
     message; a check that was in Retry counts one more retry. ``None`` when nothing changes."""
     changed = False
     result: list[CheckState] = []
-    for state in states or []:
+    for state in as_list(states):
         if not isinstance(state, Mapping):
             changed = True
             continue

@@ -103,7 +103,9 @@ def reservation_patch(
     checks_passed = False
     if admission_checks:
         existing = {
-            s.get("name"): s for s in wv.status(wl).get("admissionChecks") or [] if isinstance(s, Mapping)
+            s.get("name"): s
+            for s in wv.as_list(wv.status(wl).get("admissionChecks"))
+            if isinstance(s, Mapping)
         }
         # Concurrent-admission options run their checks before reserving: keep their Ready states.
         kept = (C.CHECK_PENDING, C.CHECK_READY) if _is_option(wl) else (C.CHECK_PENDING,)

@@ -18,7 +18,7 @@ from .queue_status import nominal_quotas
 
 
 def finalizers(obj: Mapping[str, Any]) -> list[str]:
-    return [f for f in wv.meta(obj).get("finalizers") or [] if isinstance(f, str)]
+    return [f for f in wv.as_list(wv.meta(obj).get("finalizers")) if isinstance(f, str)]
 
 
 def release_patch(obj: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -34,7 +34,7 @@ def apply_conditions(
     moves only when the status flips); ``observedGeneration`` is the generation the decision was
     made from. ``existing`` is never modified.
     """
-    current: list[Any] = [copy.deepcopy(dict(c)) for c in existing or [] if isinstance(c, Mapping)]
+    current: list[Any] = [copy.deepcopy(dict(c)) for c in wv.as_list(existing) if isinstance(c, Mapping)]
     changed = False
     for type_ in remove:
         changed = remove_condition(current, type_) or changed

@@ -36,7 +36,7 @@ def workload_usage(wl: Mapping[str, Any]) -> Usage:
     assignments and unparsable quantities contribute nothing (they are logged by the caller)."""
     usage: Usage = {}
     adm = wv.admission(wl)
-    for assignment in (adm or {}).get("podSetAssignments") or []:
+    for assignment in wv.as_list((adm or {}).get("podSetAssignments")):
         if not isinstance(assignment, Mapping):
             continue
         flavors = assignment.get("flavors") if isinstance(assignment.get("flavors"), Mapping) else {}
@@ -63,14 +63,14 @@ def add_usage(total: Usage, more: Usage) -> None:
 def nominal_quotas(cq_spec: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     """Flavor → resource → nominal quota, in spec order (dicts keep insertion order)."""
     quotas: dict[str, dict[str, int]] = {}
-    for group in cq_spec.get("resourceGroups") or []:
+    for group in wv.as_list(cq_spec.get("resourceGroups")):
         if not isinstance(group, Mapping):
             continue
-        for flavor in group.get("flavors") or []:
+        for flavor in wv.as_list(group.get("flavors")):
             if not isinstance(flavor, Mapping) or not isinstance(flavor.get("name"), str):
                 continue
             per_resource = quotas.setdefault(flavor["name"], {})
-            for quota in flavor.get("resources") or []:
+            for quota in wv.as_list(flavor.get("resources")):
                 if not isinstance(quota, Mapping) or not isinstance(quota.get("name"), str):
                     continue
                 try:

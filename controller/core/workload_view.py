@@ -24,6 +24,11 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def as_list(value: Any) -> list[Any]:
+    """``value`` if it is a list, else ``[]`` (a hand-written object may put anything anywhere)."""
+    return value if isinstance(value, list) else []
+
+
 def meta(obj: Obj) -> Mapping[str, Any]:
     return _mapping(obj.get("metadata"))
 
@@ -56,7 +61,7 @@ def generation(obj: Obj) -> int:
 
 
 def conditions(obj: Obj) -> list[Mapping[str, Any]]:
-    return [c for c in status(obj).get("conditions") or [] if isinstance(c, Mapping)]
+    return [c for c in as_list(status(obj).get("conditions")) if isinstance(c, Mapping)]
 
 
 def condition(obj: Obj, type_: str) -> Mapping[str, Any] | None:
@@ -115,7 +120,7 @@ def queue_name(obj: Obj) -> str:
 
 def controller_owner(obj: Obj) -> Mapping[str, Any] | None:
     """The ownerReference with ``controller: true`` (a Job for job-owned workloads)."""
-    for ref in meta(obj).get("ownerReferences") or []:
+    for ref in as_list(meta(obj).get("ownerReferences")):
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             return ref
     return None

@@ -9,7 +9,9 @@ FINALIZER = "kueue.x-k8s.io/resource-in-use"
 
 
 def _deleting(obj: dict) -> dict:
-    obj["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", finalizers=[FINALIZER, "other"], resourceVersion="9")
+    obj["metadata"].update(
+        deletionTimestamp="2026-01-01T00:00:00Z", finalizers=[FINALIZER, "other"], resourceVersion="9"
+    )
     return obj
 
 
