@@ -217,6 +217,7 @@ def run_once(
                   flush=True)
         elapsed = time.monotonic() - started
         controller_after = sample(pid)
+        api = controller.api_requests() if controller is not None else None
         driver_after = resource.getrusage(resource.RUSAGE_SELF)
         if controller is not None:
             controller.stop_profiler()
@@ -229,6 +230,7 @@ def run_once(
             "run_id": names.run_id,
             **summarise(recorder.snapshot(), shape),
             "controller": _controller_figures(controller_before, controller_after, elapsed),
+            "controller_api": api,
             "driver": {
                 "cpu_s": round(
                     driver_after.ru_utime + driver_after.ru_stime - driver_before.ru_utime - driver_before.ru_stime, 1

@@ -136,6 +136,14 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         f"  ({_fmt(controller.get('cpu_cores'), ' cores', 2)} on average)",
         f"{'controller peak RSS':<34}{_fmt(controller.get('peak_rss_mib'), ' MiB'):>12}",
     ]
+    api = result.get("controller_api")
+    if api:
+        per_workload = api["total"] / result["workloads"] if result["workloads"] else 0.0
+        verbs = ", ".join(f"{verb} {count}" for verb, count in api["requests_by_verb"].items())
+        lines.append(
+            f"{'controller API requests':<34}{api['total']:>12}  ({per_workload:.1f} per workload: {verbs}; "
+            f"rate-limiter wait {api['rate_limiter_wait_s']} s summed over threads)"
+        )
     driver = result.get("driver") or {}
     create_lag, finish_lag = driver.get("create_lag") or {}, driver.get("finish_lag") or {}
     lines.append(

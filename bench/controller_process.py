@@ -19,6 +19,9 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from .procstats import ProcSample, sample
 
@@ -61,6 +64,7 @@ class ControllerProcess:
         self.log_level = log_level
         self.log_path = workdir / f"controller-{label}.log"
         self.health_port = 0
+        self.metrics_port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.profiler: subprocess.Popen[bytes] | None = None
 
@@ -69,7 +73,7 @@ class ControllerProcess:
         return self.process.pid if self.process is not None else None
 
     def start(self) -> None:
-        self.health_port = _free_port()
+        self.health_port, self.metrics_port = _free_port(), _free_port()
         command = [
             sys.executable,
             "-m",
@@ -80,7 +84,7 @@ class ControllerProcess:
             "--health-addr",
             f"127.0.0.1:{self.health_port}",
             "--metrics-addr",
-            f"127.0.0.1:{_free_port()}",
+            f"127.0.0.1:{self.metrics_port}",
             "--log-format",
             "json",
             "--log-level",
@@ -145,6 +149,16 @@ class ControllerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
 
+    def api_requests(self) -> dict[str, Any] | None:
+        """The controller's API client counters from ``/metrics`` (None when unreachable):
+        requests by verb and the total time requests waited for the client-side rate limiter."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
+                text = response.read().decode()
+        except OSError:
+            return None
+        return client_request_figures(text)
+
     def log_tail(self, lines: int = 40) -> str:
         if not self.log_path.exists():
             return ""
@@ -156,3 +170,25 @@ class ControllerProcess:
                 return bool(response.status == 200)
         except OSError:
             return False
+
+
+def client_request_figures(metrics_text: str) -> dict[str, Any]:
+    """``pykueue_rest_client_*`` figures from a Prometheus text page: requests per verb, how
+    many were throttled (429) or failed, and the seconds spent waiting for the rate limiter."""
+    by_verb: dict[str, int] = {}
+    codes: dict[str, int] = {}
+    limiter_wait = 0.0
+    for family in text_string_to_metric_families(metrics_text):
+        for metric in family.samples:
+            if metric.name == "pykueue_rest_client_requests_total":
+                verb, code = metric.labels.get("verb", "?"), metric.labels.get("code", "?")
+                by_verb[verb] = by_verb.get(verb, 0) + int(metric.value)
+                codes[code] = codes.get(code, 0) + int(metric.value)
+            elif metric.name == "pykueue_rest_client_rate_limiter_duration_seconds_sum":
+                limiter_wait += metric.value
+    return {
+        "requests_by_verb": dict(sorted(by_verb.items())),
+        "requests_by_code": dict(sorted(codes.items())),
+        "total": sum(by_verb.values()),
+        "rate_limiter_wait_s": round(limiter_wait, 1),
+    }
