@@ -65,7 +65,11 @@ class Engine:
         self.priority_classes: dict[tuple[str, str], int] = {}  # (source, name) -> value
         self.local_queues: dict[ObjectKey, LocalQueueInfo] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
-        self.forest = quota.QuotaForest()
+        # The quota forest is rebuilt lazily: topology changes (ClusterQueues, Cohorts) only mark
+        # it stale, and the next read rebuilds it once. Registering 1,000 queues at start-up then
+        # costs one rebuild instead of 1,000.
+        self._forest = quota.QuotaForest()
+        self._forest_stale = False
         self.queues: dict[str, PendingQueue] = {}
         self.inactive: dict[str, tuple[str, str]] = {}  # ClusterQueue -> (reason, message)
 
@@ -85,7 +89,7 @@ class Engine:
         self._evictions_to_emit: list[Eviction] = []
         self._dirty_roots: dict[str, float | None] = {}  # root -> first cycle time that saw it
 
-        self.preemptor = Preemptor(self.forest, self.cluster_queues, self.admitted, self.being_evicted)
+        self.preemptor = Preemptor(self._forest, self.cluster_queues, self.admitted, self.being_evicted)
         self.options = OptionBook()  # concurrent admission: which option of a parent holds quota
 
     # ============================================================================================
@@ -106,12 +110,10 @@ class Engine:
         else:
             queue.set_strict_fifo(spec.strict_fifo)
         if old is None or old.cohort != spec.cohort or old.groups != spec.groups:
-            old_root = self.forest.root_of.get(spec.name)
-            self._rebuild_forest()
-            if old_root:
-                self._mark_dirty(old_root)
-        self._refresh_activity(spec.name)
-        self._mark_dirty(self.forest.root_of[spec.name])
+            self._forest_stale = True  # the rebuild refreshes activity and requeues every tree
+        else:
+            self._refresh_activity(spec.name)
+            self._mark_dirty(self.forest.root_of[spec.name])
         # The namespace selector or the queue's existence may change where its workloads belong.
         if old is None or old.namespace_selector != spec.namespace_selector:
             self._reroute_cluster_queue(spec.name)
@@ -120,10 +122,7 @@ class Engine:
     def delete_cluster_queue(self, name: str) -> None:
         if self.cluster_queues.pop(name, None) is None:
             return
-        root = self.forest.root_of.get(name)
-        self._rebuild_forest()
-        if root:
-            self._mark_dirty(root)
+        self._forest_stale = True
         self.inactive.pop(name, None)
         self._reroute_cluster_queue(name)
         self.queues.pop(name, None)
@@ -309,6 +308,7 @@ class Engine:
         start = time.perf_counter()
         now = time.time() if now is None else now
         result = CycleResult()
+        self._ensure_forest()
         self._release_backoff(now)
         self._flush_requeues(now)
         result.evictions, self._evictions_to_emit = self._evictions_to_emit, []
@@ -367,9 +367,11 @@ class Engine:
     # Status for ClusterQueue / LocalQueue objects
     # ============================================================================================
     def cluster_queue_status(self, name: str) -> ClusterQueueStatus | None:
+        self._ensure_forest()
         return cluster_queue_status(self, name)
 
     def local_queue_status(self, namespace: str, name: str) -> LocalQueueStatus | None:
+        self._ensure_forest()
         return local_queue_status(self, namespace, name)
 
     def admitted_workload(self, key: ObjectKey) -> WorkloadInfo | None:
@@ -388,6 +390,7 @@ class Engine:
             self._hold_quota(holder, None)
 
     def is_active(self, cluster_queue: str) -> bool:
+        self._ensure_forest()  # a pending rebuild refreshes Active states
         return cluster_queue in self.cluster_queues and cluster_queue not in self.inactive
 
     def pending_count(self, cluster_queue: str) -> int:
@@ -510,6 +513,7 @@ class Engine:
     # Internals: quota held by workloads
     # ============================================================================================
     def _hold_quota(self, info: WorkloadInfo, old: WorkloadInfo | None) -> None:
+        self._ensure_forest()  # before touching usage: a rebuild re-derives it from holders
         key = info.key
         where = self._location.get(key)
         if where is not None and where[0] != _ADMITTED:
@@ -547,6 +551,7 @@ class Engine:
         """Give back the quota ``old`` held, if any; freed quota is a requeue trigger."""
         if old is None or old.admission is None:
             return
+        self._ensure_forest()  # before touching usage: a rebuild re-derives it from holders
         cq = old.admission.cluster_queue
         members = self.admitted.get(cq)
         if members is None or members.pop(key, None) is None:
@@ -595,28 +600,39 @@ class Engine:
                 if queue is not None:
                     queue.requeue_parked()
 
+    @property
+    def forest(self) -> quota.QuotaForest:
+        """The quota forest, rebuilt first if ClusterQueues or Cohorts changed since the last read."""
+        self._ensure_forest()
+        return self._forest
+
+    def _ensure_forest(self) -> None:
+        if self._forest_stale:
+            self._forest_stale = False
+            self._rebuild_forest()
+
     def _rebuild_forest(self) -> None:
-        self.forest.rebuild(self.cluster_queues, self.cohorts)
+        """Rebuild the forest after a topology change; every tree gets a requeue (its quota may
+        have grown) and every queue's Active state is re-evaluated (cohort cycles)."""
+        forest = self._forest
+        forest.rebuild(self.cluster_queues, self.cohorts)
         # Usage is re-derived from the workloads that hold quota, so it is always exact.
-        for name, node in self.forest.cluster_queues.items():
+        for name, node in forest.cluster_queues.items():
             node.usage = {}
             for info in self.admitted.get(name, {}).values():
                 if info.admission is not None:
                     for fr, amount in info.admission.usage.items():
                         node.usage[fr] = node.usage.get(fr, 0) + amount
-        for root_name in {r for r in self.forest.members}:
+        for root_name in forest.members:
             kind, _, name = root_name.partition(":")
-            root = self.forest.cohorts[name] if kind == "cohort" else self.forest.cluster_queues[name]
-            self.forest._compute_usage(root)
-
-    def _topology_changed(self) -> None:
-        old_roots = set(self.forest.members)
-        self._rebuild_forest()
-        for root in old_roots | set(self.forest.members):
-            if root in self.forest.members:
-                self._mark_dirty(root)
+            root = forest.cohorts[name] if kind == "cohort" else forest.cluster_queues[name]
+            forest._compute_usage(root)
+            self._mark_dirty(root_name)
         for name in self.cluster_queues:
             self._refresh_activity(name)
+
+    def _topology_changed(self) -> None:
+        self._forest_stale = True
 
     def _flavor_or_check_changed(self, affects: Any) -> None:
         for name, spec in self.cluster_queues.items():

@@ -176,3 +176,16 @@ def test_subtree_quota_three_levels() -> None:
     assert forest.cohorts["root"].subtree[FR] == 2000 + 1000 + 4000
     assert quota.potential_available(forest.cluster_queues["q2"], FR) == 5000 + 7000
     assert quota.potential_available(forest.cluster_queues["q3"], FR) == 7000
+
+
+def test_registering_many_queues_rebuilds_the_forest_once(monkeypatch) -> None:
+    calls = []
+    original = quota.QuotaForest.rebuild
+    monkeypatch.setattr(quota.QuotaForest, "rebuild", lambda self, *a: calls.append(1) or original(self, *a))
+    world = World().flavors("default")
+    for i in range(50):
+        world.queue(FungibleClusterQueueBuilder(f"cq{i}").cohort(f"co{i % 5}").flavor("default", cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq7").podset(cpu="2").obj())
+    assert calls == []
+    assert world.admit() == ["ns/wl"]  # borrows from its cohort: the forest is complete
+    assert calls == [1]
