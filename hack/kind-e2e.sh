@@ -11,6 +11,7 @@
 #   KIND_KEEP_CLUSTER  set to 1 to keep the cluster for debugging
 #   IMAGE              tag of the image built and loaded [pykueue:e2e]
 #   ARTIFACTS          where logs end up [_out/e2e-artifacts]
+#   E2E_DEPLOY         the deploy-steps script [hack/e2e-deploy.sh]
 # plus everything hack/e2e-deploy.sh reads (RELEASE, NAMESPACE, HELM_VALUES, WAIT_TIMEOUT, ...).
 set -euo pipefail
 
@@ -20,6 +21,7 @@ root=$(dirname "$here")
 KIND_CLUSTER_NAME=${KIND_CLUSTER_NAME:-pykueue-e2e}
 IMAGE=${IMAGE:-pykueue:e2e}
 ARTIFACTS=${ARTIFACTS:-$root/_out/e2e-artifacts}
+E2E_DEPLOY=${E2E_DEPLOY:-$here/e2e-deploy.sh}
 export IMAGE ARTIFACTS
 
 die() { printf 'kind-e2e: %s\n' "$*" >&2; exit 1; }
@@ -34,7 +36,7 @@ export KUBECONFIG
 
 cleanup() {
   local status=$?
-  "$here/e2e-deploy.sh" logs || true
+  "$E2E_DEPLOY" logs || true
   kind export logs "$ARTIFACTS/kind" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || true
   if [ "${KIND_KEEP_CLUSTER:-0}" = 1 ]; then
     log "keeping cluster $KIND_CLUSTER_NAME (kubeconfig: $KUBECONFIG)"
@@ -63,7 +65,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 create_cluster
 build_and_load_image
-"$here/e2e-deploy.sh" install
-"$here/e2e-deploy.sh" wait-rollout
-"$here/e2e-deploy.sh" wait-webhook
-"$here/e2e-deploy.sh" test "$@"
+"$E2E_DEPLOY" install
+"$E2E_DEPLOY" wait-rollout
+"$E2E_DEPLOY" wait-webhook
+"$E2E_DEPLOY" test "$@"

