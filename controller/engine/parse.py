@@ -395,7 +395,9 @@ def parse_workload(obj: Mapping[str, Any], previous: WorkloadInfo | None = None)
     podsets: tuple[PodSetInfo, ...] = ()
     shape = 0
     if previous is not None and generation and previous.generation == generation and previous.uid == uid:
-        podsets, shape, spec_problem = previous.podsets, previous.shape, previous.spec_problem
+        podsets, spec_problem = previous.podsets, previous.spec_problem
+        # An option's stored shape is salted with its parent below; salt the plain one again.
+        shape = previous.shape if previous.option is None else _shape_of(podsets)
     else:
         try:
             podsets = tuple(_parse_podset(_dict(raw), i) for i, raw in enumerate(_list(spec.get("podSets"))))

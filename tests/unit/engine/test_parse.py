@@ -48,3 +48,18 @@ def test_bad_quota_makes_the_queue_invalid_with_a_field_path() -> None:
         'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: "many": '
         "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
     )
+
+
+def test_shape_is_stable_across_status_updates_for_options_too() -> None:
+    builder = PlacementWorkloadBuilder("p-option-spot", "ns").queue("q").podset(cpu="1")
+    obj = builder.obj()
+    obj["spec"]["workloadMode"] = {"type": "ResourceFlavorOption"}
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+                                           "name": "p", "uid": "u", "controller": True}]
+    first = parse_workload(obj)
+    second = parse_workload(obj, first)
+    third = parse_workload(obj, second)
+    assert first.option is not None
+    assert first.shape == second.shape == third.shape
+    plain = parse_workload(builder.obj())
+    assert plain.shape != first.shape  # options of a parent never share a class with others
