@@ -4,7 +4,7 @@
 # hack/kind-e2e.sh calls these steps after it has made a kind cluster and loaded the image; they
 # need no Docker, so they also run against the local cluster (tests/e2e/test_chart.py does).
 #
-# usage: hack/e2e-deploy.sh install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]
+# usage: hack/e2e-deploy.sh test-crds|install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]
 #
 # Environment (defaults in brackets):
 #   KUBECONFIG         cluster to use (required)
@@ -55,6 +55,17 @@ fullname() {
     *pykueue*) printf '%s\n' "$RELEASE" ;;
     *) printf '%s-pykueue\n' "$RELEASE" ;;
   esac
+}
+
+# CRDs the e2e tests use that pykueue does not own (ProvisioningRequest): the local cluster
+# applies manifests/test/ at start-up, a fresh cluster needs them applied here.
+cmd_test_crds() {
+  local files=("$root"/manifests/test/*.yaml)
+  [ -e "${files[0]}" ] || { log "no manifests/test/*.yaml to apply"; return 0; }
+  local args=()
+  for f in "${files[@]}"; do args+=(-f "$f"); done
+  k apply --server-side --force-conflicts "${args[@]}"
+  k wait --for=condition=Established --timeout="${WAIT_TIMEOUT}s" "${args[@]}"
 }
 
 cmd_install() {
@@ -125,9 +136,10 @@ cmd_uninstall() {
 }
 
 step=${1:-}
-[ -n "$step" ] || die "usage: $0 install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]"
+[ -n "$step" ] || die "usage: $0 test-crds|install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]"
 shift
 case "$step" in
+  test-crds) cmd_test_crds ;;
   install) cmd_install ;;
   wait-rollout) cmd_wait_rollout ;;
   wait-webhook) cmd_wait_webhook ;;

@@ -65,6 +65,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 create_cluster
 build_and_load_image
+"$E2E_DEPLOY" test-crds
 "$E2E_DEPLOY" install
 "$E2E_DEPLOY" wait-rollout
 "$E2E_DEPLOY" wait-webhook
