@@ -101,9 +101,7 @@ def test_a_failure_anywhere_still_collects_logs_and_deletes_the_cluster(tmp_path
     if failing == "create":
         assert not any(call.startswith(("docker build", "e2e-deploy install")) for call in run.calls)
     if failing == "wait-webhook":
-        assert "e2e-deploy test" not in run.calls, (
-            "no tests against a dead webhook"
-        )
+        assert "e2e-deploy test" not in run.calls, "no tests against a dead webhook"
 
 
 def test_keep_cluster_leaves_it_running(tmp_path: Path) -> None:
