@@ -1,14 +1,16 @@
-"""Informer: a reflector, its store, and a handler thread (client-go's SharedIndexInformer).
+"""Informer: a reflector, its store, and handler threads (client-go's SharedIndexInformer).
 
-Threads per informer: one runs the :class:`Reflector` (list/watch, writes the store), one runs the
-handlers. The reflector pushes notifications onto an unbounded queue and returns to the socket at
-once, so handlers can never block the watch. Contract (as client-go's):
+Threads per informer: one runs the :class:`Reflector` (list/watch, writes the store), and each
+registered handler has its own thread fed by its own unbounded queue. The reflector hands a
+notification to every handler queue and returns to the socket at once, so handlers can never
+block the watch, and a slow handler never delays the others. Contract (as client-go's):
 
 * the store is updated *before* handlers hear about a change, so a handler that reads the store
   sees at least that state;
 * one handler gets one object's notifications in order, one at a time; different objects are not
   ordered relative to each other, and intermediate states may be skipped by a relist;
-* a handler added after start first receives an ADDED for every cached object;
+* a handler added after start first receives an ADDED for every cached object (it may see an
+  object twice around that moment, never miss one);
 * handlers should only enqueue keys (see :func:`enqueue_keys`); exceptions they raise are logged
   and counted, never propagated.
 """
@@ -73,20 +75,58 @@ def enqueue_keys(work: WorkQueue[Any], key_of: Callable[[Obj], Hashable | None] 
 
 
 @dataclass
-class _Registration:
-    handler: EventHandler
-    resync: bool
-    active: bool = False  # becomes true when its replay of the cache has been delivered
-
-
-@dataclass
-class _Replay:
-    registration: _Registration
-
-
-@dataclass
 class _Stop:
     done: threading.Event = field(default_factory=threading.Event)
+
+
+class _Listener:
+    """One handler with its own unbounded buffer and thread (client-go's processorListener).
+
+    A slow handler only delays itself: neither the watch nor the other handlers of the informer
+    wait for it.
+    """
+
+    def __init__(self, handler: EventHandler, store: Store, label: str, resync_period: float | None) -> None:
+        self.handler = handler
+        self._store = store
+        self._label = label
+        self._resync_period = resync_period
+        self.pending: queue.SimpleQueue[Notification | _Stop] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name=f"handler-{label}", daemon=True)
+
+    def _run(self) -> None:
+        next_resync = time.monotonic() + self._resync_period if self._resync_period else None
+        while True:
+            wait = None if next_resync is None else max(0.0, next_resync - time.monotonic())
+            try:
+                item = self.pending.get(timeout=wait)
+            except queue.Empty:
+                item = None
+            if next_resync is not None and time.monotonic() >= next_resync:
+                for obj in self._store.list():
+                    self._deliver(Notification("MODIFIED", obj, obj))
+                next_resync = time.monotonic() + (self._resync_period or 0)
+            if item is None:
+                continue
+            if isinstance(item, _Stop):
+                item.done.set()
+                return
+            self._deliver(item)
+
+    def _deliver(self, note: Notification) -> None:
+        try:
+            if note.type == "ADDED":
+                self.handler.on_add(note.obj)
+            elif note.type == "MODIFIED":
+                self.handler.on_update(note.old if note.old is not None else note.obj, note.obj)
+            else:
+                self.handler.on_delete(note.obj)
+        except Exception:
+            metrics.HANDLER_ERRORS.labels(self._label).inc()
+            log.exception(
+                "event handler failed",
+                extra={"resource": self._label, "key": object_key(note.obj), "event": note.type},
+            )
 
 
 class Informer:
@@ -110,15 +150,17 @@ class Informer:
         self.resource = resource
         self._store = Store(indexers)
         self._label = str(resource)
-        self._notifications: queue.SimpleQueue[Notification | _Replay | _Stop] = queue.SimpleQueue()
-        self._registrations: list[_Registration] = []
-        self._registrations_lock = threading.Lock()
+        self._listeners: list[_Listener] = []
+        # Held while fanning a notification out and while registering a listener, so a new
+        # listener's replay of the cache and the live notifications leave no gap.
+        self._fanout_lock = threading.Lock()
         self._resync_period = resync_period
+        self._started = False
         self.reflector = Reflector(
             source,
             resource,
             self._store,
-            self._notifications.put,
+            self._fan_out,
             namespace=namespace,
             label_selector=label_selector,
             field_selector=field_selector,
@@ -128,7 +170,6 @@ class Informer:
             page_size=page_size,
         )
         self._reflector_thread: threading.Thread | None = None
-        self._dispatch_thread: threading.Thread | None = None
 
     # --- consumers -----------------------------------------------------------------------------
 
@@ -149,10 +190,16 @@ class Informer:
         ``resync=True`` also delivers every cached object as an update (old is new) each
         resync period, so level-based reconcilers correct drift without calling the API.
         """
-        registration = _Registration(handler, resync)
-        with self._registrations_lock:
-            self._registrations.append(registration)
-        self._notifications.put(_Replay(registration))
+        listener = _Listener(handler, self._store, self._label, self._resync_period if resync else None)
+        with self._fanout_lock:
+            # The store is written before notifications go out, so every change is either in
+            # this snapshot or fanned out after the listener is registered (possibly both:
+            # a handler may see an object twice, never miss one).
+            for obj in self._store.list():
+                listener.pending.put(Notification("ADDED", obj))
+            self._listeners.append(listener)
+            if self._started:
+                listener.thread.start()
 
     def has_synced(self) -> bool:
         """True once the first list filled the store."""
@@ -163,95 +210,51 @@ class Informer:
 
     @property
     def started(self) -> bool:
-        return self._reflector_thread is not None
+        return self._started
 
     def alive(self) -> bool:
-        """Both threads are running (or the informer was never started)."""
-        threads = [t for t in (self._reflector_thread, self._dispatch_thread) if t is not None]
-        return all(t.is_alive() for t in threads)
+        """Every thread is running (or the informer was never started)."""
+        if not self._started:
+            return True
+        with self._fanout_lock:
+            threads = [listener.thread for listener in self._listeners]
+        return all(t.is_alive() for t in [*threads, self._reflector_thread] if t is not None)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._reflector_thread is not None:
-            raise RuntimeError(f"informer for {self._label} already started")
-        self._dispatch_thread = threading.Thread(
-            target=self._dispatch_loop, name=f"handlers-{self.resource.plural}", daemon=True
-        )
+        with self._fanout_lock:
+            if self._started:
+                raise RuntimeError(f"informer for {self._label} already started")
+            self._started = True
+            for listener in self._listeners:
+                listener.thread.start()
         self._reflector_thread = threading.Thread(
             target=self.reflector.run, name=f"reflector-{self.resource.plural}", daemon=True
         )
-        self._dispatch_thread.start()
         self._reflector_thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop watching, deliver what is already queued, then stop the handler thread."""
+        """Stop watching, let handlers finish what is already queued, then stop their threads."""
         self.reflector.stop()
         if self._reflector_thread is not None:
             self._reflector_thread.join(timeout)
-        if self._dispatch_thread is not None and self._dispatch_thread.is_alive():
+        with self._fanout_lock:
+            listeners = [listener for listener in self._listeners if listener.thread.is_alive()]
+        markers = []
+        for listener in listeners:
             marker = _Stop()
-            self._notifications.put(marker)
-            marker.done.wait(timeout)
+            listener.pending.put(marker)
+            markers.append(marker)
+        deadline = time.monotonic() + timeout
+        for marker in markers:
+            marker.done.wait(max(0.0, deadline - time.monotonic()))
 
-    # --- the handler thread ----------------------------------------------------------------------
-
-    def _dispatch_loop(self) -> None:
-        next_resync = time.monotonic() + self._resync_period if self._resync_period else None
-        while True:
-            wait = None if next_resync is None else max(0.0, next_resync - time.monotonic())
-            try:
-                item = self._notifications.get(timeout=wait)
-            except queue.Empty:
-                item = None
-            if next_resync is not None and time.monotonic() >= next_resync:
-                self._resync()
-                next_resync = time.monotonic() + (self._resync_period or 0)
-            if item is None:
-                continue
-            metrics.HANDLER_QUEUE.labels(self._label).set(self._notifications.qsize())
-            if isinstance(item, _Stop):
-                item.done.set()
-                return
-            if isinstance(item, _Replay):
-                self._replay(item.registration)
-                continue
-            with self._registrations_lock:
-                targets = [r for r in self._registrations if r.active]
-            for registration in targets:
-                self._deliver(registration.handler, item)
-
-    def _replay(self, registration: _Registration) -> None:
-        # Everything already in the store (including changes whose notifications are still
-        # queued behind this marker) is delivered as ADDED; later notifications are delivered
-        # normally because the registration is active from here on.
-        for obj in self._store.list():
-            self._deliver(registration.handler, Notification("ADDED", obj))
-        registration.active = True
-
-    def _resync(self) -> None:
-        with self._registrations_lock:
-            targets = [r for r in self._registrations if r.active and r.resync]
-        if not targets:
-            return
-        for obj in self._store.list():
-            for registration in targets:
-                self._deliver(registration.handler, Notification("MODIFIED", obj, obj))
-
-    def _deliver(self, handler: EventHandler, note: Notification) -> None:
-        try:
-            if note.type == "ADDED":
-                handler.on_add(note.obj)
-            elif note.type == "MODIFIED":
-                handler.on_update(note.old if note.old is not None else note.obj, note.obj)
-            else:
-                handler.on_delete(note.obj)
-        except Exception:
-            metrics.HANDLER_ERRORS.labels(self._label).inc()
-            log.exception(
-                "event handler failed",
-                extra={"resource": self._label, "key": object_key(note.obj), "event": note.type},
-            )
+    def _fan_out(self, note: Notification) -> None:
+        with self._fanout_lock:
+            for listener in self._listeners:
+                listener.pending.put(note)
+            metrics.HANDLER_QUEUE.labels(self._label).set(sum(lst.pending.qsize() for lst in self._listeners))
 
 
 class InformerSet:

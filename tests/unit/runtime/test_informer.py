@@ -44,6 +44,24 @@ def test_slow_handler_does_not_block_the_watch() -> None:
         informer.stop()
 
 
+def test_slow_handler_does_not_delay_other_handlers() -> None:
+    release = threading.Event()
+    fast: list[str] = []
+    source = ScriptedSource(
+        lists=[page([cm("a", "1")], "10")],
+        watches=[[event("ADDED", cm("b", "11")), Block()]],
+    )
+    informer = Informer(source, CONFIG_MAPS)
+    informer.add_handler(FuncHandler(add=lambda _o: release.wait(10)))
+    informer.add_handler(FuncHandler(add=lambda o: fast.append(o["metadata"]["name"])))
+    informer.start()
+    try:
+        assert wait_until(lambda: fast == ["a", "b"]), "the second handler is not held up by the first"
+    finally:
+        release.set()
+        informer.stop()
+
+
 def test_handler_added_after_start_gets_current_objects_then_changes() -> None:
     source = ScriptedSource(
         lists=[page([cm("a", "1"), cm("b", "2")], "10")],
