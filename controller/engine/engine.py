@@ -38,6 +38,18 @@ from .results import CycleResult, Eviction, PendingReason
 from .selectors import selector_matches
 from .status import ClusterQueueStatus, LocalQueueStatus, cluster_queue_status, local_queue_status
 
+
+def _may_change_outcome(old: WorkloadInfo | None, new: WorkloadInfo) -> bool:
+    """Whether an update of a pending workload deserves a new attempt even if its shape class is
+    parked: its spec, priority, queue timestamp or option settings changed."""
+    return old is not None and (
+        old.generation != new.generation
+        or old.priority != new.priority
+        or old.queue_ts != new.queue_ts
+        or old.option != new.option
+    )
+
+
 # Where a tracked workload currently is.
 _QUEUED = "queued"  # in its ClusterQueue's pending queue (schedulable, maybe parked)
 _WAITING = "waiting"  # its LocalQueue/ClusterQueue is missing or stopped, or its namespace does not match
@@ -268,7 +280,7 @@ class Engine:
             self._hold_quota(info, old)
         else:
             self._release_quota(key, old)
-            self._route(info)
+            self._route(info, fresh=_may_change_outcome(old, info))
 
     def delete_workload(self, namespace: str, name: str) -> None:
         self._forget(object_key(namespace, name))
@@ -291,7 +303,7 @@ class Engine:
             info = self.workloads[key] = latest
         else:
             info.admission = None
-        self._route(info)
+        self._route(info, fresh=True)
         displaced = self.options.displaced.pop(key, None)
         if displaced is not None and self.workloads.get(displaced.key) is displaced:
             self.restore(displaced)  # the migration did not happen: the sibling keeps its quota
@@ -347,9 +359,9 @@ class Engine:
             self._last_reason[key] = (reason, message)
             result.pending.append(PendingReason(key, reason, message))
 
-    def requeue(self, info: WorkloadInfo, cluster_queue: str) -> None:
-        """Put a popped workload back into its queue (used by the cycle)."""
-        self.queues[cluster_queue].push(info)
+    def requeue(self, info: WorkloadInfo, cluster_queue: str, *, fresh: bool = False) -> None:
+        """Put a workload into its queue; ``fresh``: try it again even if its class is parked."""
+        self.queues[cluster_queue].push(info, escape_parked=fresh)
         self._location[info.key] = (_QUEUED, cluster_queue)
 
     def assume(self, info: WorkloadInfo, cluster_queue: str, usage: dict[FlavorResource, int], now: float,
@@ -431,8 +443,8 @@ class Engine:
         if members is not None:
             members.discard(info.key)
 
-    def _route(self, info: WorkloadInfo) -> None:
-        """Decide where a pending workload belongs and put it there."""
+    def _route(self, info: WorkloadInfo, fresh: bool = False) -> None:
+        """Decide where a pending workload belongs and put it there (``fresh``: see ``requeue``)."""
         key = info.key
         self._unplace(key)
         self._index_pending(info)
@@ -451,9 +463,9 @@ class Engine:
             heapq.heappush(self._backoff, (info.requeue_at, self._backoff_seq, key))
             self._location[key] = (_BACKOFF, str(self._backoff_seq))
             return
-        self._place(info)
+        self._place(info, fresh)
 
-    def _place(self, info: WorkloadInfo) -> None:
+    def _place(self, info: WorkloadInfo, fresh: bool = False) -> None:
         """Queue a schedulable workload in its ClusterQueue, or park it waiting for its queues."""
         key = info.key
         lq = self.local_queues.get(info.local_queue_key)
@@ -479,7 +491,7 @@ class Engine:
             if blocker:
                 self._reasons_to_emit[key] = (c.REASON_PENDING, blocker)
             return
-        self.requeue(info, lq.cluster_queue)
+        self.requeue(info, lq.cluster_queue, fresh=fresh)
         inactive = self.inactive.get(lq.cluster_queue)
         if inactive is not None:
             reason = c.REASON_SUSPENDED if inactive[0] == c.REASON_CQ_STOPPED else c.REASON_INADMISSIBLE
@@ -507,7 +519,7 @@ class Engine:
             if self._location.get(key) == (_BACKOFF, str(seq)):
                 self._location.pop(key)
                 info = self.workloads[key]
-                self._place(info)
+                self._place(info, fresh=True)
 
     # ============================================================================================
     # Internals: quota held by workloads

@@ -106,9 +106,19 @@ class PendingQueue:
         cls.version += 1
         heapq.heappush(self._class_heap, (head[0], cls.version, shape))
 
-    def push(self, info: WorkloadInfo) -> None:
-        """Add or replace a workload (an update re-files it with its new priority/timestamp)."""
+    def push(self, info: WorkloadInfo, *, escape_parked: bool = False) -> None:
+        """Add or replace a workload (an update re-files it with its new priority/timestamp).
+
+        ``escape_parked``: the workload changed in a way that may change its outcome (its spec,
+        priority, queue timestamp) or comes back from a backoff or a failed write. If its class
+        is parked it gets a class of its own, so it is tried again without unparking the others
+        (Kueue moves such a workload out of its inadmissible map). A new workload does not
+        escape: it joins its parked class, as Kueue sends new arrivals of a failing shape
+        straight to the inadmissible map.
+        """
         shape = self._shape(info)
+        if escape_parked and shape in self._parked:
+            shape = hash((shape, info.key))
         entry_id = next(_entry_ids)
         old = self._entries.get(info.key)
         self._entries[info.key] = (entry_id, shape, info)
@@ -167,10 +177,12 @@ class PendingQueue:
         """Park the class of ``info`` (which must be in the queue) until the next requeue."""
         if self.strict_fifo:
             return
-        self._parked.add(info.shape)
+        entry = self._entries.get(info.key)
+        self._parked.add(entry[1] if entry is not None else info.shape)
 
     def is_parked(self, info: WorkloadInfo) -> bool:
-        return not self.strict_fifo and info.shape in self._parked
+        entry = self._entries.get(info.key)
+        return not self.strict_fifo and (entry[1] if entry is not None else info.shape) in self._parked
 
     def requeue_parked(self) -> int:
         """Bring every parked class back to the active queue; returns how many classes moved."""

@@ -305,3 +305,22 @@ def test_strict_fifo_takes_heads_until_the_first_that_does_not_fit() -> None:
     result = world.cycle()
     assert [r.workload for r in result.reservations] == ["ns/w0", "ns/w1"]
     assert result.heads_tried == 3  # w2 blocks; w3 (which would fit) is not tried
+
+
+def test_a_changed_pending_workload_is_retried_but_a_status_echo_is_not() -> None:
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="1"))
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq-cq").podset(cpu="1")
+              .reserved("cq", {"cpu": "default"}, {"cpu": "1"}).admitted().obj())
+    waiting = [PlacementWorkloadBuilder(f"w{i}", "ns").queue("lq-cq").podset(cpu="1").at(i) for i in range(3)]
+    for builder in waiting:
+        world.add(builder.obj())
+    first = world.cycle()
+    assert first.heads_tried == 1  # w0 fails, its class (all three) is parked
+    (reason,) = first.pending
+    # Our own pending-reason write comes back: nothing to retry.
+    world.add(waiting[0].condition("QuotaReserved", False, reason.reason, reason.message).obj())
+    assert world.cycle().heads_tried == 0
+    # w2's priority changes: it alone is tried again.
+    world.add(waiting[2].priority(50).obj())
+    retried = world.cycle()
+    assert retried.heads_tried == 1 and [p.workload for p in retried.pending] == ["ns/w2"]

@@ -71,3 +71,20 @@ def test_switching_strategy_keeps_every_workload() -> None:
     queue.park_shape_of(queue.head())
     queue.set_strict_fifo(True)
     assert _drain(queue) == ["w0", "w1", "w2", "w3"]
+
+
+def test_an_updated_workload_escapes_its_parked_class_alone() -> None:
+    queue = PendingQueue("cq", strict_fifo=False)
+    for i in range(3):
+        queue.push(_wl(f"big{i}", 0, float(i), shape=1))
+    queue.park_shape_of(queue.head())
+    assert queue.head() is None
+    queue.push(_wl("big2", 7, 2.0, shape=1), escape_parked=True)  # e.g. its priority changed
+    info = queue.pop()
+    assert info is not None and info.name == "big2"
+    assert queue.head() is None  # big0 and big1 stay parked
+    queue.push(info)  # failed again: back into its (parked) class
+    queue.park_shape_of(info)
+    assert queue.head() is None and len(queue) == 3
+    queue.push(_wl("big9", 0, 9.0, shape=1), escape_parked=False)  # new arrivals join the parked class
+    assert queue.head() is None
