@@ -420,7 +420,7 @@ class ChartWebhook:
 
 
 def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path: Path) -> None:
-    """install → wait-rollout → wait-webhook → upgrade → logs → uninstall, with the real webhook.
+    """test-crds → install → wait-rollout → wait-webhook → upgrade → logs → uninstall, for real.
 
     On a cluster of its own: the chart installs webhook configurations with the fixed pykueue names,
     which must not disturb the suite's own webhook on the shared cluster. kwok plays the pods of
@@ -458,8 +458,9 @@ def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path:
         helm.render_objects(namespace=CHART_NAMESPACE, values_files=[values]), private, tmp_path, port
     )
     try:
-        installed = deploy_step("install", env)
-        assert installed.returncode == 0, installed.stderr
+        for step in ("test-crds", "install"):
+            result = deploy_step(step, env)
+            assert result.returncode == 0, f"{step}: {result.stderr}"
         chart_secret = read_chart_secret(private)
         assert not chart_secret.get("data"), "the chart's Secret starts empty"
         rolled_out = deploy_step("wait-rollout", env)
