@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -78,7 +78,7 @@ class WatchStream(Iterator[dict[str, Any]]):
         self._raw = raw
         self._chunks = raw.chunks()
         self._buffer = b""
-        self._lines: list[bytes] = []
+        self._lines: deque[bytes] = deque()
         self._closed = False
 
     def __iter__(self) -> WatchStream:
@@ -87,7 +87,7 @@ class WatchStream(Iterator[dict[str, Any]]):
     def __next__(self) -> dict[str, Any]:
         while True:
             while self._lines:
-                line = self._lines.pop(0).strip()
+                line = self._lines.popleft().strip()
                 if not line:
                     continue
                 try:
