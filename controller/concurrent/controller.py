@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from controller.core import indexes
 from controller.core import workload_view as wv
 from controller.core.clock import utcnow
 from controller.core.decisions import clear_reservation
@@ -39,6 +40,7 @@ from pykueue.api import constants as c
 from pykueue.kube.errors import AlreadyExists, NotFound
 from pykueue.kube.resources import WORKLOADS
 
+from . import metrics
 from .config import concurrent_config
 from .objects import build_option, is_option, is_parent, parent_name, parent_uid
 from .plan import ParentPlan, plan_parent
@@ -82,6 +84,8 @@ class OptionController:
         self._threads: list[threading.Thread] = []
         with contextlib.suppress(KeyError, ValueError):
             workloads.add_indexer(OPTION_BY_PARENT_UID, option_by_parent_uid)
+        indexes.add_workload_indexes(workloads)
+        indexes.add_local_queue_indexes(local_queues)
 
     # --- wiring --------------------------------------------------------------------------------
 
@@ -94,7 +98,7 @@ class OptionController:
             resync=True,
         )
         self._cluster_queues.add_handler(
-            FuncHandler(add=self._cq_changed, update=lambda _o, n: self._cq_changed(n), delete=self._cq_changed)
+            FuncHandler(add=self._cq_changed, update=self._cq_updated, delete=self._cq_changed)
         )
 
     def start(self) -> None:
@@ -111,14 +115,26 @@ class OptionController:
             return
         self.queue.add(wv.key(wl))
 
+    def _cq_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        # Status writes (usage, counts) happen on every admission; only a spec change can change
+        # a parent's options.
+        if wv.spec(old) != wv.spec(new):
+            self._cq_changed(new)
+
     def _cq_changed(self, cq: dict[str, Any]) -> None:
-        name = wv.name(cq)
-        local_queues = {
-            wv.key(lq) for lq in self._local_queues.store.list() if wv.spec(lq).get("clusterQueue") == name
-        }
-        for wl in self._workloads.store.list():
-            if not is_option(wl) and f"{wv.namespace(wl)}/{wv.queue_name(wl)}" in local_queues:
-                self.queue.add(wv.key(wl))
+        if "concurrentAdmission" not in wv.spec(cq) and not self._had_concurrent_admission(cq):
+            return
+        for lq_key in self._local_queues.store.index_keys(indexes.LOCAL_QUEUE_BY_CQ, wv.name(cq)):
+            for key in self._workloads.store.index_keys(indexes.WORKLOAD_BY_QUEUE, lq_key):
+                self.queue.add(key)
+
+    def _had_concurrent_admission(self, cq: dict[str, Any]) -> bool:
+        """A queue that lost the policy (or was deleted) still has parents to tidy up."""
+        for lq_key in self._local_queues.store.index_keys(indexes.LOCAL_QUEUE_BY_CQ, wv.name(cq)):
+            for wl in self._workloads.store.by_index(indexes.WORKLOAD_BY_QUEUE, lq_key):
+                if is_parent(wl):
+                    return True
+        return False
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -144,7 +160,7 @@ class OptionController:
                 self._make_parent(wl)
             return None
         plan = plan_parent(wl, config, self.options_of(wl), self._clock())
-        self._apply(wl, plan)
+        self._apply(wl, plan, self._cluster_queue_name(wl))
         return plan.requeue_after
 
     @staticmethod
@@ -165,7 +181,11 @@ class OptionController:
         self._client.patch(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
         log.info("workload became a concurrent-admission parent", extra={"workload": wv.key(wl)})
 
-    def _apply(self, parent: dict[str, Any], plan: ParentPlan) -> None:
+    def _cluster_queue_name(self, wl: Mapping[str, Any]) -> str:
+        cq = self.cluster_queue_of(wl)
+        return wv.name(cq) if cq is not None else ""
+
+    def _apply(self, parent: dict[str, Any], plan: ParentPlan, cluster_queue: str) -> None:
         namespace = wv.namespace(parent)
         now = self._clock()
         for option in plan.release:
@@ -193,6 +213,7 @@ class OptionController:
                 parent,
                 EventSpec(EVENT_NORMAL, c.EVENT_REMOVED_OPTION, f"Removed option {wv.name(removal.option)}: {removal.reason}"),
             )
+            metrics.OPTIONS_REMOVED.labels(cluster_queue, removal.cause).inc()
             log.info("option removed", extra={"option": wv.name(removal.option), "reason": removal.reason})
         for name, spec in plan.create:
             try:
@@ -207,6 +228,7 @@ class OptionController:
                     f"Created option {name} for flavors {', '.join(spec.allowed_flavors)}",
                 ),
             )
+            metrics.OPTIONS_CREATED.labels(cluster_queue).inc()
             log.info("option created", extra={"option": f"{namespace}/{name}", "rank": spec.rank})
         for option, states in plan.init_checks:
             with contextlib.suppress(NotFound):

@@ -43,10 +43,17 @@ from .objects import allowed_flavors, annotations_patch, matches_spec, option_ra
 Obj = Mapping[str, Any]
 
 
+CAUSE_POLICY = "policy"
+CAUSE_WINDOW = "window"
+CAUSE_CONFIG = "config"
+CAUSE_PARENT = "parent"
+
+
 @dataclass(frozen=True, slots=True)
 class Removal:
     option: Obj
     reason: str
+    cause: str = CAUSE_POLICY  # for metrics: policy | window | config | parent
 
 
 @dataclass(slots=True)
@@ -155,6 +162,7 @@ def plan_parent(
         )
 
         reason: str | None = None
+        cause = CAUSE_PARENT
         if finished:
             reason = "The parent workload is finished"
         elif inactive:
@@ -162,9 +170,10 @@ def plan_parent(
         elif holder is not None and existing is not holder:
             holder_rank = option_rank(holder)
             if not (holder_rank is not None and spec.rank < holder_rank and spec.migration_target):
-                reason = _policy_reason(config, holder) if config is not None else "removed"
+                reason, cause = (_policy_reason(config, holder) if config is not None else "removed"), CAUSE_POLICY
         if reason is None and existing is not holder and discard_at is not None and now >= discard_at:
             reason = f"deleteDelaySeconds ({int(spec.delete_delay_seconds or 0)}) elapsed: no more migration to it"
+            cause = CAUSE_WINDOW
 
         if existing is not None and existing is holder and not finished:
             if inactive and wv.is_active(existing):
@@ -176,7 +185,7 @@ def plan_parent(
             continue
         if reason is not None:
             if existing is not None and not wv.meta(existing).get("deletionTimestamp"):
-                plan.delete.append(Removal(existing, reason))
+                plan.delete.append(Removal(existing, reason, cause))
             plan.options_status.append(_entry(name, spec.allowed_flavors, c.OPTION_REMOVED, reason))
             continue
         if now < create_at:
@@ -198,7 +207,9 @@ def plan_parent(
             plan.options_status.append(_entry(name, spec.allowed_flavors, c.OPTION_PENDING, "Created"))
             continue
         if not matches_spec(existing, parent, spec):
-            plan.delete.append(Removal(existing, "The option no longer matches its ClusterQueue or parent; replacing it"))
+            plan.delete.append(
+                Removal(existing, "The option no longer matches its ClusterQueue or parent; replacing it", CAUSE_CONFIG)
+            )
             plan.options_status.append(
                 _entry(name, spec.allowed_flavors, c.OPTION_PENDING, "Being replaced after a ClusterQueue change")
             )
@@ -221,10 +232,10 @@ def plan_parent(
                 plan.deactivate.append(option)
             plan.options_status.append(_entry(name, allowed_flavors(option), *observed_state(option)))
             continue
-        reason = "The ClusterQueue no longer defines this option"
+        reason, cause = "The ClusterQueue no longer defines this option", CAUSE_CONFIG
         if finished:
-            reason = "The parent workload is finished"
+            reason, cause = "The parent workload is finished", CAUSE_PARENT
         if not wv.meta(option).get("deletionTimestamp"):
-            plan.delete.append(Removal(option, reason))
+            plan.delete.append(Removal(option, reason, cause))
         plan.options_status.append(_entry(name, allowed_flavors(option), c.OPTION_REMOVED, reason))
     return plan

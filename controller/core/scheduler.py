@@ -365,12 +365,22 @@ class SchedulerLoop:
     def _displace(self, eviction: Eviction, now: datetime) -> bool:
         """Concurrent-admission migration: evict the sibling option and clear its reservation
         before the preferred option's reservation is written (never two holding quota)."""
+        before = self._informers["workloads"].store.get(eviction.workload)
         try:
-            self._write(eviction.workload, lambda wl: migration_patch(wl, message=eviction.message, now=now))
+            written = self._write(
+                eviction.workload, lambda wl: migration_patch(wl, message=eviction.message, now=now)
+            )
         except ApiError as err:
             log.warning("migration eviction failed", extra={"workload": eviction.workload, "error": str(err)})
             return False
-        log.info("option displaced by migration", extra={"workload": eviction.workload})
+        if written is not None:
+            m.EVICTED_TOTAL.labels(
+                wv.admitted_cluster_queue(before or {}),
+                C.REASON_FLAVOR_MIGRATION,
+                "",
+                wv.priority_class_name(written),
+            ).inc()
+            log.info("option displaced by migration", extra={"workload": eviction.workload})
         return True
 
     def _preempt(self, preemption: Preemption, now: datetime) -> bool:

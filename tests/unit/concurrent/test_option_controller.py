@@ -1,0 +1,144 @@
+"""The option controller against an in-memory API: parent conversion, option creation, policy
+removal, status.options, Events and metrics."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from controller.concurrent.controller import OptionController
+from controller.core.events import RecordingEvents
+from controller.runtime.workqueue import WorkQueue
+from pykueue.kube.errors import AlreadyExists, NotFound
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, SeedWorkloadBuilder
+from tests.unit.concurrent.helpers import CREATED, reserved, three_flavor_queue
+from tests.unit.core.fakes import FakeApi, FakeInformer
+
+NOW = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+
+
+class Api(FakeApi):
+    """FakeApi plus create and delete (with a UID precondition), as the controller uses them."""
+
+    def create(self, res: Any, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        key = f"{namespace}/{obj['metadata']['name']}"
+        if (res.plural, key) in self.objects:
+            raise AlreadyExists(409, "AlreadyExists", key)
+        obj = copy.deepcopy(obj)
+        obj["metadata"].update(uid=f"uid-{obj['metadata']['name']}", creationTimestamp=CREATED)
+        return self.put(res.plural, obj)
+
+    def delete(self, res: Any, name: str, namespace: str | None = None, **kw: Any) -> bool:
+        key = f"{namespace}/{name}"
+        current = self.objects.pop((res.plural, key), None)
+        if current is None:
+            raise NotFound(404, "NotFound", key)
+        self.informers[res.plural].store.delete(key)
+        return True
+
+
+class World:
+    def __init__(self, cq: dict[str, Any]) -> None:
+        self.informers = {k: FakeInformer() for k in ("workloads", "localqueues", "clusterqueues")}
+        self.api = Api(self.informers)
+        self.api.put("clusterqueues", cq)
+        self.api.put("localqueues", LocalQueueBuilder("lq", "ns", cq["metadata"]["name"]).obj())
+        self.events = RecordingEvents()
+        self.controller = OptionController(
+            self.api,
+            workloads=self.informers["workloads"],
+            local_queues=self.informers["localqueues"],
+            cluster_queues=self.informers["clusterqueues"],
+            events=self.events,
+            clock=lambda: NOW,
+        )
+
+    def workload(self, name: str) -> dict[str, Any]:
+        return self.api.objects[("workloads", f"ns/{name}")]
+
+    def names(self) -> set[str]:
+        return {key.split("/")[1] for plural, key in self.api.objects if plural == "workloads"}
+
+
+def _job_workload() -> dict[str, Any]:
+    return SeedWorkloadBuilder("job-a-12345", "ns").queue("lq").podset(cpu="1").created(CREATED).obj()
+
+
+def test_a_workload_of_a_concurrent_queue_becomes_a_parent_and_gets_its_options() -> None:
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    parent = world.workload("job-a-12345")
+    assert parent["spec"]["workloadMode"] == {"type": "Parent"}
+    assert parent["metadata"]["labels"]["kueue.x-k8s.io/concurrent-admission-parent"] == "true"
+
+    world.controller.reconcile("ns/job-a-12345")
+    options = {f"job-a-12345-option-{f}" for f in ("reservation", "on-demand", "spot")}
+    assert options <= world.names()
+    spot = world.workload("job-a-12345-option-spot")
+    assert spot["spec"]["workloadMode"] == {"type": "ResourceFlavorOption"}
+    assert spot["spec"]["podSets"][0]["allowedResourceFlavors"] == ["spot"]
+    assert spot["metadata"]["ownerReferences"][0]["uid"] == parent["metadata"]["uid"]
+    assert [e["status"] for e in world.workload("job-a-12345")["status"]["options"]] == ["Pending"] * 3
+    assert world.events.reasons("ns/job-a-12345").count("CreatedOption") == 3
+
+
+def test_once_an_option_holds_quota_remove_other_deletes_the_rest() -> None:
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    before = REGISTRY.get_sample_value(
+        "pykueue_concurrent_admission_options_removed_total", {"cluster_queue": "cq", "cause": "policy"}
+    ) or 0.0
+    world.api.put("workloads", reserved(world.workload("job-a-12345-option-spot"), "spot"))
+    world.controller.reconcile("ns/job-a-12345")
+    assert {n for n in world.names() if "-option-" in n} == {"job-a-12345-option-spot"}
+    statuses = {e["name"]: e["status"] for e in world.workload("job-a-12345")["status"]["options"]}
+    assert statuses == {
+        "job-a-12345-option-reservation": "Removed",
+        "job-a-12345-option-on-demand": "Removed",
+        "job-a-12345-option-spot": "Admitted",
+    }
+    assert world.events.reasons("ns/job-a-12345").count("RemovedOption") == 2
+    after = REGISTRY.get_sample_value(
+        "pykueue_concurrent_admission_options_removed_total", {"cluster_queue": "cq", "cause": "policy"}
+    )
+    assert after == before + 2
+
+
+@pytest.mark.parametrize("reserved_already", [False, True])
+def test_workloads_outside_concurrent_queues_are_left_alone(reserved_already: bool) -> None:
+    world = World(ClusterQueueBuilder("cq").flavor("default", cpu="4").obj())
+    wl = _job_workload()
+    if reserved_already:
+        wl = reserved(wl, "default")
+    world.api.put("workloads", wl)
+    world.controller.reconcile("ns/job-a-12345")
+    assert world.api.patches == []
+    assert world.names() == {"job-a-12345"}
+
+
+def test_an_option_event_wakes_its_parent_and_cluster_queue_spec_changes_wake_its_parents() -> None:
+    world = World(three_flavor_queue("RemoveLower"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    queue = world.controller.queue = WorkQueue("test")  # forget what the setup enqueued
+    world.controller._workload_changed(world.workload("job-a-12345-option-spot"))
+    assert queue.get(timeout=0.1) == "ns/job-a-12345"
+    queue.done("ns/job-a-12345")
+
+    cq = world.api.objects[("clusterqueues", "cq")]
+    status_only = copy.deepcopy(cq)
+    status_only["status"] = {"pendingWorkloads": 3}
+    world.controller._cq_updated(cq, status_only)
+    assert len(queue) == 0, "a status write of the ClusterQueue changes no option"
+    changed = copy.deepcopy(cq)
+    changed["spec"]["resourceGroups"][0]["flavors"].pop()
+    world.controller._cq_updated(cq, changed)
+    assert queue.get(timeout=0.1) == "ns/job-a-12345"
