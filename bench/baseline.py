@@ -70,6 +70,8 @@ VARIANTS = {
     "kueue-qps": Variant("kueue-qps", 50.0, 100),
     "unthrottled": Variant("unthrottled", UNTHROTTLED_QPS, 200_000),
 }
+# A controller this program did not start: its rate limit is whatever it was started with.
+EXTERNAL = Variant("external-controller", 0.0, 0)
 
 
 def connect(kubeconfig: str | None) -> tuple[KubeClient, str, Any]:
@@ -153,7 +155,9 @@ class RunOptions:
     finish_concurrency: int
     workdir: Path
     profile_dir: Path | None
+    profile_mode: str
     controller_pid: int | None
+    external_controller: bool = False
     progress_every_s: float = 10.0
 
 
@@ -177,15 +181,14 @@ def run_once(
     controller: ControllerProcess | None = None
     profile = None
     if options.profile_dir is not None:
-        profile = options.profile_dir / f"controller-{variant.name}-{index}.txt"
-    if options.controller_pid is None:
+        profile = options.profile_dir / f"controller-{variant.name}-{index}-{options.profile_mode}.txt"
+    if not options.external_controller:
         controller = ControllerProcess(
             kubeconfig, qps=variant.qps, burst=variant.burst, workdir=options.workdir,
-            label=f"{variant.name}-{index}", profile_to=profile,
+            label=f"{variant.name}-{index}", profile_to=profile, profile_mode=options.profile_mode,
         )
         controller.start()
     pid = controller.pid if controller is not None else options.controller_pid
-    assert pid is not None
     informer: Informer | None = None
     runner: FinishRunner | None = None
     try:
@@ -201,7 +204,7 @@ def run_once(
             raise RuntimeError("the benchmark's Workload informer did not sync within 60 s")
         runner.start()
         profiling = controller.start_profiler() if controller is not None else False
-        controller_before = sample(pid)
+        controller_before = sample(pid) if pid is not None else None
         driver_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.monotonic()
         generator.start()
@@ -216,7 +219,7 @@ def run_once(
                   f"{progress['total']}, holding quota {progress['admitted_now']}, finished {progress['finished']}",
                   flush=True)
         elapsed = time.monotonic() - started
-        controller_after = sample(pid)
+        controller_after = sample(pid) if pid is not None else None
         api = controller.api_requests() if controller is not None else None
         driver_after = resource.getrusage(resource.RUSAGE_SELF)
         if controller is not None:
@@ -224,8 +227,8 @@ def run_once(
         generator.wait(30)
         result: dict[str, Any] = {
             "variant": variant.name,
-            "qps": variant.qps if options.controller_pid is None else None,
-            "burst": variant.burst if options.controller_pid is None else None,
+            "qps": None if options.external_controller else variant.qps,
+            "burst": None if options.external_controller else variant.burst,
             "scale": options.scale,
             "run_id": names.run_id,
             **summarise(recorder.snapshot(), shape),
@@ -265,10 +268,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeat", type=int, default=1, help="runs per variant; medians are reported")
     parser.add_argument("--kubeconfig", help="an existing cluster (default: $PYKUEUE_KUBECONFIG, else a local one)")
     parser.add_argument("--controller-pid", type=int, help="use this running controller instead of starting one")
+    parser.add_argument(
+        "--external-controller",
+        action="store_true",
+        help="a controller already runs (e.g. installed by the chart): start none; CPU/RSS need --controller-pid",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a run may take before it is cut off")
     parser.add_argument("--create-concurrency", type=int, default=32, help="workload creates in flight at once")
     parser.add_argument("--finish-concurrency", type=int, default=16, help="Finished patches in flight at once")
     parser.add_argument("--profile", type=Path, help="py-spy the controller; collapsed stacks go to this directory")
+    parser.add_argument(
+        "--profile-mode",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="cpu: where the controller's CPU goes (GIL holder); wall: every thread's time, waits included",
+    )
     parser.add_argument("--json", type=Path, help="also write the JSON summary to this file")
     return parser
 
@@ -287,8 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench.baseline: --variants: unknown {unknown} (known: {', '.join(VARIANTS)}); --repeat >= 1",
               file=sys.stderr)
         return 2
-    if args.controller_pid is not None:
-        wanted = wanted[:1]  # the given controller has one rate limit; label the run by the first
+    external = args.external_controller or args.controller_pid is not None
     client, kubeconfig, started_cluster = connect(args.kubeconfig)
     workdir = Path(tempfile.mkdtemp(prefix="pykueue-bench-baseline-"))
     print(f"scheduler baseline ({shape.config}): {shape.cluster_queues} ClusterQueues in {shape.cohorts} cohorts, "
@@ -298,13 +311,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = RunOptions(
         scale=args.scale, timeout_s=args.timeout, create_concurrency=args.create_concurrency,
         finish_concurrency=args.finish_concurrency, workdir=workdir, profile_dir=args.profile,
-        controller_pid=args.controller_pid,
+        profile_mode=args.profile_mode,
+        controller_pid=args.controller_pid, external_controller=external,
     )
     try:
-        for name in wanted:
+        for variant in [EXTERNAL] if external else [VARIANTS[name] for name in wanted]:
             for index in range(args.repeat):
-                result = run_once(client, kubeconfig, shape, VARIANTS[name], options, index)
-                runs.setdefault(name, []).append(result)
+                result = run_once(client, kubeconfig, shape, variant, options, index)
+                runs.setdefault(variant.name, []).append(result)
                 print(format_run(result, shape), flush=True)
     finally:
         client.close()

@@ -112,8 +112,9 @@ def _fmt(value: Any, unit: str = "", digits: int = 1) -> str:
 def format_run(result: dict[str, Any], shape: Shape) -> str:
     """The human-readable block of one run, Kueue's anchor values beside ours."""
     anchor = shape.anchor
+    limit = "client rate limit as started" if result["qps"] is None else f"qps {result['qps']:g}, burst {result['burst']}"
     lines = [
-        f"== baseline {result['variant']} (qps {result['qps']}, burst {result['burst']}), "
+        f"== baseline {result['variant']} ({limit}), "
         f"{result['workloads']} workloads, {shape.cluster_queues} ClusterQueues, scale {result['scale']}",
         f"{'figure':<34}{'pykueue':>12}{'Kueue (full scale)':>22}",
         f"{'wall time':<34}{_fmt(result['wall_s'], ' s'):>12}{_fmt(anchor.wall_s, ' s'):>22}",
@@ -144,6 +145,11 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
             f"{'controller API requests':<34}{api['total']:>12}  ({per_workload:.1f} per workload: {verbs}; "
             f"rate-limiter wait {api['rate_limiter_wait_s']} s summed over threads)"
         )
+        latency = api.get("mean_latency_ms_by_verb") or {}
+        if latency:
+            lines.append(
+                f"{'  mean API latency':<34}" + ", ".join(f"{verb} {ms} ms" for verb, ms in latency.items())
+            )
     driver = result.get("driver") or {}
     create_lag, finish_lag = driver.get("create_lag") or {}, driver.get("finish_lag") or {}
     lines.append(

@@ -53,6 +53,7 @@ class ControllerProcess:
         workdir: Path,
         label: str,
         profile_to: Path | None = None,
+        profile_mode: str = "cpu",
         log_level: str = "WARNING",
     ) -> None:
         self.kubeconfig = kubeconfig
@@ -61,6 +62,7 @@ class ControllerProcess:
         self.workdir = workdir
         self.label = label
         self.profile_to = profile_to
+        self.profile_mode = profile_mode
         self.log_level = log_level
         self.log_path = workdir / f"controller-{label}.log"
         self.health_port = 0
@@ -113,8 +115,12 @@ class ControllerProcess:
         if self.profile_to is None or self.pid is None or spy is None:
             return False
         self.profile_to.parent.mkdir(parents=True, exist_ok=True)
+        # cpu: only the thread holding the GIL (where Python CPU goes); wall: every thread, idle
+        # or not, rooted at its thread name (where each thread's time goes, waits included).
+        mode = ["--gil"] if self.profile_mode == "cpu" else ["--idle", "--threads"]
         self.profiler = subprocess.Popen(
-            [spy, "record", "--pid", str(self.pid), "--format", "raw", "--rate", "50", "--output", str(self.profile_to)],
+            [spy, "record", "--pid", str(self.pid), "--format", "raw", "--rate", "50", *mode,
+             "--output", str(self.profile_to)],
             stdout=subprocess.DEVNULL,
             stderr=(self.workdir / f"py-spy-{self.label}.log").open("wb"),
             start_new_session=True,
@@ -173,10 +179,12 @@ class ControllerProcess:
 
 
 def client_request_figures(metrics_text: str) -> dict[str, Any]:
-    """``pykueue_rest_client_*`` figures from a Prometheus text page: requests per verb, how
-    many were throttled (429) or failed, and the seconds spent waiting for the rate limiter."""
+    """``pykueue_rest_client_*`` figures from a Prometheus text page: requests per verb and per
+    status code, mean latency per verb, and the seconds spent waiting for the rate limiter."""
     by_verb: dict[str, int] = {}
     codes: dict[str, int] = {}
+    latency_sum: dict[str, float] = {}
+    latency_count: dict[str, float] = {}
     limiter_wait = 0.0
     for family in text_string_to_metric_families(metrics_text):
         for metric in family.samples:
@@ -186,9 +194,20 @@ def client_request_figures(metrics_text: str) -> dict[str, Any]:
                 codes[code] = codes.get(code, 0) + int(metric.value)
             elif metric.name == "pykueue_rest_client_rate_limiter_duration_seconds_sum":
                 limiter_wait += metric.value
+            elif metric.name == "pykueue_rest_client_request_duration_seconds_sum":
+                verb = metric.labels.get("verb", "?")
+                latency_sum[verb] = latency_sum.get(verb, 0.0) + metric.value
+            elif metric.name == "pykueue_rest_client_request_duration_seconds_count":
+                verb = metric.labels.get("verb", "?")
+                latency_count[verb] = latency_count.get(verb, 0.0) + metric.value
     return {
         "requests_by_verb": dict(sorted(by_verb.items())),
         "requests_by_code": dict(sorted(codes.items())),
         "total": sum(by_verb.values()),
         "rate_limiter_wait_s": round(limiter_wait, 1),
+        "mean_latency_ms_by_verb": {
+            verb: round(1000 * latency_sum[verb] / count, 1)
+            for verb, count in sorted(latency_count.items())
+            if count and verb in latency_sum and verb != "WATCH"
+        },
     }

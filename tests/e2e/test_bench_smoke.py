@@ -1,0 +1,53 @@
+"""CI smoke runs of the cluster benchmarks at a tiny scale against the session cluster.
+
+They check that each benchmark completes and prints its figures and JSON summary; timings are
+never asserted (a shared 2-core machine makes them meaningless as a gate). The scheduler
+baseline uses the session's controller (``--controller-pid``, or ``--external-controller`` when
+the chart runs it) so two controllers never admit the same workloads.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bench import baseline, informer_sync
+
+
+def _summary(out: str) -> dict[str, Any]:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(420)
+def test_scheduler_baseline_smoke(cluster: Any, controller: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    if controller.installed:
+        target = ["--external-controller"]
+    else:
+        assert controller.process is not None
+        target = ["--controller-pid", str(controller.process.pid)]
+    code = baseline.main(["--scale", "0.003", "--kubeconfig", cluster.kubeconfig, "--timeout", "300", *target])
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    for figure in ("wall time", "ClusterQueue utilisation", "mean time to admission small", "controller CPU"):
+        assert figure in out
+    summary = _summary(out)
+    (run,) = summary["runs"]
+    assert run["completed"] and run["workloads"] == run["finished"] == 30 * 3  # one per class and queue
+    assert set(run["classes"]) == {"small", "medium", "large"}
+    assert all(c["admitted"] == c["workloads"] == 30 for c in run["classes"].values())
+    assert run["wall_s"] is not None and run["cq_utilisation_pct"] is not None
+    if not controller.installed:
+        assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
+    assert summary["anchor_kueue"]["wall_s"] == pytest.approx(351.1)
+
+
+@pytest.mark.timeout(300)
+def test_informer_sync_smoke(cluster: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert informer_sync.main(["--scale", "0.005", "--kubeconfig", cluster.kubeconfig]) == 0
+    out = capsys.readouterr().out
+    assert "initial list + sync" in out
+    result = _summary(out)
+    assert result["objects"] == 50
+    assert result["list_sync_seconds"] >= 0
