@@ -9,6 +9,7 @@ patch body). Tests can turn on :attr:`Store.detect_mutations` to catch violation
 
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
 from collections.abc import Callable, Iterable
@@ -74,11 +75,11 @@ class StoreReader(Protocol):
 
     def list(self) -> list[Obj]: ...
 
-    def keys(self) -> list[str]: ...
+    def keys(self) -> builtins.list[str]: ...
 
-    def by_index(self, index_name: str, value: str) -> list[Obj]: ...
+    def by_index(self, index_name: str, value: str) -> builtins.list[Obj]: ...
 
-    def index_keys(self, index_name: str, value: str) -> list[str]: ...
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]: ...
 
     def __len__(self) -> int: ...
 
@@ -100,13 +101,13 @@ class ReadOnlyStore:
     def list(self) -> list[Obj]:
         return self._store.list()
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         return self._store.keys()
 
-    def by_index(self, index_name: str, value: str) -> list[Obj]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[Obj]:
         return self._store.by_index(index_name, value)
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         return self._store.index_keys(index_name, value)
 
     def __len__(self) -> int:
@@ -199,15 +200,15 @@ class Store:
         with self._lock:
             return list(self._items.values())
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         with self._lock:
             return list(self._items)
 
-    def by_index(self, index_name: str, value: str) -> list[Obj]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[Obj]:
         with self._lock:
             return [self._items[k] for k in sorted(self._index_values(index_name, value))]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         with self._lock:
             return sorted(self._index_values(index_name, value))
 

@@ -26,6 +26,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from pykueue.kube.backoff import TokenBucket
 
 T = TypeVar("T", bound=Hashable)
+T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
 Clock = Callable[[], float]
 
 # controller-runtime's workqueue metric names, which Kueue exports.
@@ -52,14 +53,14 @@ LONGEST_RUNNING = Gauge(
 )
 
 
-class RateLimiter(Protocol[T]):
-    def when(self, item: T) -> float:
+class RateLimiter(Protocol[T_contra]):
+    def when(self, item: T_contra) -> float:
         """Seconds to wait before the item may be retried; records one more failure."""
 
-    def forget(self, item: T) -> None:
+    def forget(self, item: T_contra) -> None:
         """Reset the item's failure history (call after it succeeded)."""
 
-    def num_requeues(self, item: T) -> int: ...
+    def num_requeues(self, item: T_contra) -> int: ...
 
 
 class ItemExponentialFailureRateLimiter(Generic[T]):

@@ -15,6 +15,7 @@ It is thread-safe: the controller shares one instance between reflectors and wor
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import json
 import logging
@@ -305,7 +306,7 @@ class KubeClient:
         ``resource_version="0"`` lets the apiserver answer from its watch cache (cheap, possibly
         slightly stale); leaving it unset asks for a consistent read from etcd.
         """
-        query: list[tuple[str, str]] = []
+        query: builtins.list[tuple[str, str]] = []
         if label_selector:
             query.append(("labelSelector", label_selector))
         if field_selector:
@@ -326,9 +327,9 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
-    ) -> tuple[list[dict[str, Any]], str]:
+    ) -> tuple[builtins.list[dict[str, Any]], str]:
         """Every item (following ``continue`` tokens) and the list's resourceVersion."""
-        items: list[dict[str, Any]] = []
+        items: builtins.list[dict[str, Any]] = []
         token: str | None = None
         while True:
             page = self.list(
@@ -364,7 +365,7 @@ class KubeClient:
         caller forever (bookmarks arrive about once a minute on a quiet stream, so the read
         timeout should exceed that). Opening is not retried here: the reflector owns reconnects.
         """
-        query: list[tuple[str, str]] = [
+        query: builtins.list[tuple[str, str]] = [
             ("watch", "true"),
             ("resourceVersion", resource_version),
             ("timeoutSeconds", str(int(timeout_seconds))),
@@ -408,7 +409,7 @@ class KubeClient:
         self,
         res: Resource,
         name: str,
-        patch: dict[str, Any] | list[dict[str, Any]],
+        patch: dict[str, Any] | builtins.list[dict[str, Any]],
         namespace: str | None = None,
         *,
         patch_type: PatchType = "merge",
@@ -444,7 +445,7 @@ class KubeClient:
         self,
         res: Resource,
         name: str,
-        patch: dict[str, Any] | list[dict[str, Any]],
+        patch: dict[str, Any] | builtins.list[dict[str, Any]],
         namespace: str | None = None,
         **kw: Any,
     ) -> dict[str, Any]:
