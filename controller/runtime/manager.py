@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from controller.runtime.health import HealthChecks, ProbeServer, start_probe_servers
 from controller.runtime.informer import Informer, InformerSet
-from controller.runtime.leaderelection import Callbacks, ElectionConfig, LeaderElector, LeaseLock
+from controller.runtime.leaderelection import Callbacks, ElectionConfig, LeaderElector, LeaseLock, Lock
 from pykueue.kube.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,7 @@ class Controller:
         metrics_addr: str = "0.0.0.0:8080",
         config: Any = None,
         sync_timeout: float | None = None,
+        lock: Lock | None = None,
     ) -> None:
         self.client = client
         self.identity = identity
@@ -67,6 +68,7 @@ class Controller:
         self.on_started_leading: list[Callable[[threading.Event], None]] = []
         self.on_stopped_leading: list[Callable[[], None]] = []
         self._election = election
+        self._lock = lock  # the Lease by default; tests pass an in-memory lock
         self._health_addr = health_addr
         self._metrics_addr = metrics_addr
         self._sync_timeout = sync_timeout
@@ -121,9 +123,12 @@ class Controller:
             if self._election is None:
                 self._start_leading(threading.Event())
             else:
+                lock = self._lock or LeaseLock(
+                    self.client, self._election.lease_namespace, self._election.lease_name
+                )
                 self._elector = LeaderElector(
                     self._election,
-                    LeaseLock(self.client, self._election.lease_namespace, self._election.lease_name),
+                    lock,
                     Callbacks(
                         on_started_leading=self._start_leading,
                         on_stopped_leading=self._stop_leading,

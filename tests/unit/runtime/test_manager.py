@@ -7,8 +7,10 @@ import time
 
 import pytest
 
+from controller.runtime.leaderelection import ElectionConfig
 from controller.runtime.manager import EXIT_LOST_LEADERSHIP, EXIT_OK, Controller
 from pykueue.kube.resources import CONFIG_MAPS
+from tests.unit.runtime.memory_lock import MemoryLock
 from tests.unit.runtime.scripted_source import Block, ScriptedSource, cm, page
 
 
@@ -89,3 +91,46 @@ def test_runnable_that_fails_to_start_ends_the_process_with_an_error() -> None:
     thread, status = run_in_thread(ctrl, stop)
     thread.join(10)
     assert status == [EXIT_LOST_LEADERSHIP]
+
+
+def test_losing_the_lease_stops_leader_work_at_once_and_exits_with_an_error() -> None:
+    lock = MemoryLock()
+    source = ScriptedSource(lists=[page([], "5")], watches=[[Block()]])
+    election = ElectionConfig("lease", "ns", "me", lease_duration=1.5, renew_deadline=1.0, retry_period=0.2)
+    ctrl = Controller(source, identity="me", election=election, health_addr="0", metrics_addr="0", lock=lock)
+    ctrl.informer(CONFIG_MAPS)
+    recorder = Recorder(ctrl)
+    ctrl.register(recorder)
+    stop = threading.Event()
+    thread, status = run_in_thread(ctrl, stop)
+    try:
+        assert wait_until(lambda: "start" in recorder.events), "the only candidate leads"
+        assert lock.lease is not None and lock.lease.record.holder_identity == "me"
+        lock.failing = True  # the apiserver becomes unreachable for this replica
+        lost_at = time.monotonic()
+        assert wait_until(lambda: "stop" in recorder.events, timeout=5)
+        assert time.monotonic() - lost_at < 1.0 + 0.5, "work stops at the renew deadline"
+        thread.join(10)
+        assert status == [EXIT_LOST_LEADERSHIP]
+        assert not ctrl.is_leader
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def test_graceful_stop_releases_the_lease_after_stopping_work() -> None:
+    lock = MemoryLock()
+    source = ScriptedSource(lists=[page([], "5")], watches=[[Block()]])
+    election = ElectionConfig("lease", "ns", "me", lease_duration=1.5, renew_deadline=1.0, retry_period=0.2)
+    ctrl = Controller(source, identity="me", election=election, health_addr="0", metrics_addr="0", lock=lock)
+    ctrl.informer(CONFIG_MAPS)
+    recorder = Recorder(ctrl)
+    ctrl.register(recorder)
+    stop = threading.Event()
+    thread, status = run_in_thread(ctrl, stop)
+    assert wait_until(lambda: "start" in recorder.events)
+    stop.set()
+    thread.join(10)
+    assert status == [EXIT_OK]
+    assert recorder.events[-1] == "stop"
+    assert lock.lease is not None and lock.lease.record.holder_identity == "", "the lease was released"
