@@ -267,7 +267,10 @@ class KubeClient:
     def _json(response: HttpResponse) -> dict[str, Any]:
         if not response.data:
             return {}
-        decoded = json.loads(response.data)
+        try:
+            decoded = json.loads(response.data)
+        except ValueError as exc:
+            raise ApiError(response.status, "BadResponse", f"the apiserver answered with invalid JSON: {exc}") from exc
         if not isinstance(decoded, dict):
             raise ApiError(response.status, "BadResponse", "the apiserver answered with JSON that is not an object")
         return decoded

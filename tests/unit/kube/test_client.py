@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from pykueue.kube.client import KubeClient, WatchStream, retry_on_conflict
-from pykueue.kube.errors import AlreadyExists, Conflict, ConnectionFailed, Gone, Invalid, ServerError
+from pykueue.kube.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    ConnectionFailed,
+    Gone,
+    Invalid,
+    ServerError,
+)
 from pykueue.kube.resources import CLUSTER_QUEUES, CONFIG_MAPS, JOBS, WORKLOADS
 from pykueue.kube.transport import HttpResponse
 from tests.unit.kube.fake_transport import ChunkStream, ScriptedTransport, refused, status
@@ -175,3 +183,9 @@ def test_retry_on_conflict_reruns_until_success() -> None:
 
     assert retry_on_conflict(operation) == "ok"
     assert len(calls) == 3
+
+
+def test_invalid_json_answer_is_a_typed_error() -> None:
+    client, _ = make_client([HttpResponse(200, {}, b"<html>proxy error</html>")])
+    with pytest.raises(ApiError, match="invalid JSON"):
+        client.get(CLUSTER_QUEUES, "cq")
