@@ -101,7 +101,21 @@ def start(spec: ProcessSpec) -> int:
             close_fds=True,
         )
     spec.pid_path.write_text(f"{proc.pid}\n")
+    _wait_recognisable(proc.pid, spec)
     return proc.pid
+
+
+def _wait_recognisable(pid: int, spec: ProcessSpec, timeout: float = 5.0) -> None:
+    """Wait until the new process shows its command line (or has already exited).
+
+    Popen can return while the kernel is still completing the exec, when /proc/<pid>/cmdline is
+    briefly empty; a stop() in that window would not recognise the process as ours.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process_matches(pid, spec.binary, spec.marker) or exited(pid):
+            return
+        time.sleep(0.005)
 
 
 def stop(spec: ProcessSpec, *, timeout: float = 15.0) -> bool:
@@ -114,9 +128,9 @@ def stop(spec: ProcessSpec, *, timeout: float = 15.0) -> bool:
     stopped = False
     if pid is not None:
         _signal(pid, signal.SIGTERM)
-        if not _wait_gone(pid, spec, timeout):
+        if not _wait_gone(pid, timeout):
             _signal(pid, signal.SIGKILL)
-            _wait_gone(pid, spec, 5.0)
+            _wait_gone(pid, 5.0)
         stopped = True
     with contextlib.suppress(FileNotFoundError):
         spec.pid_path.unlink()
@@ -128,14 +142,15 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
-def _wait_gone(pid: int, spec: ProcessSpec, timeout: float) -> bool:
+def _wait_gone(pid: int, timeout: float) -> bool:
+    """Wait until `pid` (already verified as ours) has exited; a process tearing itself down can
+    briefly show an empty command line, so the check is on the process state, not the marker."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        _reap(pid)
-        if not process_matches(pid, spec.binary, spec.marker):
+        if exited(pid):
             return True
         time.sleep(0.05)
-    return False
+    return exited(pid)
 
 
 def exited(pid: int) -> bool:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,14 +13,17 @@ import pytest
 from hack.localcluster import processes
 from hack.localcluster.processes import ProcessSpec
 
-SH = Path(shutil.which("sh") or "/bin/sh")
+PYTHON = sys.executable
+SLEEP = "import time; time.sleep(60)"
 
 
 def _spec(tmp_path: Path, marker: str | None = None) -> ProcessSpec:
     marker = marker or str(tmp_path)
     return ProcessSpec(
         name="sleeper",
-        argv=(str(SH), "-c", f"sleep 60 # {tmp_path}"),
+        # A process that starts no children (a shell would leave its `sleep` behind when
+        # stopped); the state directory is an extra argument, as in the real command lines.
+        argv=(PYTHON, "-c", SLEEP, str(tmp_path)),
         marker=marker,
         log_path=tmp_path / "logs" / "sleeper.log",
         pid_path=tmp_path / "pids" / "sleeper.pid",
@@ -61,7 +64,7 @@ def test_a_pid_file_naming_someone_elses_process_is_not_trusted(tmp_path: Path) 
 
 
 def test_same_binary_without_our_marker_is_left_alone(tmp_path: Path) -> None:
-    stranger = subprocess.Popen([str(SH), "-c", "sleep 60"])
+    stranger = subprocess.Popen([PYTHON, "-c", SLEEP])
     try:
         spec = _spec(tmp_path)
         spec.pid_path.parent.mkdir(parents=True)
