@@ -89,8 +89,10 @@ cmd_wait_rollout() {
   done
 }
 
-# A server-side dry-run create of a ResourceFlavor passes through both webhook configurations, so
-# it succeeds only once the apiserver reaches the webhook over TLS and trusts its certificate.
+# A server-side dry-run create of a ResourceFlavor passes through both webhook configurations: it
+# succeeds only once the apiserver reaches the webhook over TLS and trusts its certificate, and it
+# comes back with the resource-in-use finalizer only the mutating webhook adds (so a missing
+# webhook configuration cannot pass for an answering webhook).
 probe_flavor() {
   cat <<YAML
 apiVersion: kueue.x-k8s.io/v1beta1
@@ -104,13 +106,15 @@ cmd_wait_webhook() {
   local deadline=$((SECONDS + WAIT_TIMEOUT)) out=""
   log "waiting up to ${WAIT_TIMEOUT}s for the webhook to answer"
   while [ "$SECONDS" -lt "$deadline" ]; do
-    if out=$(probe_flavor | k create --dry-run=server -f - 2>&1); then
-      log "webhook answered: $out"
+    if out=$(probe_flavor | k create --dry-run=server -o 'jsonpath={.metadata.finalizers}' -f - 2>&1) \
+      && [[ "$out" == *kueue.x-k8s.io/resource-in-use* ]]; then
+      log "webhook answered (finalizers: $out)"
       return 0
     fi
     sleep 2
   done
-  die "the webhook did not answer within ${WAIT_TIMEOUT}s; last error: $out"
+  [ -n "$out" ] || out="the object came back without the webhook's finalizer (are the webhook configurations installed?)"
+  die "the webhook did not answer within ${WAIT_TIMEOUT}s; last answer: $out"
 }
 
 cmd_test() {
