@@ -153,6 +153,7 @@ def test_store_converges_after_creates_updates_and_deletes(
     assert all("managedFields" not in o["metadata"] for o in informer.store.list()), "cache is trimmed"
 
 
+@pytest.mark.needs_local_cluster
 def test_informer_recovers_after_apiserver_restart(
     cluster: Any, client: KubeClient, namespace: str, informer_factory
 ) -> None:
@@ -222,6 +223,7 @@ class PartitionedSource:
         self._open.set()
 
 
+@pytest.mark.needs_local_cluster
 def test_informer_relists_after_compaction_and_reports_vanished_objects(
     cluster: Any, client: KubeClient, namespace: str, informer_factory
 ) -> None:
