@@ -466,6 +466,10 @@ def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path:
         rolled_out = deploy_step("wait-rollout", env)
         assert rolled_out.returncode == 0, rolled_out.stderr
 
+        # Nothing listens yet: the wait step must not mistake that for an answering webhook.
+        silent = deploy_step("wait-webhook", {**env, "WAIT_TIMEOUT": "3"})
+        assert silent.returncode != 0 and "did not answer" in silent.stderr
+
         webhook.start()
         webhook.assert_answers(env)
         # The certificate went into the very Secret the chart created, and the apiserver trusts it.
