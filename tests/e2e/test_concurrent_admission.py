@@ -33,6 +33,7 @@ from tests.builders import (
     ResourceFlavorBuilder,
     SeedClusterQueueBuilder,
     WorkloadBuilder,
+    WorkloadPriorityClassBuilder,
 )
 from tests.e2e.helpers.kueue import GROUP, VERSION, KueueApi, holds_quota, is_true, unique
 from tests.e2e.helpers.wait import wait_for
@@ -157,6 +158,7 @@ class World:
         explicit: list[tuple[str, list[str], dict[str, int]]] = (),  # type: ignore[assignment]
         checks: dict[str, str] | None = None,
         local_queue: str = "lq",
+        preemption: str | None = None,
     ) -> str:
         """``quotas``: story flavor -> {resource: nominal}; ``explicit``: (name, flavors, delays)."""
         name = unique("cq")
@@ -167,6 +169,8 @@ class World:
             builder.flavor(self.flavor[flavor], **resources)
         for option, flavors, delays in explicit:
             builder.option(option, *(self.flavor[f] for f in flavors), **delays)
+        if preemption:
+            builder.preemption(within_cluster_queue=preemption)
         cq = builder.obj()
         cq["spec"]["concurrentAdmission"]["onSuccess"] = policy
         for check, flavor in (checks or {}).items():
@@ -191,9 +195,11 @@ class World:
         self.kueue.patch("ClusterQueue", name, {"spec": {"resourceGroups": groups}})
 
     # jobs, parents, options
-    def job(self, name: str, local_queue: str = "lq") -> None:
-        job = JobBuilder(name, self.namespace).queue(local_queue).requests(cpu="1").run_seconds(-1).obj()
-        self.batch.create_namespaced_job(self.namespace, job)
+    def job(self, name: str, local_queue: str = "lq", priority_class: str | None = None) -> None:
+        job = JobBuilder(name, self.namespace).queue(local_queue).requests(cpu="1").run_seconds(-1)
+        if priority_class:
+            job.workload_priority_class(priority_class)
+        self.batch.create_namespaced_job(self.namespace, job.obj())
 
     def parent_of_job(self, job: str) -> dict[str, Any]:
         uid = self.batch.read_namespaced_job(job, self.namespace).metadata.uid
@@ -533,3 +539,46 @@ def test_story8_racing_admission_checks_first_ready_wins(world: World, kueue: Ku
     world.wait_running_on("train", "b")
     world.wait_option_statuses(parent, {"a": "Removed", "b": "Admitted"})
     wait_for(lambda: set(world.options(parent)) == {"b"}, timeout=CONVERGE, message="the losing option is removed")
+
+
+# --- beyond the stories: queue changes and preemption of the holder ----------------------------------
+
+
+def test_changing_the_cluster_queues_flavors_reconciles_existing_parents(world: World) -> None:
+    world.flavors("x", "y", "z")
+    name = world.cluster_queue("RemoveLower", _cpu(("x", "0"), ("y", "0")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_option_statuses(parent, {"x": "Pending", "y": "Pending"})
+    # The admin adds flavor z (with free quota) and drops y.
+    cq = world.kueue.get("ClusterQueue", name)
+    assert cq is not None
+    group = cq["spec"]["resourceGroups"][0]
+    group["flavors"] = [f for f in group["flavors"] if f["name"] != world.flavor["y"]] + [
+        {"name": world.flavor["z"], "resources": [{"name": "cpu", "nominalQuota": "4"}]}
+    ]
+    world.kueue.patch("ClusterQueue", name, {"spec": {"resourceGroups": cq["spec"]["resourceGroups"]}})
+    world.wait_running_on("train", "z")
+    world.wait_option_statuses(parent, {"x": "Pending", "z": "Admitted"})
+    assert set(world.options(parent)) == {"x", "z"}
+
+
+def test_a_preempted_holder_stops_its_job_and_re_arms_every_option(world: World, kueue: KueueApi) -> None:
+    world.flavors("a", "b")
+    low, high = unique("low"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(low, 1).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    world.cluster_queue("RemoveOther", _cpu(("a", "1"), ("b", "0")), preemption="LowerPriority")
+    world.job("batch", priority_class=low)
+    batch = world.parent_of_job("batch")
+    world.wait_running_on("batch", "a")
+    world.wait_option_statuses(batch, {"a": "Admitted", "b": "Removed"})
+
+    world.job("urgent", priority_class=high)
+    urgent = world.parent_of_job("urgent")
+    world.wait_running_on("urgent", "a")
+    world.wait_option_statuses(urgent, {"a": "Admitted", "b": "Removed"})
+    # The preempted parent lost its holder: both options are pursued again.
+    world.wait_option_statuses(batch, {"a": "Evicted", "b": "Pending"})
+    assert world.running_on("batch") is None
+    assert world.holder(batch) is None
