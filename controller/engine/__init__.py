@@ -46,6 +46,8 @@ parked workloads of that cohort tree are requeued (batched per ``requeue_batch_s
 
 Queue status for the ClusterQueue/LocalQueue status subresources:
 ``engine.cluster_queue_status(name)`` and ``engine.local_queue_status(namespace, name)``.
+Pending workloads in scheduling order with positions and last reason (visibility):
+``engine.pending_workloads(cluster_queue, offset=0, limit=None)``.
 
 Memory: after the informers' initial sync, ``gc.freeze()`` moves the cached objects and engine
 records out of CPython's cyclic collector, whose full collections would otherwise rescan them and
@@ -57,6 +59,7 @@ from __future__ import annotations
 from .engine import Engine
 from .results import CycleResult, Eviction, PendingReason, Preemption, Reservation
 from .status import ClusterQueueStatus, LocalQueueStatus
+from .visibility import PendingWorkload
 
 __all__ = [
     "ClusterQueueStatus",
@@ -65,6 +68,7 @@ __all__ = [
     "Eviction",
     "LocalQueueStatus",
     "PendingReason",
+    "PendingWorkload",
     "Preemption",
     "Reservation",
 ]

@@ -37,6 +37,7 @@ from .records import (
 from .results import CycleResult, Eviction, PendingReason
 from .selectors import selector_matches
 from .status import ClusterQueueStatus, LocalQueueStatus, cluster_queue_status, local_queue_status
+from .visibility import PendingWorkload, pending_workloads
 
 
 def _may_change_outcome(old: WorkloadInfo | None, new: WorkloadInfo) -> bool:
@@ -411,6 +412,16 @@ class Engine:
 
     def pending_in_local_queue(self, lq_key: ObjectKey) -> int:
         return len(self._pending_by_lq.get(lq_key, ()))
+
+    def last_pending_reason(self, key: ObjectKey) -> tuple[str, str]:
+        """The QuotaReserved=False (reason, message) last seen on or emitted for ``key``."""
+        return self._last_reason.get(key, ("", ""))
+
+    def pending_workloads(
+        self, cluster_queue: str, *, offset: int = 0, limit: int | None = None
+    ) -> list[PendingWorkload]:
+        """Queued workloads of ``cluster_queue`` in scheduling order (visibility; not for the cycle)."""
+        return pending_workloads(self, cluster_queue, offset=offset, limit=limit)
 
     # ============================================================================================
     # Internals: routing pending workloads
