@@ -217,3 +217,22 @@ def test_only_one_option_of_a_parent_preempts_at_a_time() -> None:
         assert result.preemptions == []
     reason = world.engine._last_reason.get("ns/job-a-12345-option-on-demand")
     assert reason is not None and "another option of the same parent is preempting" in reason[1]
+
+
+def test_malformed_option_metadata_never_crashes_the_engine() -> None:
+    from controller.engine.options import parse_mode
+
+    is_parent, info = parse_mode(
+        {"namespace": "ns", "annotations": {"kueue.x-k8s.io/option-preference": "first"}, "ownerReferences": "x"},
+        {"workloadMode": {"type": "ResourceFlavorOption"}},
+    )
+    assert not is_parent and info is not None and info.rank == 0 and not info.migration_target
+    assert parse_mode({"labels": {"kueue.x-k8s.io/concurrent-admission-parent": "true"}}, {}) == (True, None)
+    assert parse_mode({}, {"workloadMode": "Parent"}) == (False, None)
+    cq = _queue()
+    world = _world(cq)
+    orphan = option(parent(queue="lq-cq"), config_of(cq), "spot")
+    orphan["metadata"]["ownerReferences"] = []
+    orphan["metadata"]["annotations"]["kueue.x-k8s.io/option-preference"] = "-3"
+    world.add(orphan)
+    assert [r.workload for r in world.cycle().reservations] == ["ns/job-a-12345-option-spot"]
