@@ -14,6 +14,7 @@ from .cycle import run_cycle
 from .options import OptionBook, admission_blocker
 from .parse import (
     admission_check_active,
+    admission_check_controller,
     object_name,
     parse_cluster_queue,
     parse_cohort,
@@ -75,6 +76,7 @@ class Engine:
         self.cohorts: dict[str, CohortSpec] = {}
         self.flavors: dict[str, FlavorInfo] = {}
         self.checks: dict[str, bool] = {}  # AdmissionCheck name -> Active
+        self.check_controllers: dict[str, str] = {}  # AdmissionCheck name -> spec.controllerName
         self.priority_classes: dict[tuple[str, str], int] = {}  # (source, name) -> value
         self.local_queues: dict[ObjectKey, LocalQueueInfo] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
@@ -165,12 +167,15 @@ class Engine:
     def upsert_admission_check(self, obj: Mapping[str, Any]) -> None:
         name = object_name(obj)
         active = admission_check_active(obj)
-        if not name or self.checks.get(name) == active:
+        controller = admission_check_controller(obj)
+        if not name or (self.checks.get(name) == active and self.check_controllers.get(name) == controller):
             return
         self.checks[name] = active
+        self.check_controllers[name] = controller
         self._flavor_or_check_changed(lambda spec: any(rule.name == name for rule in spec.checks))
 
     def delete_admission_check(self, name: str) -> None:
+        self.check_controllers.pop(name, None)
         if self.checks.pop(name, None) is not None:
             self._flavor_or_check_changed(lambda spec: any(rule.name == name for rule in spec.checks))
 
@@ -682,6 +687,9 @@ class Engine:
         if inactive_checks:
             reasons.append(c.REASON_ADMISSION_CHECK_INACTIVE)
             messages.append(f"references inactive AdmissionCheck(s): {inactive_checks}")
+        multikueue = self._multikueue_problems(spec)
+        reasons += [reason for reason, _ in multikueue]
+        messages += [message for _, message in multikueue]
         if name in self.forest.in_cycle:
             reasons.append("Unknown")
             messages.append("its cohort tree has a cycle")
@@ -702,6 +710,31 @@ class Engine:
                         )
         else:
             self.inactive.pop(name, None)
+
+    def _multikueue_problems(self, spec: ClusterQueueSpec) -> list[tuple[str, str]]:
+        """Kueue's MultiKueue restrictions on a ClusterQueue's admission checks."""
+        multikueue = [r for r in spec.checks if self.check_controllers.get(r.name) == c.MULTIKUEUE_CONTROLLER]
+        if not multikueue:
+            return []
+        problems = []
+        if len(multikueue) > 1:
+            problems.append((
+                c.REASON_MULTIPLE_MULTIKUEUE_CHECKS,
+                "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue",
+            ))
+        flavors = set(spec.flavor_names)
+        per_flavor = [r.name for r in multikueue if r.on_flavors and not flavors <= r.on_flavors]
+        if per_flavor:
+            problems.append((
+                c.REASON_MULTIKUEUE_CHECK_PER_FLAVOR,
+                f"Cannot specify MultiKueue AdmissionCheck per flavor, used by: {per_flavor}",
+            ))
+        if any(self.check_controllers.get(r.name) == c.PROVISIONING_REQUEST_CONTROLLER for r in spec.checks):
+            problems.append((
+                c.REASON_MULTIKUEUE_WITH_PROVISIONING,
+                "Cannot use a MultiKueue AdmissionCheck together with a ProvisioningRequest AdmissionCheck",
+            ))
+        return problems
 
     # --- stopPolicy HoldAndDrain ------------------------------------------------------------------
     def _drain_if_needed(self, name: str) -> None:

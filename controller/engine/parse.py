@@ -255,6 +255,10 @@ def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueueInfo:
     )
 
 
+def admission_check_controller(obj: Mapping[str, Any]) -> str:
+    return _str(_dict(obj.get("spec")).get("controllerName"))
+
+
 def admission_check_active(obj: Mapping[str, Any]) -> bool:
     """An AdmissionCheck counts as active only with condition ``Active=True``."""
     for cond in map(_dict, _list(_dict(obj.get("status")).get("conditions"))):

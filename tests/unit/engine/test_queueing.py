@@ -324,3 +324,25 @@ def test_a_changed_pending_workload_is_retried_but_a_status_echo_is_not() -> Non
     world.add(waiting[2].priority(50).obj())
     retried = world.cycle()
     assert retried.heads_tried == 1 and [p.workload for p in retried.pending] == ["ns/w2"]
+
+
+@pytest.mark.parametrize(
+    ("checks", "on_flavors", "reason"),
+    [
+        ({"mk1": "kueue.x-k8s.io/multikueue", "mk2": "kueue.x-k8s.io/multikueue"}, {}, "MultipleMultiKueueAdmissionChecks"),
+        ({"mk": "kueue.x-k8s.io/multikueue"}, {"mk": ["default"]}, "MultiKueueAdmissionCheckAppliedPerFlavor"),
+        ({"mk": "kueue.x-k8s.io/multikueue", "prov": "kueue.x-k8s.io/provisioning-request"}, {},
+         "MultiKueueWithProvisioningRequest"),
+        ({"mk": "kueue.x-k8s.io/multikueue", "other": "example.com/check"}, {"mk": ["default", "spot"]}, None),
+    ],
+)
+def test_multikueue_check_restrictions(checks: dict[str, str], on_flavors: dict[str, list[str]], reason: str | None) -> None:
+    world = World().flavors("default", "spot")
+    cq = FungibleClusterQueueBuilder("cq").flavor("default", cpu="1").flavor("spot", cpu="1")
+    for name, controller in checks.items():
+        world.engine.upsert_admission_check(AdmissionCheckBuilder(name, controller).active(True).obj())
+        cq.admission_check_strategy(name, *on_flavors.get(name, []))
+    world.queue(cq.obj())
+    status = world.engine.cluster_queue_status("cq")
+    assert status is not None
+    assert (status.active, status.reason) == ((True, "Ready") if reason is None else (False, reason))
