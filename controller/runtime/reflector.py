@@ -190,6 +190,10 @@ class Reflector:
             except ConnectionFailed as exc:
                 self._failed("disconnected", exc)
             except ApiError as exc:
+                if _too_large_resource_version(exc):
+                    # This apiserver has not caught up with the revision we resume from (another
+                    # replica behind a load balancer served our list): relist from it.
+                    self._must_list = True
                 self._failed("error", exc)
             except Exception as exc:  # a bug must not kill the informer silently
                 log.exception("reflector failure", extra=self._log_fields())
@@ -355,3 +359,10 @@ class Reflector:
             fields["namespace"] = self.namespace
         fields.update(extra)
         return fields
+
+
+def _too_large_resource_version(error: ApiError) -> bool:
+    """client-go's ``IsTooLargeResourceVersionError``: a 504 whose cause is ResourceVersionTooLarge."""
+    return any(cause.get("reason") == "ResourceVersionTooLarge" for cause in error.causes) or (
+        "Too large resource version" in error.message
+    )

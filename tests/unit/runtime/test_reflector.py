@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY
 from controller.runtime.reflector import Notification, Reflector
 from controller.runtime.store import Store
 from pykueue.kube.backoff import Backoff
-from pykueue.kube.errors import ConnectionFailed, Gone, ServerError
+from pykueue.kube.errors import ConnectionFailed, Gone, ServerError, error_from_status
 from pykueue.kube.resources import CONFIG_MAPS
 from pykueue.kube.transport import StreamTimeout
 from tests.unit.runtime.scripted_source import (
@@ -134,6 +134,17 @@ def test_stalled_stream_is_restarted_from_last_rv() -> None:
     assert source.watch_calls[0].read_timeout == 90
     assert [c.resource_version for c in source.watch_calls] == ["10", "11"]
     assert restarts("stalled") == before + 1
+
+
+def test_too_large_resource_version_relists() -> None:
+    too_large = error_from_status(
+        {"code": 504, "reason": "Timeout", "message": "Too large resource version: 99, current: 50",
+         "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]}}
+    )
+    source = ScriptedSource(lists=[page([cm("a", "1")], "99"), page([cm("a", "1")], "50")], watches=[too_large])
+    run(source)
+    assert len(source.list_calls) == 2
+    assert source.watch_calls[-1].resource_version == "50"
 
 
 def test_list_failures_are_retried_with_backoff() -> None:
