@@ -160,7 +160,7 @@ def run_setup_modules(ctrl: Controller, modules: Sequence[str] = SETUP_MODULES) 
             missing = exc.name or ""
             if missing != module_name and not module_name.startswith(f"{missing}."):
                 raise  # the module exists but one of its imports is missing: that is a bug
-            log.info("no setup module; skipping", extra={"module": module_name})
+            log.info("no setup module; skipping", extra={"setup_module": module_name})
             continue
         module.setup(ctrl)
         ran.append(module_name)

@@ -51,10 +51,12 @@ def test_bad_durations_name_the_field() -> None:
         parse_duration(0, "x")
 
 
-def test_missing_setup_module_is_skipped_but_broken_one_fails() -> None:
+def test_missing_setup_module_is_skipped_but_broken_one_fails(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO")
     assert run_setup_modules(object(), ("controller.no_such_area.setup",)) == []  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         run_setup_modules(object(), ("controller.runtime.signals",))  # exists, has no setup()
+    assert "no setup module; skipping" in caplog.text
 
 
 def test_election_reads_pykueue_api_configuration_dataclass() -> None:
