@@ -175,9 +175,8 @@ class Simulation:
         self.load_seconds = _clock() - start
         if freeze_gc:
             # Long-lived records loaded at start-up (the informers' initial list) are moved out of
-            # the cyclic collector's reach, as a controller would after its caches sync; otherwise
-            # full collections scan every cached object and the cost per decision grows with the
-            # backlog for reasons unrelated to the engine.
+            # the cyclic collector's reach, as a controller may do after its caches sync, so full
+            # collections do not rescan them; --no-gc-freeze measures without it.
             gc.collect()
             gc.freeze()
 
