@@ -46,7 +46,9 @@ def frame_name(frame: str) -> str:
     return f"{match['function']} ({path})"
 
 
-def parse(lines: Iterable[str]) -> Profile:
+def parse(lines: Iterable[str], thread: str | None = None) -> Profile:
+    """Counts from collapsed stacks; with ``thread``, only stacks rooted at a thread whose name
+    contains it (profiles recorded with ``py-spy --threads`` start with ``thread (id): name``)."""
     self_counts: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     total = 0
@@ -55,7 +57,10 @@ def parse(lines: Iterable[str]) -> Profile:
         if not match:
             continue
         count = int(match["count"])
-        frames = [frame_name(f) for f in match["stack"].split(";") if f]
+        raw_frames = [f for f in match["stack"].split(";") if f]
+        if thread is not None and not (raw_frames and raw_frames[0].startswith("thread (") and thread in raw_frames[0]):
+            continue
+        frames = [frame_name(f) for f in raw_frames if not f.startswith("thread (")]
         if not frames:
             continue
         total += count
@@ -72,7 +77,7 @@ def is_project(name: str) -> bool:
 def report(profile: Profile, top: int) -> str:
     if profile.total == 0:
         return "no samples"
-    lines = [f"{profile.total} samples of busy threads", "", "self time (top of stack):"]
+    lines = [f"{profile.total} samples", "", "self time (top of stack):"]
     for name, count in profile.self_counts.most_common(top):
         lines.append(f"  {100 * count / profile.total:5.1f}%  {name}")
     lines += ["", "inclusive time, project functions:"]
@@ -86,10 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.profile_summary", description=__doc__.splitlines()[0])
     parser.add_argument("profile", type=Path, help="py-spy raw (collapsed stacks) output")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--thread", help="only threads whose name contains this (wall profiles)")
     args = parser.parse_args(argv)
     try:
         with args.profile.open(encoding="utf-8", errors="replace") as fh:
-            profile = parse(fh)
+            profile = parse(fh, args.thread)
     except OSError as err:
         print(f"bench.profile_summary: {args.profile}: {err.strerror}", file=sys.stderr)
         return 2

@@ -39,3 +39,18 @@ def test_command_line(tmp_path: Path, capsys) -> None:
     assert "10 samples" in capsys.readouterr().out
     assert main([str(tmp_path / "missing.txt")]) == 2
     assert "No such file" in capsys.readouterr().err
+
+
+def test_wall_profiles_can_be_narrowed_to_one_thread() -> None:
+    stacks = [
+        "thread (11): scheduler;run (threading.py:1);_apply (/work/main/controller/core/scheduler.py:9);wait (threading.py:3) 8\n",
+        "thread (12): admission-write_0;run (threading.py:1);emit (/work/main/controller/core/events.py:4) 5\n",
+        "thread (13): admission-write_1;run (threading.py:1);patch (/work/main/pykueue/kube/client.py:4) 3\n",
+    ]
+    scheduler = parse(stacks, thread="): scheduler")
+    assert scheduler.total == 8
+    assert scheduler.inclusive_counts["_apply (controller/core/scheduler.py)"] == 8
+    writers = parse(stacks, thread="admission-write")
+    assert writers.total == 8
+    assert writers.inclusive_counts["emit (controller/core/events.py)"] == 5
+    assert not any(name.startswith("thread (") for name in writers.inclusive_counts)
