@@ -49,7 +49,7 @@ Queue status for the ClusterQueue/LocalQueue status subresources:
 Pending workloads in scheduling order with positions and last reason (visibility):
 ``engine.pending_workloads(cluster_queue, offset=0, limit=None)``.
 
-The engine creates no reference cycles in its records; ``gc.freeze()`` after the informers'
+Workload records hold no reference cycles; ``gc.freeze()`` after the informers'
 initial sync is optional (``bench/engine_micro.py --no-gc-freeze`` compares).
 """
 
