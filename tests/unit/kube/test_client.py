@@ -189,3 +189,14 @@ def test_invalid_json_answer_is_a_typed_error() -> None:
     client, _ = make_client([HttpResponse(200, {}, b"<html>proxy error</html>")])
     with pytest.raises(ApiError, match="invalid JSON"):
         client.get(CLUSTER_QUEUES, "cq")
+
+
+def test_repeat_of_an_expired_event_creates_a_new_one() -> None:
+    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u"}}
+    client, transport = make_client(
+        [{"metadata": {"name": "p.1", "namespace": "ns"}}, status(404, "NotFound"), {"metadata": {"name": "p.2"}}]
+    )
+    client.emit_event(involved, "Normal", "Started", "hello")
+    client.emit_event(involved, "Normal", "Started", "hello")  # the first Event was garbage collected
+    assert [s.method for s in transport.sent] == ["POST", "PATCH", "POST"]
+    assert transport.sent[2].body["count"] == 1
