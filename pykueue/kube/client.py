@@ -192,6 +192,21 @@ class KubeClient:
         transport = ApiClientTransport(configuration_factory(kubeconfig), user_agent=user_agent)
         return cls(transport, qps=qps, burst=burst)
 
+    def with_own_rate_limit(self) -> KubeClient:
+        """A client on the same connections and credentials with its *own* QPS/burst bucket (the
+        same limits). controller-runtime gives its event recorder a clientset of its own in the
+        same way, so Events never spend the budget of the writes that admit workloads."""
+        clone = KubeClient(
+            self._transport,
+            qps=self._bucket.qps,
+            burst=self._bucket.burst,
+            max_retries=self._max_retries,
+            sleep=self._sleep,
+            timeout=self._timeout,
+        )
+        clone._retry_backoff_factory = self._retry_backoff_factory
+        return clone
+
     @property
     def transport(self) -> Transport:
         return self._transport
