@@ -149,7 +149,8 @@ def setup(ctrl: Any) -> None:
         "priorityclasses": ctrl.informer(R.PRIORITY_CLASSES),
         "namespaces": ctrl.informer(R.NAMESPACES),
     }
-    events = KubeEvents(ctrl.client)
+    # Events get their own rate limit, as controller-runtime's recorder does (docs/performance.md).
+    events = KubeEvents(ctrl.client.with_own_rate_limit())
     policy = pods_ready_policy(ctrl.config)
     workload_controller = WorkloadController(
         ctrl.client,
