@@ -114,3 +114,15 @@ def test_rejected_deactivates(kueue: KueueApi, namespace: str) -> None:
         timeout=30,
         message="an inactive workload is not counted as pending",
     )
+
+    # Reactivating puts it back in the queue: Requeued=True (Reactivated), quota reserved again.
+    kueue.patch("Workload", "w", {"spec": {"active": True}}, namespace)
+
+    def reactivated() -> dict[str, Any] | None:
+        current = kueue.workload(namespace, "w")
+        requeued = condition(current, "Requeued") or {}
+        return current if requeued.get("reason") == "Reactivated" and holds_quota(current) else None
+
+    again = wait_for(reactivated, timeout=30, message="a reactivated workload is requeued and reserves quota")
+    assert _check_state(kueue, namespace, "w", check)["state"] == "Pending"
+    assert not is_admitted(again)
