@@ -19,10 +19,12 @@ from .errors import LocalClusterError
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m hack.localcluster", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("up", "down", "status"))
-    parser.add_argument("--name", default=None,
-                        help="cluster name (default: $PYKUEUE_CLUSTER_NAME, else 'pykueue')")
-    parser.add_argument("--no-default-nodes", action="store_true",
-                        help="up: do not create the default simulated nodes")
+    parser.add_argument(
+        "--name", default=None, help="cluster name (default: $PYKUEUE_CLUSTER_NAME, else 'pykueue')"
+    )
+    parser.add_argument(
+        "--no-default-nodes", action="store_true", help="up: do not create the default simulated nodes"
+    )
     return parser.parse_args(argv)
 
 

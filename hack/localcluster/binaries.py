@@ -92,20 +92,31 @@ def parse_go_version(text: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def check_go(go_min: str, *, which: Callable[[str], str | None] = shutil.which,
-             run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> None:
+def check_go(
+    go_min: str,
+    *,
+    which: Callable[[str], str | None] = shutil.which,
+    run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
+) -> None:
     """Raise PrerequisiteError unless a Go toolchain at least `go_min` is on PATH."""
     if which("go") is None:
         raise PrerequisiteError(
             f"Go is not installed but is needed to build the cluster binaries once; "
             f"install Go {go_min} or newer from https://go.dev/dl and re-run"
         )
-    result = run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=False,
-                 env={**os.environ, "GOTOOLCHAIN": "local"})
+    result = run(
+        ["go", "env", "GOVERSION"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GOTOOLCHAIN": "local"},
+    )
     found = parse_go_version(result.stdout)
     wanted = parse_go_version(f"go{go_min}")
     if found is None or wanted is None:
-        raise PrerequisiteError(f"could not tell the Go version from `go env GOVERSION` ({result.stdout.strip()!r})")
+        raise PrerequisiteError(
+            f"could not tell the Go version from `go env GOVERSION` ({result.stdout.strip()!r})"
+        )
     if found < wanted:
         raise PrerequisiteError(
             f"Go {found[0]}.{found[1]} is too old to build Kubernetes; install Go {go_min} or newer "
@@ -119,8 +130,13 @@ def module_proxy() -> str:
     return proxy.rstrip("/")
 
 
-def check_module_proxy(k8s_version: str, *, proxy: str | None = None, timeout: float = 15.0,
-                       opener: Callable[..., object] = urllib.request.urlopen) -> None:
+def check_module_proxy(
+    k8s_version: str,
+    *,
+    proxy: str | None = None,
+    timeout: float = 15.0,
+    opener: Callable[..., object] = urllib.request.urlopen,
+) -> None:
     """Raise PrerequisiteError unless the Go module proxy serves the pinned Kubernetes module."""
     proxy = proxy or module_proxy()
     url = f"{proxy}/k8s.io/kubernetes/@v/{k8s_version}.info"
@@ -153,8 +169,13 @@ def ensure_binaries(*, build: bool = True) -> BinarySet:
         check_go(pins.get("GO_MIN", "1.26"))
         check_module_proxy(pins["K8S_VERSION"])
         targets = sorted({BINARY_SOURCES[name][0] for name in missing})
-        result = subprocess.run(["bash", str(BUILD_SCRIPT), *targets], check=False,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        result = subprocess.run(
+            ["bash", str(BUILD_SCRIPT), *targets],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise PrerequisiteError(f"building {', '.join(targets)} failed: {last}")

@@ -96,11 +96,18 @@ class LocalCluster:
                 try:
                     self._start_fresh(ports, default_nodes=default_nodes)
                 except BaseException:
-                    log.info("bring-up failed; stopping what was started (logs stay in %s)", self.layout.logs_dir)
+                    log.info(
+                        "bring-up failed; stopping what was started (logs stay in %s)", self.layout.logs_dir
+                    )
                     self._stop_processes()
                     raise
             self.apply_manifests()
-        log.info("cluster %r ready in %.1fs; kubeconfig: %s", self.name, time.monotonic() - started, self.kubeconfig)
+        log.info(
+            "cluster %r ready in %.1fs; kubeconfig: %s",
+            self.name,
+            time.monotonic() - started,
+            self.kubeconfig,
+        )
         return self
 
     def down(self) -> list[str]:
@@ -138,7 +145,9 @@ class LocalCluster:
             "kubeconfig": self.kubeconfig if self.layout.kubeconfig.exists() else None,
             "ports": ports.__dict__ if ports else None,
             "processes": {name: running.get(name) for name in COMPONENTS},
-            "apiserver_ready": bool(ports) and all(running.get(n) for n in COMPONENTS) and self._apiserver_ready(),
+            "apiserver_ready": bool(ports)
+            and all(running.get(n) for n in COMPONENTS)
+            and self._apiserver_ready(),
         }
 
     def is_healthy(self) -> bool:
@@ -149,13 +158,22 @@ class LocalCluster:
             return False
         return self._apiserver_ready()
 
-    def kubectl(self, *args: str, check: bool = True, input: str | None = None,
-                timeout: float | None = 120) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None, timeout: float | None = 120
+    ) -> subprocess.CompletedProcess[str]:
         """Run kubectl against this cluster; with `check`, a failure raises KubectlError."""
         # A discovery cache per cluster: ports are reused by later clusters with other CRDs.
-        cmd = [str(self._kubectl_binary()), "--kubeconfig", self.kubeconfig,
-               "--cache-dir", str(self.layout.root / "kubectl-cache"), *args]
-        result = subprocess.run(cmd, capture_output=True, text=True, input=input, timeout=timeout, check=False)
+        cmd = [
+            str(self._kubectl_binary()),
+            "--kubeconfig",
+            self.kubeconfig,
+            "--cache-dir",
+            str(self.layout.root / "kubectl-cache"),
+            *args,
+        ]
+        result = subprocess.run(
+            cmd, capture_output=True, text=True, input=input, timeout=timeout, check=False
+        )
         if check and result.returncode != 0:
             raise KubectlError(result.returncode, cmd, result.stdout, result.stderr)
         return result
@@ -184,7 +202,9 @@ class LocalCluster:
         """
         ports = self._require_ports()
         pki = self.layout.pki
-        context = tls_context(pki.ca_cert, pki.client_cert(APISERVER_ETCD_CLIENT), pki.client_key(APISERVER_ETCD_CLIENT))
+        context = tls_context(
+            pki.ca_cert, pki.client_cert(APISERVER_ETCD_CLIENT), pki.client_key(APISERVER_ETCD_CLIENT)
+        )
         base = f"https://{LOOPBACK}:{ports.etcd_client}"
         marker = {"key": _b64("/pykueue-localcluster/compaction-marker"), "value": _b64(str(time.time()))}
         revision = int(post_json(f"{base}/v3/kv/put", marker, context)["header"]["revision"])
@@ -204,7 +224,9 @@ class LocalCluster:
         timeout: float = 60.0,
     ) -> list[str]:
         """Create `count` kwok-managed nodes `<prefix>-<i>` and (by default) wait until Ready."""
-        manifest = node_list(prefix, count, labels=labels, capacity=capacity or DEFAULT_CAPACITY, taints=taints)
+        manifest = node_list(
+            prefix, count, labels=labels, capacity=capacity or DEFAULT_CAPACITY, taints=taints
+        )
         names = [item["metadata"]["name"] for item in manifest["items"]]
         if not names:
             return names
@@ -255,16 +277,29 @@ class LocalCluster:
         self._timed("etcd", lambda: self._wait_etcd(processes.start(specs["etcd"]), specs["etcd"], ports))
         apiserver = specs["kube-apiserver"]
         self._timed("kube-apiserver", lambda: self._wait_apiserver(processes.start(apiserver), apiserver))
-        pids = {name: processes.start(specs[name]) for name in ("kube-controller-manager", "kube-scheduler", "kwok")}
-        self._timed("kube-controller-manager", lambda: self._wait_default_service_account(
-            pids["kube-controller-manager"], specs["kube-controller-manager"]))
+        pids = {
+            name: processes.start(specs[name])
+            for name in ("kube-controller-manager", "kube-scheduler", "kwok")
+        }
+        self._timed(
+            "kube-controller-manager",
+            lambda: self._wait_default_service_account(
+                pids["kube-controller-manager"], specs["kube-controller-manager"]
+            ),
+        )
         if default_nodes:
+
             def create_default_nodes() -> None:
                 for prefix, count, labels in DEFAULT_NODE_POOLS:
                     self.create_nodes(prefix, count, labels, wait=False)
                 for prefix, count, _ in DEFAULT_NODE_POOLS:
-                    self._wait_nodes_ready(prefix, [f"{prefix}-{i}" for i in range(count)], 60.0,
-                                           watch=(pids["kwok"], specs["kwok"]))
+                    self._wait_nodes_ready(
+                        prefix,
+                        [f"{prefix}-{i}" for i in range(count)],
+                        60.0,
+                        watch=(pids["kwok"], specs["kwok"]),
+                    )
+
             self._timed("simulated nodes", create_default_nodes)
         self._check_alive(pids["kube-scheduler"], specs["kube-scheduler"])
 
@@ -287,21 +322,46 @@ class LocalCluster:
         if pinned:
             apiserver = parse_port(pinned, APISERVER_PORT_ENV)
             require_free([(f"${APISERVER_PORT_ENV}", apiserver)])
-        return Ports(etcd_client=free[0], etcd_peer=free[1], apiserver=apiserver,
-                     controller_manager=free[3], scheduler=free[4], kwok=free[5])
+        return Ports(
+            etcd_client=free[0],
+            etcd_peer=free[1],
+            apiserver=apiserver,
+            controller_manager=free[3],
+            scheduler=free[4],
+            kwok=free[5],
+        )
 
     def _write_kubeconfigs(self, ports: Ports) -> None:
         pki = self.layout.pki
         server = f"https://{LOOPBACK}:{ports.apiserver}"
         cluster = f"pykueue-{self.name}"
-        write_kubeconfig(self.layout.kubeconfig, build_kubeconfig(
-            cluster_name=cluster, server=server, ca_cert=pki.ca_cert,
-            client_cert=pki.client_cert(ADMIN), client_key=pki.client_key(ADMIN), user=ADMIN.user))
-        for component, identity in (("kube-controller-manager", CONTROLLER_MANAGER),
-                                    ("kube-scheduler", SCHEDULER), ("kwok", KWOK)):
-            write_kubeconfig(self.layout.component_kubeconfig(component), build_kubeconfig(
-                cluster_name=cluster, server=server, ca_cert=pki.ca_cert,
-                client_cert=pki.client_cert(identity), client_key=pki.client_key(identity), user=identity.user))
+        write_kubeconfig(
+            self.layout.kubeconfig,
+            build_kubeconfig(
+                cluster_name=cluster,
+                server=server,
+                ca_cert=pki.ca_cert,
+                client_cert=pki.client_cert(ADMIN),
+                client_key=pki.client_key(ADMIN),
+                user=ADMIN.user,
+            ),
+        )
+        for component, identity in (
+            ("kube-controller-manager", CONTROLLER_MANAGER),
+            ("kube-scheduler", SCHEDULER),
+            ("kwok", KWOK),
+        ):
+            write_kubeconfig(
+                self.layout.component_kubeconfig(component),
+                build_kubeconfig(
+                    cluster_name=cluster,
+                    server=server,
+                    ca_cert=pki.ca_cert,
+                    client_cert=pki.client_cert(identity),
+                    client_key=pki.client_key(identity),
+                    user=identity.user,
+                ),
+            )
 
     # ------------------------------------------------------------------ waiting
 
@@ -310,8 +370,15 @@ class LocalCluster:
         step()
         log.info("%s ready (%.1fs)", what, time.monotonic() - began)
 
-    def _poll(self, what: str, probe: Callable[[], T | None], *, timeout: float,
-              watch: tuple[int, ProcessSpec] | None = None, interval: float = 0.1) -> T:
+    def _poll(
+        self,
+        what: str,
+        probe: Callable[[], T | None],
+        *,
+        timeout: float,
+        watch: tuple[int, ProcessSpec] | None = None,
+        interval: float = 0.1,
+    ) -> T:
         """Call `probe` until it returns a value; fail fast if the watched process exits."""
         deadline = time.monotonic() + timeout
         while True:
@@ -328,13 +395,22 @@ class LocalCluster:
     def _check_alive(self, pid: int, spec: ProcessSpec) -> None:
         if processes.exited(pid):
             last = " | ".join(line.strip() for line in processes.tail(spec.log_path, 2))
-            raise ComponentFailedError(f"{spec.name} exited during start-up: {last[-400:]} (full log: {spec.log_path})")
+            raise ComponentFailedError(
+                f"{spec.name} exited during start-up: {last[-400:]} (full log: {spec.log_path})"
+            )
 
     def _wait_etcd(self, pid: int, spec: ProcessSpec, ports: Ports) -> None:
         pki = self.layout.pki
-        context = tls_context(pki.ca_cert, pki.client_cert(APISERVER_ETCD_CLIENT), pki.client_key(APISERVER_ETCD_CLIENT))
+        context = tls_context(
+            pki.ca_cert, pki.client_cert(APISERVER_ETCD_CLIENT), pki.client_key(APISERVER_ETCD_CLIENT)
+        )
         url = f"https://{LOOPBACK}:{ports.etcd_client}/health"
-        self._poll("etcd /health", lambda: get_status(url, context)[0] == 200, timeout=START_TIMEOUT, watch=(pid, spec))
+        self._poll(
+            "etcd /health",
+            lambda: get_status(url, context)[0] == 200,
+            timeout=START_TIMEOUT,
+            watch=(pid, spec),
+        )
 
     def _admin_context(self) -> ssl.SSLContext:
         pki = self.layout.pki
@@ -351,32 +427,53 @@ class LocalCluster:
         return get_status(f"https://{LOOPBACK}:{ports.apiserver}/readyz", context)[0] == 200
 
     def _wait_apiserver(self, pid: int, spec: ProcessSpec, timeout: float = START_TIMEOUT) -> None:
-        self._poll("kube-apiserver /readyz", self._apiserver_ready, timeout=timeout, watch=(pid, spec), interval=0.2)
+        self._poll(
+            "kube-apiserver /readyz", self._apiserver_ready, timeout=timeout, watch=(pid, spec), interval=0.2
+        )
 
     def _wait_default_service_account(self, pid: int, spec: ProcessSpec) -> None:
         """The controller manager works once it has given `default` its ServiceAccount."""
-        def probe() -> bool:
-            return self.kubectl("get", "serviceaccount", "default", "-n", "default", "-o", "name",
-                                check=False).returncode == 0
-        self._poll("the default ServiceAccount (kube-controller-manager)", probe, timeout=START_TIMEOUT,
-                   watch=(pid, spec), interval=0.3)
 
-    def _wait_nodes_ready(self, prefix: str, names: Iterable[str], timeout: float,
-                          watch: tuple[int, ProcessSpec] | None = None) -> None:
+        def probe() -> bool:
+            return (
+                self.kubectl(
+                    "get", "serviceaccount", "default", "-n", "default", "-o", "name", check=False
+                ).returncode
+                == 0
+            )
+
+        self._poll(
+            "the default ServiceAccount (kube-controller-manager)",
+            probe,
+            timeout=START_TIMEOUT,
+            watch=(pid, spec),
+            interval=0.3,
+        )
+
+    def _wait_nodes_ready(
+        self, prefix: str, names: Iterable[str], timeout: float, watch: tuple[int, ProcessSpec] | None = None
+    ) -> None:
         wanted = set(names)
 
         def probe() -> bool:
-            result = self.kubectl("get", "nodes", "-l", f"{SIMULATED_NODE_LABEL}={prefix}", "-o", "json", check=False)
+            result = self.kubectl(
+                "get", "nodes", "-l", f"{SIMULATED_NODE_LABEL}={prefix}", "-o", "json", check=False
+            )
             if result.returncode != 0:
                 return False
             ready = {
                 item["metadata"]["name"]
                 for item in json.loads(result.stdout)["items"]
-                if any(c.get("type") == "Ready" and c.get("status") == "True"
-                       for c in item.get("status", {}).get("conditions", []))
+                if any(
+                    c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in item.get("status", {}).get("conditions", [])
+                )
             }
             return wanted <= ready
-        self._poll(f"nodes {sorted(wanted)} to be Ready (kwok)", probe, timeout=timeout, watch=watch, interval=0.3)
+
+        self._poll(
+            f"nodes {sorted(wanted)} to be Ready (kwok)", probe, timeout=timeout, watch=watch, interval=0.3
+        )
 
     # ------------------------------------------------------------------ process records
 
@@ -391,8 +488,13 @@ class LocalCluster:
         except (OSError, ValueError):
             return {}
         return {
-            name: ProcessSpec(name=name, argv=tuple(argv), marker=str(self.layout.root),
-                              log_path=self.layout.log_file(name), pid_path=self.layout.pid_file(name))
+            name: ProcessSpec(
+                name=name,
+                argv=tuple(argv),
+                marker=str(self.layout.root),
+                log_path=self.layout.log_file(name),
+                pid_path=self.layout.pid_file(name),
+            )
             for name, argv in record.items()
         }
 
@@ -407,7 +509,9 @@ class LocalCluster:
     def _require_ports(self) -> Ports:
         ports = self.layout.load_ports()
         if ports is None:
-            raise LocalClusterError(f"cluster {self.name!r} has never been brought up (no {self.layout.ports_file})")
+            raise LocalClusterError(
+                f"cluster {self.name!r} has never been brought up (no {self.layout.ports_file})"
+            )
         return ports
 
     def _kubectl_binary(self) -> Path:

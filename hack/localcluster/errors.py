@@ -34,5 +34,5 @@ class KubectlError(LocalClusterError, subprocess.CalledProcessError):
         for flag in ("--kubeconfig", "--cache-dir"):  # drop the local paths, keep what was asked
             if flag in args:
                 at = args.index(flag)
-                del args[at:at + 2]
+                del args[at : at + 2]
         return f"kubectl {' '.join(args)} failed (exit {self.returncode}): {detail}"

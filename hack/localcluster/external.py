@@ -25,10 +25,13 @@ class ExistingCluster:
         self.name = name
         self.kubeconfig = str(path)
 
-    def kubectl(self, *args: str, check: bool = True, input: str | None = None,
-                timeout: float | None = 120) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None, timeout: float | None = 120
+    ) -> subprocess.CompletedProcess[str]:
         cmd = [self._kubectl_binary(), "--kubeconfig", self.kubeconfig, *args]
-        result = subprocess.run(cmd, capture_output=True, text=True, input=input, timeout=timeout, check=False)
+        result = subprocess.run(
+            cmd, capture_output=True, text=True, input=input, timeout=timeout, check=False
+        )
         if check and result.returncode != 0:
             raise KubectlError(result.returncode, cmd, result.stdout, result.stderr)
         return result

@@ -31,7 +31,9 @@ def get_status(url: str, context: ssl.SSLContext, timeout: float = 2.0) -> tuple
         return 0, str(err)
 
 
-def post_json(url: str, payload: dict[str, Any], context: ssl.SSLContext, timeout: float = 10.0) -> dict[str, Any]:
+def post_json(
+    url: str, payload: dict[str, Any], context: ssl.SSLContext, timeout: float = 10.0
+) -> dict[str, Any]:
     """POST a JSON body and return the decoded JSON answer (raises on HTTP errors)."""
     request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"

@@ -67,7 +67,10 @@ def test_simulated_nodes_renew_their_leases(kube: k8s.ApiClient) -> None:
         message=f"Lease of node {node}",
     )
     wait_for(
-        lambda: coordination.read_namespaced_lease(node, "kube-node-lease").spec.renew_time > first.spec.renew_time,
+        lambda: (
+            coordination.read_namespaced_lease(node, "kube-node-lease").spec.renew_time
+            > first.spec.renew_time
+        ),
         timeout=45,
         message=f"Lease of node {node} renewed",
     )

@@ -11,8 +11,9 @@ from hack.localcluster.binaries import CLUSTER_BINARIES, BinarySet
 from hack.localcluster.layout import ClusterLayout, Ports
 from hack.localcluster.processes import ProcessSpec
 
-PORTS = Ports(etcd_client=20001, etcd_peer=20002, apiserver=20003, controller_manager=20004,
-              scheduler=20005, kwok=20006)
+PORTS = Ports(
+    etcd_client=20001, etcd_peer=20002, apiserver=20003, controller_manager=20004, scheduler=20005, kwok=20006
+)
 
 
 @pytest.fixture

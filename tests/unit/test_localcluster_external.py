@@ -17,7 +17,9 @@ def existing(tmp_path: Path) -> ExistingCluster:
 
 
 def test_a_missing_kubeconfig_is_reported_with_the_variable_to_check(tmp_path: Path) -> None:
-    with pytest.raises(PrerequisiteError, match=r"kubeconfig .*/nope does not exist \(check PYKUEUE_KUBECONFIG\)"):
+    with pytest.raises(
+        PrerequisiteError, match=r"kubeconfig .*/nope does not exist \(check PYKUEUE_KUBECONFIG\)"
+    ):
         ExistingCluster(tmp_path / "nope")
 
 

@@ -55,8 +55,15 @@ def test_rewriting_replaces_the_previous_file(tmp_path: Path, paths: pki.PkiPath
     target = tmp_path / "kubeconfig"
     first = _admin_config(paths)
     write_kubeconfig(target, first)
-    second = dict(first, clusters=[{"name": "pykueue-test", "cluster": {**first["clusters"][0]["cluster"],
-                                                                        "server": "https://127.0.0.1:7000"}}])
+    second = dict(
+        first,
+        clusters=[
+            {
+                "name": "pykueue-test",
+                "cluster": {**first["clusters"][0]["cluster"], "server": "https://127.0.0.1:7000"},
+            }
+        ],
+    )
     write_kubeconfig(target, second)
     assert yaml.safe_load(target.read_text())["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:7000"
     assert not list(tmp_path.glob("*.tmp"))

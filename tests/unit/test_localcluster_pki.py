@@ -82,7 +82,12 @@ def test_service_account_public_key_belongs_to_the_signing_key(paths: pki.PkiPat
 
 
 def test_private_keys_are_readable_by_owner_only(paths: pki.PkiPaths) -> None:
-    for key_path in [paths.ca_key, paths.apiserver_key, paths.service_account_key, paths.client_key(pki.ADMIN)]:
+    for key_path in [
+        paths.ca_key,
+        paths.apiserver_key,
+        paths.service_account_key,
+        paths.client_key(pki.ADMIN),
+    ]:
         assert stat.S_IMODE(key_path.stat().st_mode) == 0o600, key_path.name
 
 

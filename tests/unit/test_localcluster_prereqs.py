@@ -17,6 +17,7 @@ from hack.localcluster.errors import KubectlError, PrerequisiteError
 def _go_reporting(version: str):
     def run(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(args=["go"], returncode=0, stdout=f"{version}\n", stderr="")
+
     return run
 
 
@@ -52,7 +53,9 @@ def test_unreachable_module_proxy_names_the_proxy_and_the_fix() -> None:
 
 def test_module_proxy_probe_asks_for_the_pinned_kubernetes_module() -> None:
     asked: list[str] = []
-    binaries.check_module_proxy("v1.36.3", proxy="https://proxy.example", opener=lambda url, timeout: asked.append(url))
+    binaries.check_module_proxy(
+        "v1.36.3", proxy="https://proxy.example", opener=lambda url, timeout: asked.append(url)
+    )
     assert asked == ["https://proxy.example/k8s.io/kubernetes/@v/v1.36.3.info"]
 
 
@@ -115,7 +118,9 @@ def test_cli_with_a_taken_pinned_port_prints_one_line_and_starts_nothing(
         code, err = _run_cli(["up", "--name", "prereq-test"], capsys)
     assert code == 1
     assert len(err.strip().splitlines()) == 1
-    assert err.startswith(f"localcluster: port {port} on 127.0.0.1 ($PYKUEUE_APISERVER_PORT) is already in use")
+    assert err.startswith(
+        f"localcluster: port {port} on 127.0.0.1 ($PYKUEUE_APISERVER_PORT) is already in use"
+    )
     assert not (tmp_path / "clusters" / "prereq-test" / "pids").exists()
 
 
@@ -129,6 +134,10 @@ def test_cli_rejects_a_bad_cluster_name_in_one_line(capsys: pytest.CaptureFixtur
 
 
 def test_kubectl_errors_show_the_request_and_kubectls_message_without_local_paths() -> None:
-    err = KubectlError(1, ["kubectl", "--kubeconfig", "/s/kubeconfig", "--cache-dir", "/s/cache", "get", "cq"],
-                       "", 'error: the server doesn\'t have a resource type "cq"\n')
+    err = KubectlError(
+        1,
+        ["kubectl", "--kubeconfig", "/s/kubeconfig", "--cache-dir", "/s/cache", "get", "cq"],
+        "",
+        'error: the server doesn\'t have a resource type "cq"\n',
+    )
     assert str(err) == 'kubectl get cq failed (exit 1): error: the server doesn\'t have a resource type "cq"'

@@ -45,11 +45,14 @@ def test_pods_succeed_after_the_annotated_run_time_defaulting_to_two_seconds(
 
 def test_pods_annotated_minus_one_never_reach_the_succeeded_stage(stages: dict[str, dict[str, Any]]) -> None:
     exclusions = [
-        e for e in _expressions(stages["pykueue-pod-succeeded"])
-        if SIM_RUN_SECONDS_ANNOTATION in e["key"]
+        e for e in _expressions(stages["pykueue-pod-succeeded"]) if SIM_RUN_SECONDS_ANNOTATION in e["key"]
     ]
     assert exclusions == [
-        {"key": f'.metadata.annotations["{SIM_RUN_SECONDS_ANNOTATION}"]', "operator": "NotIn", "values": ["-1"]}
+        {
+            "key": f'.metadata.annotations["{SIM_RUN_SECONDS_ANNOTATION}"]',
+            "operator": "NotIn",
+            "values": ["-1"],
+        }
     ]
 
 

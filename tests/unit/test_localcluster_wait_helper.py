@@ -36,4 +36,3 @@ def test_timeout_reports_the_last_exception() -> None:
 
     with pytest.raises(AssertionError, match=r"pod exists .*KeyError\('pod-1'\)"):
         wait_for(missing, timeout=0.05, interval=0.01, message="pod exists")
-
