@@ -65,7 +65,11 @@ KINDS = (
 # Safety net only: the loop sleeps until the next event or the engine's next timer.
 IDLE_TICK_SECONDS = 5.0
 METRICS_INTERVAL_SECONDS = 1.0
-WRITE_THREADS = 4
+# Admission writes in flight at once. Each is one API round trip and a cycle waits for all of
+# its writes, so this bounds admissions per second at about WRITE_THREADS / latency; 4 capped
+# the scheduler baseline at the apiserver's latency, not at the client's QPS (Kueue issues each
+# admission write from its own goroutine). docs/performance.md has the measurements.
+WRITE_THREADS = 16
 
 
 def _split(key: str) -> tuple[str, str]:
