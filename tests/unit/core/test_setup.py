@@ -1,0 +1,59 @@
+"""waitForPodsReady from the controller Configuration into the workload controller's policy."""
+
+from __future__ import annotations
+
+from controller.core.setup import pods_ready_policy
+from pykueue.api.config import parse_config
+
+
+def _config(wait_for_pods_ready: dict | None) -> object:
+    raw: dict = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration"}
+    if wait_for_pods_ready is not None:
+        raw["waitForPodsReady"] = wait_for_pods_ready
+    return parse_config(raw)
+
+
+def test_disabled_by_default_as_in_v1beta1() -> None:
+    assert pods_ready_policy(_config(None)) is None
+    assert pods_ready_policy(_config({"enable": False, "timeout": "1m"})) is None
+    assert pods_ready_policy(None) is None
+
+
+def test_enabled_policy_carries_timeouts_and_requeuing_strategy() -> None:
+    policy = pods_ready_policy(
+        _config(
+            {
+                "enable": True,
+                "timeout": "90s",
+                "recoveryTimeout": "30s",
+                "requeuingStrategy": {
+                    "backoffBaseSeconds": 5,
+                    "backoffMaxSeconds": 100,
+                    "backoffLimitCount": 3,
+                },
+            }
+        )
+    )
+    assert policy is not None
+    assert (policy.timeout_seconds, policy.recovery_timeout_seconds) == (90.0, 30.0)
+    assert (policy.backoff_base_seconds, policy.backoff_max_seconds, policy.backoff_limit_count) == (
+        5.0,
+        100.0,
+        3,
+    )
+
+
+def test_enabled_defaults_are_kueues() -> None:
+    policy = pods_ready_policy(_config({"enable": True}))
+    assert policy is not None
+    assert policy.timeout_seconds == 300.0
+    assert (policy.backoff_base_seconds, policy.backoff_max_seconds, policy.backoff_limit_count) == (
+        60.0,
+        3600.0,
+        None,
+    )
+
+
+def test_plain_dict_configuration_is_understood() -> None:
+    policy = pods_ready_policy({"waitForPodsReady": {"enable": True, "timeout": "2m"}})
+    assert policy is not None and policy.timeout_seconds == 120.0
