@@ -44,6 +44,7 @@ from .cycle_patches import (
 )
 from .events import EventSink
 from .indexes import cached_keys
+from .pending_writer import PendingReasonWriter
 from .plan import EVENT_NORMAL, EventSpec
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ class SchedulerLoop:
         self._applied_rv: dict[tuple[str, str], str] = {}
         self.cycles = 0
         self._metrics_at = 0.0
+        self.pending_reasons = PendingReasonWriter(self._write_pending_reason)
 
     # --- informer side (any thread) --------------------------------------------------------------
 
@@ -128,6 +130,7 @@ class SchedulerLoop:
     def run(self, stop: threading.Event) -> None:
         """Lead: build a fresh engine from the caches and schedule until ``stop`` is set."""
         engine = self.start_engine()
+        self.pending_reasons.start()
         with ThreadPoolExecutor(
             max_workers=self._write_threads, thread_name_prefix="admission-write"
         ) as pool:
@@ -140,6 +143,7 @@ class SchedulerLoop:
                     result = None
                 if result is None or (not result.admitted_anything and self._changes.empty()):
                     self._wait(engine)
+        self.pending_reasons.stop()
         self._accepting = False
         self.engine = None
         log.info("scheduler stopped")
@@ -274,14 +278,8 @@ class SchedulerLoop:
             if not self._preempt(preemption, now):
                 engine.preemption_failed(preemption.victim)
         futures = {r.workload: pool.submit(self._reserve, r, now) for r in result.reservations}
-        pending = [
-            pool.submit(
-                self._write,
-                p.workload,
-                lambda wl, p=p: pending_patch(wl, reason=p.reason, message=p.message, now=now),
-            )
-            for p in result.pending
-        ]
+        for reason in result.pending:
+            self.pending_reasons.submit(reason.workload, reason.reason, reason.message)
         for key, future in futures.items():
             ok = False
             try:
@@ -292,11 +290,10 @@ class SchedulerLoop:
                 engine.confirm(key)
             else:
                 engine.rollback(key)
-        for future in pending:
-            try:
-                future.result()
-            except Exception:
-                log.exception("pending reason write failed")
+
+    def _write_pending_reason(self, key: str, reason: str, message: str) -> None:
+        now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
+        self._write(key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now))
 
     def _current(self, key: str, fresh: bool) -> dict[str, Any] | None:
         if not fresh:

@@ -40,10 +40,17 @@ class Harness:
 
     def start(self) -> None:
         self.engine = self.loop.start_engine()
+        self.loop.pending_reasons.start()
 
     def step(self):
         assert self.engine is not None
-        return self.loop.step(self.engine, self.pool)
+        result = self.loop.step(self.engine, self.pool)
+        assert self.loop.pending_reasons.flush(5), "pending reasons written"
+        return result
+
+    def close(self) -> None:
+        self.loop.pending_reasons.stop()
+        self.pool.shutdown()
 
     def workload(self, name: str) -> dict:
         return self.api.objects[("workloads", f"ns/{name}")]
@@ -60,7 +67,7 @@ class Harness:
 def harness() -> Iterator[Harness]:
     h = Harness()
     yield h
-    h.pool.shutdown()
+    h.close()
 
 
 def _cond(obj: dict, type_: str) -> dict:
@@ -143,4 +150,4 @@ def test_preemption_writes_eviction_on_the_victim() -> None:
         # The victim still holds its quota until its reservation is cleared.
         assert h.reserved() == {"low"}
     finally:
-        h.pool.shutdown()
+        h.close()

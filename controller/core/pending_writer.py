@@ -1,0 +1,88 @@
+"""Background writer for pending reasons (``QuotaReserved=False``), off the admission path.
+
+A scheduling cycle over a deep backlog can produce thousands of new pending reasons at once
+(every workload's first "why am I waiting"). Writing them inline would make the loop wait on
+thousands of API calls, at the client's QPS, before it could admit anything else. Here they go
+to a coalescing queue instead: one entry per workload, a newer reason replacing one not yet
+written, drained by a few threads. Reservations and preemptions stay on the loop's own path.
+
+A write that no longer applies (the workload was admitted meanwhile) is skipped by the patch
+builder, which re-checks the object (and re-reads it on a 409).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+Write = Callable[[str, str, str], None]
+
+
+class PendingReasonWriter:
+    def __init__(self, write: Write, *, threads: int = 2) -> None:
+        self._write = write
+        self._threads_wanted = max(1, threads)
+        self._latest: dict[str, tuple[str, str]] = {}
+        self._order: deque[str] = deque()
+        self._in_flight = 0
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        with self._cond:
+            self._stopped = False
+        self._threads = [
+            threading.Thread(target=self._run, name=f"pending-reasons-{i}", daemon=True)
+            for i in range(self._threads_wanted)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, key: str, reason: str, message: str) -> None:
+        with self._cond:
+            if key not in self._latest:
+                self._order.append(key)
+            self._latest[key] = (reason, message)
+            self._cond.notify()
+
+    def backlog(self) -> int:
+        with self._cond:
+            return len(self._latest) + self._in_flight
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything submitted so far was written (True) or ``timeout`` passed."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._latest and not self._in_flight, timeout)
+
+    def stop(self) -> None:
+        """Stop the threads; reasons not yet written are dropped (the next leader recomputes)."""
+        with self._cond:
+            self._stopped = True
+            self._latest.clear()
+            self._order.clear()
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopped or bool(self._order))
+                if self._stopped:
+                    return
+                key = self._order.popleft()
+                reason, message = self._latest.pop(key)
+                self._in_flight += 1
+            try:
+                self._write(key, reason, message)
+            except Exception:
+                log.exception("writing a pending reason failed", extra={"workload": key, "reason": reason})
+            finally:
+                with self._cond:
+                    self._in_flight -= 1
+                    self._cond.notify_all()

@@ -1,0 +1,54 @@
+"""Pending reasons are written off the admission path, coalesced per workload."""
+
+from __future__ import annotations
+
+import threading
+
+from controller.core.pending_writer import PendingReasonWriter
+
+
+def test_newer_reason_replaces_one_not_yet_written() -> None:
+    gate = threading.Event()
+    written: list[tuple[str, str, str]] = []
+
+    def write(key: str, reason: str, message: str) -> None:
+        gate.wait(5)
+        written.append((key, reason, message))
+
+    writer = PendingReasonWriter(write, threads=1)
+    writer.start()
+    try:
+        writer.submit("ns/a", "Pending", "first")  # taken by the thread, blocked on the gate
+        assert not writer.flush(0.1)
+        writer.submit("ns/b", "WaitingForQuota", "old")
+        writer.submit("ns/b", "NoMatchingFlavor", "new")
+        writer.submit("ns/c", "WaitingForQuota", "c")
+        gate.set()
+        assert writer.flush(5)
+    finally:
+        writer.stop()
+    assert written == [
+        ("ns/a", "Pending", "first"),
+        ("ns/b", "NoMatchingFlavor", "new"),
+        ("ns/c", "WaitingForQuota", "c"),
+    ]
+
+
+def test_a_failing_write_does_not_stop_the_writer() -> None:
+    written: list[str] = []
+
+    def write(key: str, reason: str, message: str) -> None:
+        if key == "ns/bad":
+            raise RuntimeError("boom")
+        written.append(key)
+
+    writer = PendingReasonWriter(write, threads=2)
+    writer.start()
+    try:
+        writer.submit("ns/bad", "Pending", "")
+        writer.submit("ns/good", "Pending", "")
+        assert writer.flush(5)
+    finally:
+        writer.stop()
+    assert written == ["ns/good"]
+    assert writer.backlog() == 0
