@@ -11,6 +11,7 @@ import logging
 import threading
 from typing import Any
 
+from pykueue.api.dsl import duration_seconds
 from pykueue.kube import resources as R
 
 from .decisions import PodsReadyPolicy
@@ -41,14 +42,10 @@ def _seconds(value: Any, field: str) -> float | None:
         return float(value)
     if hasattr(value, "total_seconds"):
         return float(value.total_seconds())
-    from controller.main import parse_duration
-
     try:
-        return parse_duration(value, field)
+        return duration_seconds(str(value))
     except ValueError:
-        if value in ("0", "0s"):
-            return 0.0
-        raise
+        raise ValueError(f'{field}: invalid duration {value!r} (use e.g. "30s")') from None
 
 
 def pods_ready_policy(config: Any) -> PodsReadyPolicy | None:
