@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -81,7 +81,9 @@ class HolderWatcher(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stopping.is_set():
-                listing = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, "workloads")
+                listing = self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, "workloads"
+                )
                 self.objects = {wl["metadata"]["name"]: wl for wl in listing["items"]}
                 self._check()
                 version = listing["metadata"]["resourceVersion"]
@@ -155,7 +157,7 @@ class World:
         quotas: dict[str, dict[str, str]],
         *,
         target: str | None = None,
-        explicit: list[tuple[str, list[str], dict[str, int]]] = (),  # type: ignore[assignment]
+        explicit: Sequence[tuple[str, list[str], dict[str, int]]] = (),
         checks: dict[str, str] | None = None,
         local_queue: str = "lq",
         preemption: str | None = None,
@@ -207,7 +209,9 @@ class World:
         def find() -> dict[str, Any] | None:
             for wl in self.kueue.workloads(self.namespace):
                 owners = wl["metadata"].get("ownerReferences") or []
-                if any(r.get("uid") == uid for r in owners) and wl["metadata"].get("labels", {}).get(PARENT_LABEL):
+                if any(r.get("uid") == uid for r in owners) and wl["metadata"].get("labels", {}).get(
+                    PARENT_LABEL
+                ):
                     return wl
             return None
 
@@ -234,8 +238,14 @@ class World:
 
     def running_on(self, job: str) -> str | None:
         """The story flavor all of the Job's live pods run on (None while none runs / mixed)."""
-        pods = self.core.list_namespaced_pod(self.namespace, label_selector=f"batch.kubernetes.io/job-name={job}").items
-        live = [p for p in pods if p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp]
+        pods = self.core.list_namespaced_pod(
+            self.namespace, label_selector=f"batch.kubernetes.io/job-name={job}"
+        ).items
+        live = [
+            p
+            for p in pods
+            if p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp
+        ]
         if not live or any(p.status.phase != "Running" for p in live):
             return None
         values = {(p.spec.node_selector or {}).get(FLAVOR_LABEL) for p in live}
@@ -246,18 +256,28 @@ class World:
         return next((k for k, v in self.flavor.items() if v == actual), None)
 
     def wait_running_on(self, job: str, flavor: str) -> None:
-        wait_for(lambda: self.running_on(job) == flavor, timeout=CONVERGE,
-                 message=f"job {job} runs on {flavor} nodes (now {self.running_on(job)})")
+        wait_for(
+            lambda: self.running_on(job) == flavor,
+            timeout=CONVERGE,
+            message=f"job {job} runs on {flavor} nodes (now {self.running_on(job)})",
+        )
 
     def option_statuses(self, parent: dict[str, Any]) -> dict[str, str]:
         by_actual = {v: k for k, v in self.flavor.items()}
         entries = (self.refresh(parent).get("status") or {}).get("options") or []
-        return {by_actual.get(s, s): e["status"] for e in entries for s in [e["name"].rsplit("-option-", 1)[1]]}
+        return {
+            by_actual.get(s, s): e["status"] for e in entries for s in [e["name"].rsplit("-option-", 1)[1]]
+        }
 
     def wait_option_statuses(self, parent: dict[str, Any], expected: dict[str, str]) -> None:
-        wait_for(lambda: self.option_statuses(parent) == expected, timeout=CONVERGE,
-                 message=f"status.options reads {expected} (now {self.option_statuses(parent)})")
-        wait_for(lambda: self.truthful(parent), timeout=CONVERGE, message="status.options agrees with the options")
+        wait_for(
+            lambda: self.option_statuses(parent) == expected,
+            timeout=CONVERGE,
+            message=f"status.options reads {expected} (now {self.option_statuses(parent)})",
+        )
+        wait_for(
+            lambda: self.truthful(parent), timeout=CONVERGE, message="status.options agrees with the options"
+        )
 
     def truthful(self, parent: dict[str, Any]) -> bool:
         """Every option that exists is listed with the state its own conditions show; every listed
@@ -294,7 +314,9 @@ def stays(predicate: Callable[[], bool], seconds: float, message: str) -> None:
 
 
 @pytest.fixture
-def world(cluster: Any, kube: k8s.ApiClient, kueue: KueueApi, namespace: str, webhook: Any) -> Iterator[World]:
+def world(
+    cluster: Any, kube: k8s.ApiClient, kueue: KueueApi, namespace: str, webhook: Any
+) -> Iterator[World]:
     watcher = HolderWatcher(kube, namespace)
     watcher.start()
     env = World(cluster, kube, kueue, namespace)
@@ -342,7 +364,9 @@ def test_story1_remove_lower_migrates_spot_to_on_demand_to_reservation(world: Wo
 def test_story2_remove_below_target_migrates_only_to_the_reservation(world: World) -> None:
     world.flavors("reservation", "on-demand", "spot")
     world.cluster_queue(
-        "RemoveBelowTarget", _cpu(("reservation", "0"), ("on-demand", "0"), ("spot", "4")), target="reservation"
+        "RemoveBelowTarget",
+        _cpu(("reservation", "0"), ("on-demand", "0"), ("spot", "4")),
+        target="reservation",
     )
     world.job("train")
     parent = world.parent_of_job("train")
@@ -351,8 +375,11 @@ def test_story2_remove_below_target_migrates_only_to_the_reservation(world: Worl
     world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Removed", "spot": "Admitted"})
 
     world.set_quota("on-demand", "cpu", "4")
-    stays(lambda: world.holder(parent) == "spot" and world.running_on("train") == "spot", 6,
-          "On-Demand freeing up must not move the job")
+    stays(
+        lambda: world.holder(parent) == "spot" and world.running_on("train") == "spot",
+        6,
+        "On-Demand freeing up must not move the job",
+    )
 
     world.set_quota("reservation", "cpu", "4")
     world.wait_running_on("train", "reservation")
@@ -376,8 +403,11 @@ def test_story3_no_migration_among_homogeneous_flavors_but_to_the_reservation(wo
         parent, {"reservation": "Pending", "2a": "Removed", "2b": "Admitted", "2c": "Removed"}
     )
     world.set_quota("2a", "cpu", "4")
-    stays(lambda: world.holder(parent) == "2b" and world.running_on("train") == "2b", 6,
-          "2a freeing up must not move the job off 2b")
+    stays(
+        lambda: world.holder(parent) == "2b" and world.running_on("train") == "2b",
+        6,
+        "2a freeing up must not move the job off 2b",
+    )
     world.set_quota("reservation", "cpu", "4")
     world.wait_running_on("train", "reservation")
     world.wait_option_statuses(
@@ -395,10 +425,15 @@ def test_story4_remove_other_first_admitted_option_wins_and_the_others_disappear
     parent = world.parent_of_job("train")
     world.wait_running_on("train", "1b")
     world.wait_option_statuses(parent, {"1a": "Removed", "1b": "Admitted", "1c": "Removed"})
-    wait_for(lambda: set(world.options(parent)) == {"1b"}, timeout=CONVERGE, message="only the winner is left")
+    wait_for(
+        lambda: set(world.options(parent)) == {"1b"}, timeout=CONVERGE, message="only the winner is left"
+    )
     world.set_quota("1a", "cpu", "4")
-    stays(lambda: set(world.options(parent)) == {"1b"} and world.running_on("train") == "1b", 5,
-          "RemoveOther never re-creates options or migrates while the winner runs")
+    stays(
+        lambda: set(world.options(parent)) == {"1b"} and world.running_on("train") == "1b",
+        5,
+        "RemoveOther never re-creates options or migrates while the winner runs",
+    )
     assert "RemovedOption" in world.events("Workload", parent["metadata"]["name"])
 
 
@@ -411,12 +446,20 @@ def test_story5_create_delay_adds_the_on_demand_option_only_after_the_delay(worl
     world.cluster_queue(
         "RemoveLower",
         _cpu(("reservation", "0"), ("on-demand", "4")),
-        explicit=[("reservation", ["reservation"], {}), ("on-demand", ["on-demand"], {"create_delay": delay})],
+        explicit=[
+            ("reservation", ["reservation"], {}),
+            ("on-demand", ["on-demand"], {"create_delay": delay}),
+        ],
     )
     world.job("train")
     parent = world.parent_of_job("train")
-    wait_for(lambda: "reservation" in world.options(parent), timeout=CONVERGE, message="the reservation option exists")
+    wait_for(
+        lambda: "reservation" in world.options(parent),
+        timeout=CONVERGE,
+        message="the reservation option exists",
+    )
     assert "on-demand" not in world.options(parent), "the delayed option exists too early"
+
     def delayed_entry() -> dict[str, Any] | None:
         entries = (world.refresh(parent).get("status") or {}).get("options") or []
         return next((e for e in entries if e["name"].endswith("-option-on-demand")), None)
@@ -426,8 +469,11 @@ def test_story5_create_delay_adds_the_on_demand_option_only_after_the_delay(worl
     assert "on-demand" not in world.options(parent), "the delayed option exists too early"
     assert world.running_on("train") is None
 
-    on_demand = wait_for(lambda: world.options(parent).get("on-demand"), timeout=CONVERGE,
-                         message="the on-demand option appears after the delay")
+    on_demand = wait_for(
+        lambda: world.options(parent).get("on-demand"),
+        timeout=CONVERGE,
+        message="the on-demand option appears after the delay",
+    )
     created = datetime.fromisoformat(on_demand["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
     parent_created = datetime.fromisoformat(parent["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
     assert (created - parent_created).total_seconds() >= delay - 1  # timestamps have 1 s precision
@@ -462,14 +508,19 @@ def test_story6_migration_happens_inside_the_delete_delay_window_and_not_after(w
     message = next(e["message"] for e in world.refresh(late)["status"]["options"] if e["status"] == "Removed")
     assert "deleteDelaySeconds" in message
     world.set_quota("reservation", "cpu", "4", local_queue="after")
-    stays(lambda: world.holder(late) == "on-demand" and world.running_on("late") == "on-demand", 6,
-          "no migration once the window closed")
+    stays(
+        lambda: world.holder(late) == "on-demand" and world.running_on("late") == "on-demand",
+        6,
+        "no migration once the window closed",
+    )
 
 
 # --- Story 7: two podSets with explicit options -------------------------------------------------------
 
 
-def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(world: World, kueue: KueueApi, namespace: str) -> None:
+def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(
+    world: World, kueue: KueueApi, namespace: str
+) -> None:
     world.flavors("reservation", "on-demand", "default-cpu")
     gpu = "example.com/gpu"
     world.cluster_queue(
@@ -478,12 +529,17 @@ def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(world: World, kueu
         explicit=[("res", ["reservation", "default-cpu"], {}), ("od", ["on-demand", "default-cpu"], {})],
     )
     # A batch Job has one podSet, so this story uses a Workload of its own (no job to drive).
-    wl = WorkloadBuilder("trainer", namespace).queue("lq").podset("gpu", count=1, **{gpu: "1"}).podset(
-        "cpu", count=1, cpu="2"
-    ).obj()
+    wl = (
+        WorkloadBuilder("trainer", namespace)
+        .queue("lq")
+        .podset("gpu", count=1, **{gpu: "1"})
+        .podset("cpu", count=1, cpu="2")
+        .obj()
+    )
     for key in ("uid", "creationTimestamp", "generation"):
         del wl["metadata"][key]
     kueue.create(wl)
+
     def converted() -> dict[str, Any] | None:
         current = world.refresh(wl)
         return current if current["metadata"].get("labels", {}).get(PARENT_LABEL) else None
@@ -497,7 +553,11 @@ def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(world: World, kueu
         return {a["name"]: a["flavors"] for a in current["status"]["admission"]["podSetAssignments"]}
 
     expected_od = {"gpu": {gpu: world.flavor["on-demand"]}, "cpu": {"cpu": world.flavor["default-cpu"]}}
-    wait_for(lambda: assignment("od") == expected_od, timeout=CONVERGE, message="od admitted on On-Demand + Default-CPU")
+    wait_for(
+        lambda: assignment("od") == expected_od,
+        timeout=CONVERGE,
+        message="od admitted on On-Demand + Default-CPU",
+    )
     world.wait_option_statuses(parent, {"res": "Pending", "od": "Admitted"})
 
     # Default-CPU is full (the od option uses all of it): the migration still fits because the
@@ -511,7 +571,9 @@ def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(world: World, kueu
 # --- Story 8 (goal G2): racing admission checks ------------------------------------------------------
 
 
-def test_story8_racing_admission_checks_first_ready_wins(world: World, kueue: KueueApi, namespace: str) -> None:
+def test_story8_racing_admission_checks_first_ready_wins(
+    world: World, kueue: KueueApi, namespace: str
+) -> None:
     world.flavors("a", "b")
     checks = {unique("check-a"): "a", unique("check-b"): "b"}
     for check in checks:
@@ -525,20 +587,29 @@ def test_story8_racing_admission_checks_first_ready_wins(world: World, kueue: Ku
     def pending_checks() -> dict[str, list[str]] | None:
         options = world.options(parent)
         states = {
-            k: [s["state"] for s in (wl.get("status") or {}).get("admissionChecks") or []] for k, wl in options.items()
+            k: [s["state"] for s in (wl.get("status") or {}).get("admissionChecks") or []]
+            for k, wl in options.items()
         }
         return states if states == {"a": ["Pending"], "b": ["Pending"]} else None
 
     wait_for(pending_checks, timeout=CONVERGE, message="both options run their own check")
-    stays(lambda: world.holder(parent) is None and world.running_on("train") is None, 3,
-          "no option reserves quota before its check is Ready")
+    stays(
+        lambda: world.holder(parent) is None and world.running_on("train") is None,
+        3,
+        "no option reserves quota before its check is Ready",
+    )
 
     option_b = world.options(parent)["b"]["metadata"]["name"]
-    wait_for(lambda: kueue.set_check_state(namespace, option_b, check_of["b"], "Ready") or True,
-             timeout=CONVERGE, message="the test marks check b Ready")
+    wait_for(
+        lambda: kueue.set_check_state(namespace, option_b, check_of["b"], "Ready") or True,
+        timeout=CONVERGE,
+        message="the test marks check b Ready",
+    )
     world.wait_running_on("train", "b")
     world.wait_option_statuses(parent, {"a": "Removed", "b": "Admitted"})
-    wait_for(lambda: set(world.options(parent)) == {"b"}, timeout=CONVERGE, message="the losing option is removed")
+    wait_for(
+        lambda: set(world.options(parent)) == {"b"}, timeout=CONVERGE, message="the losing option is removed"
+    )
 
 
 # --- beyond the stories: queue changes and preemption of the holder ----------------------------------

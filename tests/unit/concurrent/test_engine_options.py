@@ -193,7 +193,8 @@ def test_options_reserve_only_after_their_flavors_checks_are_ready() -> None:
     (reservation,) = world.cycle().reservations
     assert reservation.workload == "ns/job-a-12345-option-spot"
     assert reservation.admission_checks == ("check-spot",)
-    assert world.engine.workloads[reservation.workload].admission.admitted  # type: ignore[union-attr]
+    admission = world.engine.workloads[reservation.workload].admission
+    assert admission is not None and admission.admitted
 
 
 def test_only_one_option_of_a_parent_preempts_at_a_time() -> None:

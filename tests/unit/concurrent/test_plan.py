@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from controller.concurrent.plan import plan_parent
+from controller.concurrent.plan import ParentPlan, plan_parent
 from tests.builders import SeedClusterQueueBuilder, condition
 from tests.unit.concurrent.helpers import (
     config_of,
@@ -18,11 +18,11 @@ from tests.unit.concurrent.helpers import (
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _statuses(plan) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _statuses(plan: ParentPlan) -> dict[str, str]:
     return {entry["name"].rsplit("-option-", 1)[1]: entry["status"] for entry in plan.options_status}
 
 
-def _deleted(plan) -> list[str]:  # type: ignore[no-untyped-def]
+def _deleted(plan: ParentPlan) -> list[str]:
     return sorted(r.option["metadata"]["name"].rsplit("-option-", 1)[1] for r in plan.delete)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from controller.core.events import RecordingEvents
 from controller.core.scheduler import KINDS, SchedulerLoop
+from controller.engine.results import CycleResult
 from pykueue.kube.errors import ServerError
 from tests.builders import LocalQueueBuilder, ResourceFlavorBuilder, SeedClusterQueueBuilder
 from tests.unit.concurrent.helpers import config_of, option, parent
@@ -48,7 +49,7 @@ class Harness:
         self.pool = ThreadPoolExecutor(max_workers=2)
         self.engine = self.loop.start_engine()
 
-    def step(self):  # type: ignore[no-untyped-def]
+    def step(self) -> CycleResult | None:
         self.now += 2.0  # past the engine's requeue batching period
         return self.loop.step(self.engine, self.pool)
 
@@ -90,6 +91,7 @@ def test_a_failed_eviction_write_means_no_reservation_and_the_sibling_keeps_its_
     harness.free_reservation()
     harness.api.failures = [ServerError(500, "InternalError", "etcd is sad")]
     result = harness.step()
+    assert result is not None
     assert [r.workload for r in result.reservations] == [f"ns/{RESERVATION}"]
     assert harness.holders() == {SPOT}
     assert harness.engine.workloads[f"ns/{RESERVATION}"].admission is None
