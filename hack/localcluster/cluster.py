@@ -184,11 +184,38 @@ class LocalCluster:
         The apiserver gets one second to exit after SIGTERM and is then killed: with clients
         still connected it lingers in shutdown, and the callers want a restart (closer to a
         crash), not a tidy drain.
+
+        It returns once the cluster has recovered, not just the apiserver: the controller
+        manager's informers reconnect with client-go's backoff (and relist after a compaction),
+        and until they do a new namespace gets no `default` ServiceAccount, so pods cannot be
+        created in it. A probe namespace must get its ServiceAccount before this returns.
         """
         spec = self._saved_specs()["kube-apiserver"]
         processes.stop(spec, timeout=1.0)
         pid = processes.start(spec)
         self._wait_apiserver(pid, spec, timeout)
+        self._wait_controllers_recovered(timeout)
+
+    def _wait_controllers_recovered(self, timeout: float) -> None:
+        """A fresh namespace gets its `default` ServiceAccount: the controller manager caught up."""
+        probe_namespace = f"localcluster-recovery-probe-{os.getpid()}-{time.monotonic_ns()}"
+
+        def has_service_account() -> bool:
+            found = self.kubectl(
+                "get", "serviceaccount", "default", "-n", probe_namespace, "-o", "name", check=False
+            )
+            return found.returncode == 0
+
+        self.kubectl("create", "namespace", probe_namespace)
+        try:
+            self._poll(
+                f"the default ServiceAccount in {probe_namespace} (controller manager recovered)",
+                has_service_account,
+                timeout=timeout,
+                interval=0.3,
+            )
+        finally:
+            self.kubectl("delete", "namespace", probe_namespace, "--wait=false", check=False)
 
     def compact_etcd(self) -> int:
         """Compact etcd to its current revision, make the apiserver see it, and return the revision.

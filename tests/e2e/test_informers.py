@@ -4,7 +4,6 @@ from an apiserver restart and from a resourceVersion that etcd compacted away (4
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,39 +13,12 @@ from prometheus_client import REGISTRY
 from controller.runtime.informer import FuncHandler, Informer
 from controller.runtime.reflector import ListerWatcher
 from pykueue.kube.client import KubeClient
-from pykueue.kube.resources import CONFIG_MAPS, NAMESPACES, Resource
+from pykueue.kube.resources import CONFIG_MAPS
 from tests.builders import ConfigMapBuilder
 from tests.e2e.helpers.wait import wait_for
 
 # A short read timeout: a cut connection is noticed in seconds, not minutes.
 READ_TIMEOUT = 10.0
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
-
-
-@pytest.fixture
-def settles_after_restart(client: KubeClient) -> Iterator[None]:
-    """For tests that restart the apiserver: afterwards wait for the control plane to recover."""
-    yield
-    settle_control_plane(client)
-
-
-def settle_control_plane(client: KubeClient) -> None:
-    """Wait until the controller manager caught up after an apiserver restart.
-
-    Its informers reconnect with client-go's backoff (and relist after a compaction), which can
-    take longer than the ``namespace`` fixture waits for a new namespace's ServiceAccount; the
-    disruptive tests below therefore leave the cluster only once a fresh namespace gets one.
-    """
-    probe = f"settle-{uuid.uuid4().hex[:6]}"
-    client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": probe}})
-    try:
-        wait_for(
-            lambda: client.get(SERVICE_ACCOUNTS, "default", probe),
-            timeout=120,
-            message="controller manager recovered after the apiserver restart",
-        )
-    finally:
-        client.delete(NAMESPACES, probe)
 
 
 @pytest.fixture(scope="module")
