@@ -7,6 +7,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder
 from tests.e2e.fixtures.controller import ControllerHandle
 from tests.e2e.helpers.kueue import (
     KueueApi,
@@ -16,6 +17,7 @@ from tests.e2e.helpers.kueue import (
     is_admitted,
     make_queues,
     submit,
+    unique,
 )
 from tests.e2e.helpers.wait import wait_for
 
@@ -153,3 +155,38 @@ def test_missing_local_queue_is_misconfigured(kueue: KueueApi, namespace: str) -
     cond = wait_for(reason, timeout=30, message="workload without a LocalQueue explains why")
     assert cond["reason"] == "Misconfigured"
     assert cond["message"] == "LocalQueue no-such-queue doesn't exist"
+
+
+def test_cluster_queue_with_a_missing_flavor_is_inactive_until_it_exists(
+    kueue: KueueApi, namespace: str
+) -> None:
+    flavor = unique("late")
+    cq_name = unique("cq")
+    kueue.create(ClusterQueueBuilder(cq_name).flavor(flavor, cpu="1").obj())
+    kueue.create(LocalQueueBuilder("lq", namespace, cq_name).obj())
+    submit(kueue, namespace, "w")
+
+    def active(kind: str, name: str, ns: str | None = None) -> dict[str, Any] | None:
+        return condition(kueue.get(kind, name, ns) or {}, "Active")
+
+    cq_active = wait_for(
+        lambda: (c := active("ClusterQueue", cq_name)) and c["status"] == "False" and c,
+        timeout=30,
+        message="ClusterQueue inactive",
+    )
+    assert cq_active["reason"] == "FlavorNotFound" and flavor in cq_active["message"]
+    lq_active = wait_for(
+        lambda: (c := active("LocalQueue", "lq", namespace)) and c["status"] == "False" and c,
+        timeout=30,
+        message="LocalQueue inactive",
+    )
+    assert lq_active["reason"] == "ClusterQueueIsInactive"
+    assert not holds_quota(kueue.workload(namespace, "w"))
+
+    kueue.create(ResourceFlavorBuilder(flavor).obj())
+    wait_for(
+        lambda: is_admitted(kueue.workload(namespace, "w")),
+        timeout=30,
+        message="the workload is admitted once the flavor exists",
+    )
+    assert active("ClusterQueue", cq_name)["reason"] == "Ready"
