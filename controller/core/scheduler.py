@@ -79,7 +79,7 @@ def _split(key: str) -> tuple[str, str]:
 
 
 class SchedulerLoop:
-    """See the module docstring. ``stores`` maps each kind in :data:`KINDS` to an informer."""
+    """See the module docstring. ``informers`` maps each kind in :data:`KINDS` to its informer."""
 
     def __init__(
         self,

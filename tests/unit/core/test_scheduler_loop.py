@@ -151,3 +151,23 @@ def test_preemption_writes_eviction_on_the_victim() -> None:
         assert h.reserved() == {"low"}
     finally:
         h.close()
+
+
+def test_events_are_level_triggered_from_the_cache(harness: Harness) -> None:
+    harness.submit("a")
+    harness.start()
+    assert "ns/a" in harness.engine.workloads
+    # A notification is only a hint: the engine follows what the cache holds now.
+    harness.informers["workloads"].store.delete("ns/a")
+    harness.loop.notify("workloads", "ns/a")
+    result = harness.step()
+    assert "ns/a" not in harness.engine.workloads
+    assert result.reservations == []
+    # A repeated notification for an unchanged object is not fed to the engine again.
+    fed: list[str] = []
+    upsert = harness.engine.upsert_workload
+    harness.engine.upsert_workload = lambda obj: (fed.append(obj["metadata"]["name"]), upsert(obj))  # type: ignore[method-assign]
+    harness.submit("b")
+    harness.loop.notify("workloads", "ns/b")
+    harness.step()
+    assert fed == ["b"]
