@@ -357,3 +357,160 @@ def test_workload_status_writes_are_validated(cluster: Any, webhook: WebhookHand
     assert allowed.returncode == 0, allowed.stderr
     # No controller or ClusterQueue backs this reservation: remove it before the invariant check.
     cluster.kubectl("delete", "workload", name, "-n", namespace, "--wait=true")
+
+
+# --- rules only the webhook enforces, one per family (the CRD schema cannot see them) ---------------
+
+
+def test_remove_below_target_must_name_a_flavor_of_the_cluster_queue(
+    cluster: Any, webhook: WebhookHandle
+) -> None:
+    cq = concurrent_cq(unique("target"), removeBelowTargetConfig={"targetResourceFlavor": "gpu"})
+    cq["spec"]["concurrentAdmission"]["onSuccess"] = "RemoveBelowTarget"
+    result = kubectl_apply(cluster, cq)
+    assert result.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+    assert (
+        'spec.concurrentAdmission.removeBelowTargetConfig.targetResourceFlavor: Unsupported value: "gpu": '
+        'supported values: "reservation", "spot"'
+    ) in result.stderr
+
+
+def test_fallback_rules_must_name_flavors_of_the_cluster_queue_and_fit_their_trigger(
+    cluster: Any, webhook: WebhookHandle
+) -> None:
+    cq = (
+        ClusterQueueBuilder(unique("fallback")).flavor("reservation", cpu="10").flavor("spot", cpu="10").obj()
+    )
+    cq["spec"]["flavorFungibility"] = {
+        "fallbackStrategy": {
+            "rules": [
+                {"name": "gpu", "trigger": "TimeoutForPodsReadyExceeded", "timeout": "5m"},
+                {"name": "spot", "trigger": "AdmissionCheckRejected", "timeout": "5m"},
+            ]
+        }
+    }
+    result = kubectl_apply(cluster, cq)
+    assert result.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+    assert (
+        'spec.flavorFungibility.fallbackStrategy.rules[0].name: Unsupported value: "gpu": '
+        'supported values: "reservation", "spot", "*"'
+    ) in result.stderr
+    assert (
+        "spec.flavorFungibility.fallbackStrategy.rules[1].timeout: Forbidden: a timeout does not apply to "
+        "trigger AdmissionCheckRejected"
+    ) in result.stderr
+
+
+def _reserve(cluster: Any, namespace: str, name: str, count: int) -> subprocess.CompletedProcess[str]:
+    """Write a quota reservation into the Workload's status, as the controller does on admission."""
+    status = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "True",
+                    "reason": "QuotaReserved",
+                    "message": "reserved",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [
+                    {
+                        "name": "main",
+                        "flavors": {"cpu": "default"},
+                        "resourceUsage": {"cpu": "1"},
+                        "count": count,
+                    }
+                ],
+            },
+        }
+    }
+    return cluster.kubectl(
+        "patch",
+        "workload",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+        check=False,
+    )
+
+
+def _set_pod_count(cluster: Any, namespace: str, name: str, count: int) -> subprocess.CompletedProcess[str]:
+    patch = [{"op": "replace", "path": "/spec/podSets/0/count", "value": count}]
+    return cluster.kubectl(
+        "patch", "workload", name, "-n", namespace, "--type=json", "-p", json.dumps(patch), check=False
+    )
+
+
+def test_pod_sets_are_immutable_while_the_workload_holds_quota(
+    cluster: Any, webhook: WebhookHandle, namespace: str
+) -> None:
+    name = unique("wl")
+    assert (
+        kubectl_apply(
+            cluster, WorkloadBuilder(name, namespace).queue("team-a").podset(cpu="1").obj()
+        ).returncode
+        == 0
+    )
+    try:
+        before = _set_pod_count(cluster, namespace, name, 2)
+        assert before.returncode == 0, f"pending workloads may still change: {before.stderr}"
+        reserved = _reserve(cluster, namespace, name, count=2)
+        assert reserved.returncode == 0, reserved.stderr
+        denied = _set_pod_count(cluster, namespace, name, 3)
+        assert denied.returncode != 0
+        assert 'admission webhook "vworkload.kb.io" denied the request' in denied.stderr, denied.stderr
+        assert "spec.podSets: Invalid value:" in denied.stderr
+        assert "field is immutable while the workload holds a quota reservation" in denied.stderr
+        stored = json.loads(cluster.kubectl("get", "workload", name, "-n", namespace, "-o", "json").stdout)
+        assert stored["spec"]["podSets"][0]["count"] == 2
+    finally:
+        # No controller or ClusterQueue backs this reservation: remove it before the invariant check.
+        cluster.kubectl("delete", "workload", name, "-n", namespace, "--wait=true", check=False)
+
+
+# --- manageJobsWithoutQueueName: the webhook on a Configuration file ------------------------------
+
+MANAGED_NAMESPACE_LABEL = "pykueue.dev/e2e-manage-unqueued"
+
+
+def test_manage_jobs_without_queue_name_suspends_unlabelled_jobs_in_selected_namespaces(
+    cluster: Any, webhook: WebhookHandle, namespace: str
+) -> None:
+    unselected = unique("e2e-unselected")
+    cluster.kubectl("create", "namespace", unselected)
+    try:
+        cluster.kubectl("label", "namespace", namespace, f"{MANAGED_NAMESPACE_LABEL}=true")
+        config = {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+            "kind": "Configuration",
+            "manageJobsWithoutQueueName": True,
+            "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
+        }
+        with webhook.configured(config):
+            assert (
+                kubectl_apply(cluster, JobBuilder("unqueued", namespace).requests(cpu="1").obj()).returncode
+                == 0
+            )
+            stored = _job(cluster, namespace, "unqueued")
+            assert stored["spec"]["suspend"] is True, "an unqueued Job in a selected namespace is queued"
+            assert "kueue.x-k8s.io/queue-name" not in (stored["metadata"].get("labels") or {})
+            outside = JobBuilder("unqueued", unselected).requests(cpu="1").obj()
+            assert kubectl_apply(cluster, outside).returncode == 0
+            assert not _job(cluster, unselected, "unqueued")["spec"].get("suspend"), (
+                "other namespaces are left alone"
+            )
+        # Back on the default Configuration, the same Job in the same namespace is created running.
+        again = JobBuilder("unqueued-again", namespace).requests(cpu="1").obj()
+        assert kubectl_apply(cluster, again).returncode == 0
+        assert not _job(cluster, namespace, "unqueued-again")["spec"].get("suspend")
+    finally:
+        cluster.kubectl("delete", "namespace", unselected, "--wait=false", check=False)
