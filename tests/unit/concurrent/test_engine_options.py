@@ -237,3 +237,17 @@ def test_malformed_option_metadata_never_crashes_the_engine() -> None:
     orphan["metadata"]["annotations"]["kueue.x-k8s.io/option-preference"] = "-3"
     world.add(orphan)
     assert [r.workload for r in world.cycle().reservations] == ["ns/job-a-12345-option-spot"]
+
+
+def test_a_restarted_engine_rebuilds_the_holders_from_the_objects_alone() -> None:
+    cq = _queue("RemoveLower")
+    world = _world(cq)  # a fresh engine, as after a controller restart or a leader change
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    world.add(option(p, config, "reservation"))
+    world.add(reserved(option(p, config, "spot"), "spot"))
+    assert world.usage("cq", "spot") == 2000
+    (reservation,) = world.cycle().reservations
+    assert reservation.workload == "ns/job-a-12345-option-reservation"
+    assert reservation.displaces is not None and reservation.displaces.workload == "ns/job-a-12345-option-spot"
+    assert world.usage("cq", "spot") == 0
