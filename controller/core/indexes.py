@@ -7,9 +7,37 @@ without scanning every workload.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, Protocol
+
+from controller.runtime.store import IndexFunc, StoreReader
 
 from . import workload_view as wv
+
+
+class InformerLike(Protocol):
+    """What the core controllers use of an informer (the runtime's ``Informer``, or a test fake)."""
+
+    @property
+    def store(self) -> StoreReader: ...
+
+    def add_indexer(self, name: str, func: IndexFunc) -> None: ...
+
+    def add_handler(self, handler: Any, *, resync: bool = False) -> None: ...
+
+
+class ApiClient(Protocol):
+    """What the core controllers use of :class:`pykueue.kube.client.KubeClient`."""
+
+    def get(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any] | None: ...
+
+    def patch(
+        self, res: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any
+    ) -> dict[str, Any]: ...
+
+    def patch_status(
+        self, res: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any
+    ) -> dict[str, Any]: ...
+
 
 WORKLOAD_BY_QUEUE = "core/by-local-queue"  # "namespace/localqueue"
 WORKLOAD_BY_ADMITTED_CQ = "core/by-admitted-cluster-queue"  # cluster queue name
@@ -37,7 +65,7 @@ def local_queue_by_cq(obj: dict[str, Any]) -> list[str]:
     return [cq] if isinstance(cq, str) and cq else []
 
 
-def add_workload_indexes(informer: Any) -> None:
+def add_workload_indexes(informer: InformerLike) -> None:
     """Idempotent: a second controller sharing the informer may call it again."""
     for name, func in (
         (WORKLOAD_BY_QUEUE, workload_by_queue),
@@ -48,12 +76,12 @@ def add_workload_indexes(informer: Any) -> None:
             informer.add_indexer(name, func)
 
 
-def add_local_queue_indexes(informer: Any) -> None:
+def add_local_queue_indexes(informer: InformerLike) -> None:
     with contextlib.suppress(KeyError, ValueError):
         informer.add_indexer(LOCAL_QUEUE_BY_CQ, local_queue_by_cq)
 
 
-def cached_keys(informer: Any) -> list[str]:
+def cached_keys(informer: InformerLike) -> list[str]:
     """Every key in an informer's cache (a snapshot list, safe to iterate while it changes)."""
     keys: list[str] = informer.store.keys()
     return keys

@@ -26,7 +26,7 @@ from . import metrics as m
 from . import queue_status as qs
 from . import workload_view as wv
 from .clock import utcnow
-from .indexes import cached_keys
+from .indexes import ApiClient, InformerLike, cached_keys
 from .patches import queue_status_patch
 from .workers import start_workers
 
@@ -43,13 +43,13 @@ class QueueStatusController:
 
     def __init__(
         self,
-        client: Any,
+        client: ApiClient,
         *,
-        workloads: Any,
-        local_queues: Any,
-        cluster_queues: Any,
-        resource_flavors: Any,
-        admission_checks: Any,
+        workloads: InformerLike,
+        local_queues: InformerLike,
+        cluster_queues: InformerLike,
+        resource_flavors: InformerLike,
+        admission_checks: InformerLike,
         clock: Callable[[], datetime] = utcnow,
         batch_seconds: float = BATCH_SECONDS,
     ) -> None:

@@ -20,13 +20,14 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
 from controller.engine.engine import Engine
 from controller.engine.results import CycleResult, Eviction, Preemption, Reservation
+from controller.runtime.informer import FuncHandler
 from pykueue.api import constants as C
 from pykueue.kube.errors import ApiError, Conflict, NotFound
 from pykueue.kube.resources import WORKLOADS
@@ -43,7 +44,7 @@ from .cycle_patches import (
     reservation_patch,
 )
 from .events import EventSink
-from .indexes import cached_keys
+from .indexes import ApiClient, InformerLike, cached_keys
 from .pending_writer import PendingReasonWriter
 from .plan import EVENT_NORMAL, EventSpec
 
@@ -83,8 +84,8 @@ class SchedulerLoop:
 
     def __init__(
         self,
-        client: Any,
-        informers: dict[str, Any],
+        client: ApiClient,
+        informers: Mapping[str, InformerLike],
         events: EventSink,
         *,
         engine_factory: Callable[[], Engine] = Engine,
@@ -117,9 +118,7 @@ class SchedulerLoop:
             self._changes.put((kind, key))
             self._wake.set()
 
-    def handler_for(self, kind: str) -> Any:
-        from controller.runtime.informer import FuncHandler
-
+    def handler_for(self, kind: str) -> FuncHandler:
         def on(obj: dict[str, Any]) -> None:
             self.notify(kind, wv.key(obj))
 

@@ -11,11 +11,13 @@ import logging
 import threading
 from typing import Any
 
+from controller.runtime.informer import FuncHandler
 from pykueue.api.dsl import duration_seconds
 from pykueue.kube import resources as R
 
 from .decisions import PodsReadyPolicy
 from .events import KubeEvents
+from .indexes import InformerLike
 from .queue_status_controller import QueueStatusController
 from .scheduler import SchedulerLoop
 from .workload_controller import WorkloadController
@@ -77,7 +79,7 @@ class SchedulerRunnable:
 
     name = "scheduler"
 
-    def __init__(self, loop: SchedulerLoop, informers: dict[str, Any]) -> None:
+    def __init__(self, loop: SchedulerLoop, informers: dict[str, InformerLike]) -> None:
         self.loop = loop
         self._informers = informers
         self._stop = threading.Event()
@@ -107,13 +109,11 @@ class SchedulerRunnable:
 class QueueStatusRunnable:
     name = "queue-status"
 
-    def __init__(self, controller: QueueStatusController, informers: dict[str, Any]) -> None:
+    def __init__(self, controller: QueueStatusController, informers: dict[str, InformerLike]) -> None:
         self.controller = controller
         self._informers = informers
 
     def register_handlers(self) -> None:
-        from controller.runtime.informer import FuncHandler
-
         c = self.controller
 
         def handler(func: Any) -> FuncHandler:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from controller.runtime.informer import FuncHandler
 from controller.runtime.workqueue import WorkQueue
 from pykueue.kube.errors import Conflict, Invalid, NotFound
 from pykueue.kube.resources import WORKLOADS
@@ -26,6 +27,7 @@ from . import workload_view as wv
 from .clock import parse_time, utcnow
 from .decisions import PodsReadyPolicy, WorkloadContext, plan_workload
 from .events import EventSink
+from .indexes import ApiClient, InformerLike
 from .patches import workload_status_patch
 from .plan import EVENT_WARNING, EventSpec, WorkloadPlan
 from .priority import desired_priority
@@ -47,13 +49,13 @@ class WorkloadController:
 
     def __init__(
         self,
-        client: Any,
+        client: ApiClient,
         *,
-        workloads: Any,
-        local_queues: Any,
-        cluster_queues: Any,
-        workload_priority_classes: Any | None = None,
-        priority_classes: Any | None = None,
+        workloads: InformerLike,
+        local_queues: InformerLike,
+        cluster_queues: InformerLike,
+        workload_priority_classes: InformerLike | None = None,
+        priority_classes: InformerLike | None = None,
         pods_ready: PodsReadyPolicy | None = None,
         events: EventSink,
         clock: Callable[[], datetime] = utcnow,
@@ -78,8 +80,6 @@ class WorkloadController:
 
     def register_handlers(self) -> None:
         """Subscribe to the informers (each handler only enqueues keys)."""
-        from controller.runtime.informer import FuncHandler
-
         self._workloads.add_handler(
             FuncHandler(
                 add=self._enqueue_obj, update=lambda _o, n: self._enqueue_obj(n), delete=self._enqueue_obj
