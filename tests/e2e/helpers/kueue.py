@@ -115,28 +115,37 @@ class KueueApi:
         return self.custom.patch_cluster_custom_object_status(GROUP, VERSION, PLURALS[kind], name, body)
 
     def finish(self, wl: dict[str, Any]) -> None:
-        """Mark a standalone workload Finished (what a job integration does when the job ends)."""
-        conditions = [
-            c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") != "Finished"
-        ]
-        conditions.append(
-            {
-                "type": "Finished",
-                "status": "True",
-                "reason": "Succeeded",
-                "message": "finished by the test",
-                "lastTransitionTime": now_rfc3339(),
-            }
-        )
-        self.patch_status(
-            "Workload",
-            wl["metadata"]["name"],
-            {
+        """Mark a standalone workload Finished (what a job integration does when the job ends).
+
+        The patch is guarded by resourceVersion so it never erases a condition the controller
+        wrote meanwhile; on 409 the workload is read again and the patch retried.
+        """
+        namespace, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
+        for _attempt in range(5):
+            conditions = [
+                c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") != "Finished"
+            ]
+            conditions.append(
+                {
+                    "type": "Finished",
+                    "status": "True",
+                    "reason": "Succeeded",
+                    "message": "finished by the test",
+                    "lastTransitionTime": now_rfc3339(),
+                }
+            )
+            body = {
                 "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
                 "status": {"conditions": conditions},
-            },
-            wl["metadata"]["namespace"],
-        )
+            }
+            try:
+                self.patch_status("Workload", name, body, namespace)
+                return
+            except ApiException as err:
+                if err.status != 409:
+                    raise
+            wl = self.workload(namespace, name)
+        raise AssertionError(f"could not mark {namespace}/{name} Finished: it kept changing")
 
     def set_check_state(
         self,
