@@ -13,17 +13,19 @@ FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-# Dependencies first: this layer is reused until the lock file changes.
+# Dependencies first: this layer is reused until the lock file changes. Every wheel must match a
+# sha256 in the lock (--require-hashes), and none may be built from source (--only-binary).
 COPY hack/requirements.lock hack/requirements.lock
-RUN python -m pip wheel --only-binary=:all: --wheel-dir /wheels -r hack/requirements.lock
+RUN python -m pip wheel --require-hashes --only-binary=:all: --wheel-dir /wheels -r hack/requirements.lock
 COPY pyproject.toml README.md ./
 COPY pykueue ./pykueue
 COPY webhook ./webhook
 COPY controller ./controller
 RUN python -m pip wheel --no-deps --wheel-dir /wheels .
+# Exactly the wheels above, nothing resolved again; `pip check` proves the set is complete.
 RUN python -m venv --without-pip /opt/pykueue \
-    && python -m pip --python /opt/pykueue/bin/python install --no-index --find-links /wheels \
-         --constraint hack/requirements.lock pykueue \
+    && python -m pip --python /opt/pykueue/bin/python install --no-index --no-deps /wheels/*.whl \
+    && python -m pip --python /opt/pykueue/bin/python check \
     && /opt/pykueue/bin/python -m compileall -q /opt/pykueue/lib
 
 FROM ${PYTHON_IMAGE}

@@ -20,16 +20,27 @@ DOCKERFILE = ROOT / "Dockerfile"
 LOCK = ROOT / "hack" / "requirements.lock"
 
 
-def pinned_versions() -> dict[str, str]:
-    pins: dict[str, str] = {}
-    for raw in LOCK.read_text().splitlines():
+def locked_requirements() -> dict[str, tuple[str, list[str]]]:
+    """Name -> (pinned version, sha256 hashes) from the lock (continuation lines joined)."""
+    text = re.sub(r"\\\n", " ", LOCK.read_text())
+    locked: dict[str, tuple[str, list[str]]] = {}
+    for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        name, sep, version = line.partition("==")
-        assert sep, f"{LOCK.name}: {line!r} is not pinned with =="
-        pins[canonicalize_name(name)] = version.strip()
-    return pins
+        requirement, *options = line.split()
+        name, sep, version = requirement.partition("==")
+        assert sep, f"{LOCK.name}: {requirement!r} is not pinned with =="
+        hashes = [option.removeprefix("--hash=sha256:") for option in options]
+        assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes), (
+            f"{LOCK.name}: bad hash option in {line!r}"
+        )
+        locked[canonicalize_name(name)] = (version, hashes)
+    return locked
+
+
+def pinned_versions() -> dict[str, str]:
+    return {name: version for name, (version, _) in locked_requirements().items()}
 
 
 def stages() -> list[list[str]]:
@@ -59,6 +70,15 @@ def test_every_runtime_dependency_is_pinned_within_its_range() -> None:
         assert requirement.specifier.contains(pins[name], prereleases=True), (
             f"{requirement.name}=={pins[name]} in {LOCK.name} is outside pyproject's {requirement.specifier}"
         )
+
+
+def test_every_pin_carries_the_hashes_pip_will_require() -> None:
+    locked = locked_requirements()
+    assert len(locked) > 10
+    for name, (_, hashes) in locked.items():
+        assert hashes, f"{name} has no --hash in {LOCK.name}: run hack/lock-requirements.sh"
+    builder = "\n".join(stages()[0])
+    assert "--require-hashes" in builder
 
 
 def test_test_tools_are_not_in_the_image() -> None:
