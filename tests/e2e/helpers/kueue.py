@@ -156,24 +156,28 @@ class KueueApi:
         message: str = "",
         requeue_after_seconds: int | None = None,
     ) -> None:
-        """Play the admission-check controller: set one check's state on the workload."""
-        wl = self.workload(namespace, name)
-        states = []
-        for entry in (wl.get("status") or {}).get("admissionChecks") or []:
-            if entry["name"] == check:
-                entry = dict(entry, state=state, message=message, lastTransitionTime=now_rfc3339())
-                if requeue_after_seconds is not None:
-                    entry["requeueAfterSeconds"] = requeue_after_seconds
-            states.append(entry)
-        self.patch_status(
-            "Workload",
-            name,
-            {
+        """Play the admission-check controller: set one check's state on the workload (guarded by
+        resourceVersion, re-read and retried on 409)."""
+        for _attempt in range(5):
+            wl = self.workload(namespace, name)
+            states = []
+            for entry in (wl.get("status") or {}).get("admissionChecks") or []:
+                if entry["name"] == check:
+                    entry = dict(entry, state=state, message=message, lastTransitionTime=now_rfc3339())
+                    if requeue_after_seconds is not None:
+                        entry["requeueAfterSeconds"] = requeue_after_seconds
+                states.append(entry)
+            body = {
                 "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
                 "status": {"admissionChecks": states},
-            },
-            namespace,
-        )
+            }
+            try:
+                self.patch_status("Workload", name, body, namespace)
+                return
+            except ApiException as err:
+                if err.status != 409:
+                    raise
+        raise AssertionError(f"could not set check {check} on {namespace}/{name}: it kept changing")
 
     def set_active_condition(self, kind: str, name: str, active: bool) -> None:
         """Play an admission-check controller: publish the check's ``Active`` condition."""
