@@ -20,7 +20,7 @@ import yaml
 from pykueue.api.constants import API_VERSION
 from pykueue.api.schema import KINDS, TEST_KINDS
 from pykueue.api.validation import schema_errors
-from tests.builders import ProvisioningRequestBuilder
+from tests.builders import ClusterQueueBuilder, ProvisioningRequestBuilder
 from tests.e2e.helpers.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,20 +153,9 @@ def test_kubectl_explain_shows_descriptions(crds: Any) -> None:
 
 
 def _cq(name: str, **spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu"],
-                "flavors": [
-                    {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": "4"}]},
-                    {"name": "on-demand", "resources": [{"name": "cpu", "nominalQuota": "4"}]},
-                ],
-            }
-        ],
-    }
-    base.update(spec)
-    return {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": base}
+    cq = ClusterQueueBuilder(name).flavor("spot", cpu="4").flavor("on-demand", cpu="4").obj()
+    cq["spec"].update(spec)
+    return cq
 
 
 def _negative_quota() -> dict[str, Any]:

@@ -20,7 +20,13 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.builders import ClusterQueueBuilder, JobBuilder, LocalQueueBuilder, WorkloadBuilder
+from tests.builders import (
+    ClusterQueueBuilder,
+    JobBuilder,
+    LocalQueueBuilder,
+    SeedClusterQueueBuilder,
+    WorkloadBuilder,
+)
 from tests.e2e.fixtures.webhook import WebhookHandle
 from tests.e2e.helpers.wait import wait_for
 
@@ -298,112 +304,9 @@ def served_certificate(webhook: WebhookHandle) -> bytes | None:
         return tls.getpeercert(binary_form=True)
 
 
-def test_workload_status_writes_are_validated(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
-    name = unique("wl")
-    workload = WorkloadBuilder(name, namespace).queue("team-a").podset(cpu="1").obj()
-    assert kubectl_apply(cluster, workload).returncode == 0
-    status = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "QuotaReserved",
-                    "status": "True",
-                    "reason": "QuotaReserved",
-                    "message": "reserved",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ],
-            "admission": {
-                "clusterQueue": "cq",
-                "podSetAssignments": [
-                    {
-                        "name": "other",
-                        "flavors": {"cpu": "default"},
-                        "resourceUsage": {"cpu": "1"},
-                        "count": 1,
-                    }
-                ],
-            },
-        }
-    }
-    denied = cluster.kubectl(
-        "patch",
-        "workload",
-        name,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(status),
-        check=False,
-    )
-    assert denied.returncode != 0
-    assert 'admission webhook "vworkload.kb.io" denied the request' in denied.stderr
-    assert 'status.admission.podSetAssignments[0].name: Not found: "other"' in denied.stderr
-    status["status"]["admission"]["podSetAssignments"][0]["name"] = "main"
-    allowed = cluster.kubectl(
-        "patch",
-        "workload",
-        name,
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(status),
-        check=False,
-    )
-    assert allowed.returncode == 0, allowed.stderr
-    # No controller or ClusterQueue backs this reservation: remove it before the invariant check.
-    cluster.kubectl("delete", "workload", name, "-n", namespace, "--wait=true")
-
-
-# --- rules only the webhook enforces, one per family (the CRD schema cannot see them) ---------------
-
-
-def test_remove_below_target_must_name_a_flavor_of_the_cluster_queue(
-    cluster: Any, webhook: WebhookHandle
-) -> None:
-    cq = concurrent_cq(unique("target"), removeBelowTargetConfig={"targetResourceFlavor": "gpu"})
-    cq["spec"]["concurrentAdmission"]["onSuccess"] = "RemoveBelowTarget"
-    result = kubectl_apply(cluster, cq)
-    assert result.returncode != 0
-    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
-    assert (
-        'spec.concurrentAdmission.removeBelowTargetConfig.targetResourceFlavor: Unsupported value: "gpu": '
-        'supported values: "reservation", "spot"'
-    ) in result.stderr
-
-
-def test_fallback_rules_must_name_flavors_of_the_cluster_queue_and_fit_their_trigger(
-    cluster: Any, webhook: WebhookHandle
-) -> None:
-    cq = (
-        ClusterQueueBuilder(unique("fallback")).flavor("reservation", cpu="10").flavor("spot", cpu="10").obj()
-    )
-    cq["spec"]["flavorFungibility"] = {
-        "fallbackStrategy": {
-            "rules": [
-                {"name": "gpu", "trigger": "TimeoutForPodsReadyExceeded", "timeout": "5m"},
-                {"name": "spot", "trigger": "AdmissionCheckRejected", "timeout": "5m"},
-            ]
-        }
-    }
-    result = kubectl_apply(cluster, cq)
-    assert result.returncode != 0
-    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
-    assert (
-        'spec.flavorFungibility.fallbackStrategy.rules[0].name: Unsupported value: "gpu": '
-        'supported values: "reservation", "spot", "*"'
-    ) in result.stderr
-    assert (
-        "spec.flavorFungibility.fallbackStrategy.rules[1].timeout: Forbidden: a timeout does not apply to "
-        "trigger AdmissionCheckRejected"
-    ) in result.stderr
-
-
-def _reserve(cluster: Any, namespace: str, name: str, count: int) -> subprocess.CompletedProcess[str]:
+def _reserve(
+    cluster: Any, namespace: str, name: str, *, pod_set: str = "main", count: int = 1
+) -> subprocess.CompletedProcess[str]:
     """Write a quota reservation into the Workload's status, as the controller does on admission."""
     status = {
         "status": {
@@ -420,7 +323,7 @@ def _reserve(cluster: Any, namespace: str, name: str, count: int) -> subprocess.
                 "clusterQueue": "cq",
                 "podSetAssignments": [
                     {
-                        "name": "main",
+                        "name": pod_set,
                         "flavors": {"cpu": "default"},
                         "resourceUsage": {"cpu": "1"},
                         "count": count,
@@ -441,6 +344,66 @@ def _reserve(cluster: Any, namespace: str, name: str, count: int) -> subprocess.
         json.dumps(status),
         check=False,
     )
+
+
+def test_workload_status_writes_are_validated(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
+    name = unique("wl")
+    workload = WorkloadBuilder(name, namespace).queue("team-a").podset(cpu="1").obj()
+    assert kubectl_apply(cluster, workload).returncode == 0
+    denied = _reserve(cluster, namespace, name, pod_set="other")
+    assert denied.returncode != 0
+    assert 'admission webhook "vworkload.kb.io" denied the request' in denied.stderr
+    assert 'status.admission.podSetAssignments[0].name: Not found: "other"' in denied.stderr
+    allowed = _reserve(cluster, namespace, name)
+    assert allowed.returncode == 0, allowed.stderr
+    # No controller or ClusterQueue backs this reservation: remove it before the invariant check.
+    cluster.kubectl("delete", "workload", name, "-n", namespace, "--wait=true")
+
+
+# --- rules only the webhook enforces, one per family (the CRD schema cannot see them) ---------------
+
+
+def test_remove_below_target_must_name_a_flavor_of_the_cluster_queue(
+    cluster: Any, webhook: WebhookHandle
+) -> None:
+    cq = (
+        SeedClusterQueueBuilder(unique("target"))
+        .flavor("reservation", cpu="10")
+        .flavor("spot", cpu="10")
+        .concurrent("RemoveBelowTarget", target="gpu")
+        .obj()
+    )
+    result = kubectl_apply(cluster, cq)
+    assert result.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+    assert (
+        'spec.concurrentAdmission.removeBelowTargetConfig.targetResourceFlavor: Unsupported value: "gpu": '
+        'supported values: "reservation", "spot"'
+    ) in result.stderr
+
+
+def test_fallback_rules_must_name_flavors_of_the_cluster_queue_and_fit_their_trigger(
+    cluster: Any, webhook: WebhookHandle
+) -> None:
+    cq = (
+        SeedClusterQueueBuilder(unique("fallback"))
+        .flavor("reservation", cpu="10")
+        .flavor("spot", cpu="10")
+        .fallback_rule("gpu", timeout="5m")
+        .fallback_rule("spot", "AdmissionCheckRejected", timeout="5m")
+        .obj()
+    )
+    result = kubectl_apply(cluster, cq)
+    assert result.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+    assert (
+        'spec.flavorFungibility.fallbackStrategy.rules[0].name: Unsupported value: "gpu": '
+        'supported values: "reservation", "spot", "*"'
+    ) in result.stderr
+    assert (
+        "spec.flavorFungibility.fallbackStrategy.rules[1].timeout: Forbidden: a timeout does not apply to "
+        "trigger AdmissionCheckRejected"
+    ) in result.stderr
 
 
 def _set_pod_count(cluster: Any, namespace: str, name: str, count: int) -> subprocess.CompletedProcess[str]:

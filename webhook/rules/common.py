@@ -63,26 +63,24 @@ def is_dns1123_label(value: Any) -> bool:
     return isinstance(value, str) and len(value) <= DNS1123_LABEL_MAX and bool(_DNS1123_LABEL.match(value))
 
 
-def dns1123_label_errors(path: str, value: Any) -> list[FieldError]:
+def _dns_name_errors(path: str, value: Any, max_length: int, pattern: re.Pattern[str], help_text: str) -> list[FieldError]:
+    """Both DNS-1123 checks report, like the apiserver, the length and the format separately."""
     if not isinstance(value, str) or value == "":
         return [FieldError.required(path)]
     errors: list[FieldError] = []
-    if len(value) > DNS1123_LABEL_MAX:
-        errors.append(FieldError.invalid(path, value, f"must be no more than {DNS1123_LABEL_MAX} characters"))
-    if not _DNS1123_LABEL.match(value):
-        errors.append(FieldError.invalid(path, value, DNS1123_LABEL_HELP))
+    if len(value) > max_length:
+        errors.append(FieldError.invalid(path, value, f"must be no more than {max_length} characters"))
+    if not pattern.match(value):
+        errors.append(FieldError.invalid(path, value, help_text))
     return errors
+
+
+def dns1123_label_errors(path: str, value: Any) -> list[FieldError]:
+    return _dns_name_errors(path, value, DNS1123_LABEL_MAX, _DNS1123_LABEL, DNS1123_LABEL_HELP)
 
 
 def dns1123_subdomain_errors(path: str, value: Any) -> list[FieldError]:
-    if not isinstance(value, str) or value == "":
-        return [FieldError.required(path)]
-    errors: list[FieldError] = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        errors.append(FieldError.invalid(path, value, f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters"))
-    if not _DNS1123_SUBDOMAIN.match(value):
-        errors.append(FieldError.invalid(path, value, DNS1123_SUBDOMAIN_HELP))
-    return errors
+    return _dns_name_errors(path, value, DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_HELP)
 
 
 def qualified_name_errors(path: str, value: Any) -> list[FieldError]:
