@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from prometheus_client import REGISTRY
 
 from controller.runtime.workqueue import (
     BucketRateLimiter,
@@ -171,3 +172,28 @@ def test_get_timeout_is_real_time_even_with_an_injected_clock(clock: FakeClock) 
     started = time.monotonic()
     assert q.get(timeout=0.05) is None
     assert time.monotonic() - started < 2
+
+
+def _sample(name: str, queue: str) -> float:
+    return REGISTRY.get_sample_value(name, {"name": queue}) or 0.0
+
+
+def test_metrics_report_depth_adds_retries_and_durations(clock: FakeClock) -> None:
+    """The controller-runtime ``workqueue_*`` series follow what the queue does, per queue name."""
+    q: WorkQueue[str] = WorkQueue("metrics-test", ItemExponentialFailureRateLimiter(1.0, 100.0), clock=clock)
+    q.add("a")
+    q.add("a")  # already queued: not an add (client-go counts only keys that enter the queue)
+    q.add("b")
+    assert _sample("workqueue_depth", "metrics-test") == 2
+    assert _sample("workqueue_adds_total", "metrics-test") == 2
+    clock.advance(2)
+    assert q.get(timeout=0) == "a"
+    assert _sample("workqueue_depth", "metrics-test") == 1
+    assert _sample("workqueue_queue_duration_seconds_sum", "metrics-test") == pytest.approx(2)
+    clock.advance(3)
+    q.done("a")
+    assert _sample("workqueue_work_duration_seconds_count", "metrics-test") == 1
+    assert _sample("workqueue_work_duration_seconds_sum", "metrics-test") == pytest.approx(3)
+    q.add_rate_limited("a")
+    q.add_rate_limited("c")
+    assert _sample("workqueue_retries_total", "metrics-test") == 2
