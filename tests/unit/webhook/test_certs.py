@@ -9,7 +9,6 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
@@ -177,7 +176,7 @@ def _serve_once(context_source: ReloadingContext) -> tuple[int, threading.Thread
 
     def loop() -> None:
         with server:
-            for _ in range(3):
+            for _ in range(2):
                 conn, _ = server.accept()
                 try:
                     with context_source.context().wrap_socket(conn, server_side=True) as tls:
@@ -190,10 +189,8 @@ def _serve_once(context_source: ReloadingContext) -> tuple[int, threading.Thread
     return port, thread
 
 
-def _peer_cert(port: int, ca: bytes, max_version: ssl.TLSVersion | None = None) -> bytes:
+def _peer_cert(port: int, ca: bytes) -> bytes:
     context = ssl.create_default_context(cadata=ca.decode())
-    if max_version is not None:
-        context.maximum_version = max_version
     with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
             context.wrap_socket(raw, server_hostname="localhost") as tls:
         der = tls.getpeercert(binary_form=True)
@@ -202,7 +199,6 @@ def _peer_cert(port: int, ca: bytes, max_version: ssl.TLSVersion | None = None) 
         return der
 
 
-@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
 def test_new_certificate_files_are_served_without_restart(tmp_path: Path) -> None:
     files = CertFiles(tmp_path)
     first = generate_bundle(dns_names=["localhost"])
@@ -213,10 +209,12 @@ def test_new_certificate_files_are_served_without_restart(tmp_path: Path) -> Non
     second = generate_bundle(dns_names=["localhost"])
     assert files.write(second)
     assert _peer_cert(port, second.ca_cert) == load_cert(second.cert).public_bytes(serialization.Encoding.DER)
-    with pytest.raises(ssl.SSLError):
-        _peer_cert(port, second.ca_cert, max_version=ssl.TLSVersion.TLSv1_1)
     thread.join(timeout=5)
     assert reloading.loads == 2
+    # Checked on the server's own context: a TLS 1.1 client cannot show it, because this
+    # machine's OpenSSL refuses TLS 1.1 on the client side (and at its default security level)
+    # whatever the server would accept.
+    assert reloading.context().minimum_version == ssl.TLSVersion.TLSv1_2
 
 
 def test_half_written_files_keep_the_previous_context(tmp_path: Path) -> None:
