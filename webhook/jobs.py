@@ -32,6 +32,7 @@ from pykueue.api.validation import FieldError
 from webhook.cluster_state import ClusterState
 from webhook.patch import PatchBuilder
 from webhook.rules.common import (
+    ADMISSION_GATED_BY_PATH,
     admission_gated_by_errors,
     admission_gated_by_update_errors,
     as_dict,
@@ -46,7 +47,6 @@ log = logging.getLogger("pykueue.webhook.jobs")
 QUEUE_LABEL_PATH = f"metadata.labels[{c.QUEUE_NAME_LABEL}]"
 PRIORITY_LABEL_PATH = f"metadata.labels[{c.PRIORITY_CLASS_LABEL}]"
 MAX_EXEC_LABEL_PATH = f"metadata.labels[{c.MAX_EXEC_TIME_LABEL}]"
-GATED_BY_PATH = f"metadata.annotations[{c.ADMISSION_GATED_BY_ANNOTATION}]"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Owners that are queued themselves when they carry a queue name (Kueue's job integrations).
 INTEGRATION_OWNER_KINDS = frozenset(
@@ -207,7 +207,7 @@ def validate_job_labels(job: dict[str, Any]) -> list[FieldError]:
         errors += dns1123_subdomain_errors(f"metadata.labels[{c.PREBUILT_WORKLOAD_LABEL}]", prebuilt)
     gates = annotations_of(job).get(c.ADMISSION_GATED_BY_ANNOTATION)
     if gates is not None:
-        errors += admission_gated_by_errors(GATED_BY_PATH, gates)
+        errors += admission_gated_by_errors(ADMISSION_GATED_BY_PATH, gates)
     return errors
 
 
@@ -227,7 +227,7 @@ def validate_job_update(
     elif priority and not old_priority and not is_suspended(job):
         errors.append(FieldError.invalid(PRIORITY_LABEL_PATH, priority, "the priority class label cannot be added to a running job"))
     errors += admission_gated_by_update_errors(
-        GATED_BY_PATH,
+        ADMISSION_GATED_BY_PATH,
         annotations_of(job).get(c.ADMISSION_GATED_BY_ANNOTATION),
         annotations_of(old).get(c.ADMISSION_GATED_BY_ANNOTATION),
     )

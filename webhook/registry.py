@@ -70,10 +70,3 @@ HOOKS: tuple[Hook, ...] = (
     _kueue("validate", "Workload", "workloads", "Namespaced", CREATE_UPDATE, "workloads/status"),
     _kueue("validate", "AdmissionCheck", "admissionchecks", "Cluster", CREATE_UPDATE),
 )
-
-
-def hook_for_path(path: str) -> Hook:
-    for hook in HOOKS:
-        if hook.path == path:
-            return hook
-    raise KeyError(path)

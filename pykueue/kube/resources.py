@@ -129,11 +129,3 @@ ALL_RESOURCES: tuple[Resource, ...] = (
     MULTIKUEUE_CLUSTERS,
     PROVISIONING_REQUESTS,
 )
-
-
-def resource_for_kind(api_version: str, kind: str) -> Resource | None:
-    """The known resource serving ``kind`` in ``api_version`` (e.g. an owner reference's target)."""
-    for resource in ALL_RESOURCES:
-        if resource.kind == kind and resource.api_version == api_version:
-            return resource
-    return None

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from pykueue.api import constants as c
 from pykueue.api.validation import FieldError, join_path
 
 DNS1123_LABEL_MAX = 63
@@ -57,10 +58,6 @@ def enumerate_dicts(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     for index, item in enumerate(as_list(value)):
         if isinstance(item, dict):
             yield index, item
-
-
-def is_dns1123_label(value: Any) -> bool:
-    return isinstance(value, str) and len(value) <= DNS1123_LABEL_MAX and bool(_DNS1123_LABEL.match(value))
 
 
 def _dns_name_errors(path: str, value: Any, max_length: int, pattern: re.Pattern[str], help_text: str) -> list[FieldError]:
@@ -217,6 +214,8 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
 
 
 ADMISSION_GATE_MAX = 63
+# Where Jobs and Workloads carry their admission gates (the same annotation on both).
+ADMISSION_GATED_BY_PATH = f"metadata.annotations[{c.ADMISSION_GATED_BY_ANNOTATION}]"
 
 
 def admission_gates(value: Any) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 from pykueue.api import constants as c
 from pykueue.api.validation import FieldError, join_path
 from webhook.rules.common import (
+    ADMISSION_GATED_BY_PATH,
     admission_gated_by_errors,
     admission_gated_by_update_errors,
     annotations_errors,
@@ -31,7 +32,6 @@ from webhook.rules.quota import quantity_value
 WORKLOAD_MODES = (c.WORKLOAD_MODE_DEFAULT, c.WORKLOAD_MODE_OPTION, c.WORKLOAD_MODE_PARENT)
 CONTROLLER_ONLY_MODES = frozenset({c.WORKLOAD_MODE_OPTION, c.WORKLOAD_MODE_PARENT})
 RESERVED_RESOURCE = "pods"
-GATED_BY_PATH = f"metadata.annotations[{c.ADMISSION_GATED_BY_ANNOTATION}]"
 
 
 def workload_mode(obj: dict[str, Any] | None) -> str:
@@ -61,10 +61,10 @@ def validate_workload(
     errors = identity_errors(obj, old, username=username, controller_username=controller_username)
     gates = as_dict(as_dict(obj.get("metadata")).get("annotations")).get(c.ADMISSION_GATED_BY_ANNOTATION)
     if gates is not None:
-        errors += admission_gated_by_errors(GATED_BY_PATH, gates)
+        errors += admission_gated_by_errors(ADMISSION_GATED_BY_PATH, gates)
     if old is not None:
         old_gates = as_dict(as_dict(old.get("metadata")).get("annotations")).get(c.ADMISSION_GATED_BY_ANNOTATION)
-        errors += admission_gated_by_update_errors(GATED_BY_PATH, gates, old_gates)
+        errors += admission_gated_by_update_errors(ADMISSION_GATED_BY_PATH, gates, old_gates)
     errors += _spec_errors(as_dict(obj.get("spec")))
     errors += _status_errors(obj, old)
     if old is not None:
