@@ -138,3 +138,14 @@ def forget_cluster_queue(cluster_queue: str) -> None:
             names = gauge._labelnames
             if dict(zip(names, labels, strict=True)).get("cluster_queue") == cluster_queue:
                 gauge.remove(*labels)
+
+
+def forget_local_queue(namespace: str, name: str) -> None:
+    """Drop the gauge series of a deleted LocalQueue."""
+    for labels in list(LOCAL_QUEUE_PENDING._metrics):
+        if dict(zip(LOCAL_QUEUE_PENDING._labelnames, labels, strict=True)) | {"status": ""} == {
+            "name": name,
+            "namespace": namespace,
+            "status": "",
+        }:
+            LOCAL_QUEUE_PENDING.remove(*labels)

@@ -208,6 +208,8 @@ class QueueStatusController:
     def _reconcile_lq(self, key: str) -> None:
         lq = self._local_queues.store.get(key)
         if lq is None:
+            namespace, _, name = key.partition("/")
+            m.forget_local_queue(namespace, name)
             return
         cq_name = wv.spec(lq).get("clusterQueue")
         cq = self._cluster_queues.store.get(cq_name) if isinstance(cq_name, str) and cq_name else None

@@ -181,3 +181,16 @@ def test_queue_status_written_once_and_only_on_change() -> None:
     for _ in range(50):
         ctrl.workload_changed(api.objects[("workloads", "ns/b")])
     assert ctrl.queue.waiting() == 2
+
+
+def test_metrics_of_deleted_queues_are_dropped() -> None:
+    from controller.core import metrics as m
+
+    m.LOCAL_QUEUE_PENDING.labels("gone-lq", "gone-ns", "active").set(3)
+    m.RESERVING_ACTIVE.labels("gone-cq").set(2)
+    m.forget_local_queue("gone-ns", "gone-lq")
+    m.forget_cluster_queue("gone-cq")
+    samples = [
+        s for metric in (m.LOCAL_QUEUE_PENDING, m.RESERVING_ACTIVE) for s in metric.collect()[0].samples
+    ]
+    assert not [s for s in samples if "gone" in str(s.labels)]
