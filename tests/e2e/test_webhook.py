@@ -382,6 +382,23 @@ def test_remove_below_target_must_name_a_flavor_of_the_cluster_queue(
     ) in result.stderr
 
 
+def test_per_flavor_options_need_exactly_one_resource_group(cluster: Any, webhook: WebhookHandle) -> None:
+    cq = (
+        SeedClusterQueueBuilder(unique("groups"))
+        .flavor("reservation", cpu="10")
+        .flavor("gpu", **{"nvidia.com/gpu": "2"})
+        .concurrent("RemoveOther")
+        .obj()
+    )
+    result = kubectl_apply(cluster, cq)
+    assert result.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+    assert (
+        "spec.resourceGroups: Invalid value: 2: must have exactly one resource group when concurrentAdmission "
+        "has no explicitOptions"
+    ) in result.stderr
+
+
 def test_fallback_rules_must_name_flavors_of_the_cluster_queue_and_fit_their_trigger(
     cluster: Any, webhook: WebhookHandle
 ) -> None:
