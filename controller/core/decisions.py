@@ -91,6 +91,16 @@ def evict(
         plan.admission_checks = reset
     plan.events.append(EventSpec(EVENT_NORMAL, event_reason or C.evicted_event_reason(reason), message))
     plan.eviction = Eviction(wv.admitted_cluster_queue(wl), reason, underlying_cause)
+    ran = _seconds_admitted(wl, now)
+    if ran:
+        plan.accumulated_execution_seconds = wv.accumulated_execution_seconds(wl) + ran
+
+
+def _seconds_admitted(wl: Mapping[str, Any], now: datetime) -> int:
+    """Whole seconds since the workload became Admitted (0 when it is not admitted)."""
+    admitted = wv.condition(wl, C.COND_ADMITTED) or {}
+    since = parse_time(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" else None
+    return max(0, int((now - since).total_seconds())) if since is not None else 0
 
 
 def clear_reservation(plan: WorkloadPlan, wl: Mapping[str, Any]) -> None:
@@ -174,7 +184,29 @@ def _plan_reserved(plan: WorkloadPlan, wl: Mapping[str, Any], ctx: WorkloadConte
     """
     if ctx.cluster_queue is not None and _plan_checks(plan, wl, ctx.cluster_queue, now):
         return
+    if _plan_maximum_execution_time(plan, wl, now):
+        return
     _plan_pods_ready(plan, wl, ctx.pods_ready, now)
+
+
+def _plan_maximum_execution_time(plan: WorkloadPlan, wl: Mapping[str, Any], now: datetime) -> bool:
+    """``spec.maximumExecutionTimeSeconds``: time admitted, over all admissions, is capped; past
+    it the workload is deactivated (Kueue). True when the deactivation was requested."""
+    limit = wv.maximum_execution_seconds(wl)
+    if limit is None or not wv.is_admitted(wl):
+        return False
+    used = wv.accumulated_execution_seconds(wl) + _seconds_admitted(wl, now)
+    if used < limit:
+        plan.wake_in(limit - used)
+        return False
+    _set(
+        plan,
+        C.COND_DEACTIVATION_TARGET,
+        True,
+        C.REASON_MAXIMUM_EXECUTION_TIME_EXCEEDED,
+        f"The workload exceeded its maximum execution time of {limit}s",
+    )
+    return True
 
 
 def _plan_checks(plan: WorkloadPlan, wl: Mapping[str, Any], cq: Mapping[str, Any], now: datetime) -> bool:

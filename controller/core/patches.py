@@ -19,6 +19,7 @@ from pykueue.api.conditions import remove_condition, set_condition
 from . import workload_view as wv
 from .clock import format_time
 from .plan import UNSET, ConditionSpec, WorkloadPlan
+from .workload_view import ACCUMULATED_EXECUTION_FIELD
 
 
 def apply_conditions(
@@ -77,6 +78,7 @@ def workload_status_patch(wl: Mapping[str, Any], plan: WorkloadPlan, now: dateti
         ("admission", plan.admission),
         ("admissionChecks", plan.admission_checks),
         ("requeueState", plan.requeue_state),
+        (ACCUMULATED_EXECUTION_FIELD, plan.accumulated_execution_seconds),
     ):
         if value is UNSET:
             continue

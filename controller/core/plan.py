@@ -68,6 +68,8 @@ class WorkloadPlan:
     admission: Any = UNSET
     admission_checks: Any = UNSET
     requeue_state: Any = UNSET
+    # status.accumulatedPastExexcutionTimeSeconds (v1beta1 keeps Kueue's typo in the field name)
+    accumulated_execution_seconds: Any = UNSET
     deactivate: bool = False
     events: list[EventSpec] = field(default_factory=list)
     requeue_after: float | None = None
@@ -81,6 +83,7 @@ class WorkloadPlan:
             or self.admission is not UNSET
             or self.admission_checks is not UNSET
             or self.requeue_state is not UNSET
+            or self.accumulated_execution_seconds is not UNSET
         )
 
     def is_noop(self) -> bool:

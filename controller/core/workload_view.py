@@ -19,6 +19,9 @@ from pykueue.api.constants import (
 
 Obj = Mapping[str, Any]
 
+# v1beta1 spells Kueue's field with its historical typo (v1beta2 fixed it).
+ACCUMULATED_EXECUTION_FIELD = "accumulatedPastExexcutionTimeSeconds"
+
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
@@ -148,3 +151,13 @@ def priority(obj: Obj) -> int:
 def priority_class_name(obj: Obj) -> str:
     value = spec(obj).get("priorityClassName")
     return value if isinstance(value, str) else ""
+
+
+def maximum_execution_seconds(obj: Obj) -> int | None:
+    value = spec(obj).get("maximumExecutionTimeSeconds")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def accumulated_execution_seconds(obj: Obj) -> int:
+    value = status(obj).get(ACCUMULATED_EXECUTION_FIELD)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -162,6 +162,7 @@ REASON_CLUSTER_QUEUE_RESTARTED: Final = "ClusterQueueRestarted"
 REASON_LOCAL_QUEUE_RESTARTED: Final = "LocalQueueRestarted"
 # DeactivationTarget causes
 REASON_REQUEUING_LIMIT_EXCEEDED: Final = "RequeuingLimitExceeded"
+REASON_MAXIMUM_EXECUTION_TIME_EXCEEDED: Final = "MaximumExecutionTimeExceeded"
 
 # AdmissionCheckState.state
 CHECK_PENDING: Final = "Pending"

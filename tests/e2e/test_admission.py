@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
 from tests.e2e.fixtures.controller import ControllerHandle
 from tests.e2e.helpers.kueue import (
     KueueApi,
@@ -190,3 +190,21 @@ def test_cluster_queue_with_a_missing_flavor_is_inactive_until_it_exists(
         message="the workload is admitted once the flavor exists",
     )
     assert active("ClusterQueue", cq_name)["reason"] == "Ready"
+
+
+def test_maximum_execution_time_deactivates_the_workload(kueue: KueueApi, namespace: str) -> None:
+    make_queues(kueue, namespace, cpu="1")
+    wl = WorkloadBuilder("capped", namespace).queue("lq").podset(cpu="1").obj()
+    for generated in ("uid", "creationTimestamp", "generation"):
+        del wl["metadata"][generated]
+    wl["spec"]["maximumExecutionTimeSeconds"] = 3
+    kueue.create(wl)
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "capped")), timeout=30, message="admitted")
+
+    def deactivated() -> dict[str, Any] | None:
+        current = kueue.workload(namespace, "capped")
+        return current if current["spec"].get("active") is False and not holds_quota(current) else None
+
+    final = wait_for(deactivated, timeout=30, message="deactivated once its execution time is used up")
+    assert condition(final, "Evicted")["reason"] == "DeactivatedDueToMaximumExecutionTimeExceeded"
+    assert final["status"].get("accumulatedPastExexcutionTimeSeconds", 0) >= 3

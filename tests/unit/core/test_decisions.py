@@ -191,3 +191,29 @@ def test_reactivation_requeues_and_resets_requeue_state() -> None:
 def test_malformed_workload_does_not_raise() -> None:
     for junk in ({}, {"status": "x", "spec": 3}, {"status": {"conditions": ["x", {"type": 1}]}}):
         plan_workload(junk, CTX, NOW)
+
+
+def _with_max_exec(builder: WorkloadBuilder, seconds: int, accumulated: int | None = None) -> dict:
+    wl = builder.obj()
+    wl["spec"]["maximumExecutionTimeSeconds"] = seconds
+    if accumulated is not None:
+        wl["status"]["accumulatedPastExexcutionTimeSeconds"] = accumulated
+    return wl
+
+
+def test_maximum_execution_time_counts_past_admissions_then_deactivates() -> None:
+    running = _wl().reserved("cq").admitted(at="2026-01-01T11:59:00Z")
+    waiting = plan_workload(_with_max_exec(running, 100, accumulated=30), CTX, NOW)
+    assert waiting.is_noop() and waiting.requeue_after == 10
+    exceeded = plan_workload(_with_max_exec(running, 100, accumulated=40), CTX, NOW)
+    target = _conds(exceeded)["DeactivationTarget"]
+    assert (target.status, target.reason) == ("True", "MaximumExecutionTimeExceeded")
+
+
+def test_eviction_accumulates_the_time_spent_admitted() -> None:
+    cq = ClusterQueueBuilder("cq").flavor("default", cpu="4").admission_checks("a").obj()
+    wl = _wl().reserved("cq").admitted(at="2026-01-01T11:58:20Z").check("a", "Retry").obj()
+    wl["status"]["accumulatedPastExexcutionTimeSeconds"] = 5
+    plan = plan_workload(wl, WorkloadContext(LQ, cq), NOW)
+    assert _conds(plan)["Evicted"].reason == "AdmissionCheck"
+    assert plan.accumulated_execution_seconds == 105
