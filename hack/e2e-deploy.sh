@@ -136,7 +136,7 @@ cmd_logs() {
 }
 
 cmd_uninstall() {
-  "$HELM" uninstall "$RELEASE" --namespace "$NAMESPACE" --wait --timeout "${WAIT_TIMEOUT}s" || true
+  "$HELM" uninstall "$RELEASE" --namespace "$NAMESPACE" --wait --timeout "${WAIT_TIMEOUT}s"
 }
 
 step=${1:-}

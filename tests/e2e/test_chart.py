@@ -157,7 +157,7 @@ def test_controller_service_account_can_do_its_job_and_no_more(
     # RBAC reaches the authorizer through an informer: wait for the first grant to be visible.
     wait_for(
         lambda: controller.can("list", "workloads.kueue.x-k8s.io"),
-        timeout=30,
+        timeout=60,
         message="controller RBAC to take effect",
     )
 
@@ -216,7 +216,7 @@ def test_webhook_service_account_touches_only_its_own_objects(
     secret = f"{fullname}-webhook-server-cert"
     wait_for(
         lambda: webhook.can("list", "clusterqueues.kueue.x-k8s.io"),
-        timeout=30,
+        timeout=60,
         message="webhook RBAC to take effect",
     )
 
@@ -509,8 +509,14 @@ def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path:
 
         uninstalled = deploy_step("uninstall", env)
         assert uninstalled.returncode == 0, uninstalled.stderr
-        gone = private.kubectl("-n", CHART_NAMESPACE, "get", "deployments", "-o", "name")
-        assert gone.stdout.strip() == ""
+        wait_for(
+            lambda: (
+                private.kubectl("-n", CHART_NAMESPACE, "get", "deployments", "-o", "name").stdout.strip()
+                == ""
+            ),
+            timeout=60,
+            message="the release's Deployments to be gone after uninstall",
+        )
     finally:
         webhook.stop()
         private.down()
