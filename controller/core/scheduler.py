@@ -91,6 +91,7 @@ class SchedulerLoop:
         engine_factory: Callable[[], Engine] = Engine,
         clock: Callable[[], float] = time.time,
         write_threads: int = WRITE_THREADS,
+        block_admission: bool = False,
     ) -> None:
         missing = [kind for kind in KINDS if kind not in informers]
         if missing:
@@ -109,6 +110,10 @@ class SchedulerLoop:
         self.cycles = 0
         self._metrics_at = 0.0
         self.pending_reasons = PendingReasonWriter(self._write_pending_reason)
+        # waitForPodsReady.blockAdmission: admit one workload at a time, and nothing while an
+        # admitted workload's pods are not ready ("sequential admission").
+        self._block_admission = block_admission
+        self._not_ready: set[str] = set()
 
     # --- informer side (any thread) --------------------------------------------------------------
 
@@ -164,6 +169,8 @@ class SchedulerLoop:
     def step(self, engine: Engine, pool: ThreadPoolExecutor) -> CycleResult | None:
         """Feed pending changes, run one cycle and write its decisions (None if the cycle failed)."""
         self._drain(engine)
+        if self._block_admission and self._not_ready:
+            return None  # woken again by the PodsReady (or Finished) event that unblocks us
         try:
             result = engine.schedule(self._clock())
         except Exception:
@@ -209,6 +216,8 @@ class SchedulerLoop:
         """Bring the engine's view of one object in line with the informer's store."""
         obj = self._informers[kind].store.get(key)
         rv_key = (kind, key)
+        if kind == "workloads":
+            self._track_pods_ready(key, obj)
         try:
             if obj is None:
                 self._applied_rv.pop(rv_key, None)
@@ -264,6 +273,17 @@ class SchedulerLoop:
         elif kind == "namespaces":
             engine.delete_namespace(name)
 
+    def _track_pods_ready(self, key: str, wl: dict[str, Any] | None) -> None:
+        if (
+            wl is not None
+            and wv.is_admitted(wl)
+            and not wv.is_finished(wl)
+            and not wv.is_true(wl, C.COND_PODS_READY)
+        ):
+            self._not_ready.add(key)
+        else:
+            self._not_ready.discard(key)
+
     # --- applying a cycle ----------------------------------------------------------------------------
 
     def _apply(self, engine: Engine, result: CycleResult, pool: ThreadPoolExecutor) -> None:
@@ -276,7 +296,14 @@ class SchedulerLoop:
         for preemption in result.preemptions:
             if not self._preempt(preemption, now):
                 engine.preemption_failed(preemption.victim)
-        futures = {r.workload: pool.submit(self._reserve, r, now) for r in result.reservations}
+        reservations = result.reservations
+        if self._block_admission and len(reservations) > 1:
+            # Sequential admission: keep the first decision, give the others back to the queue.
+            for extra in reservations[1:]:
+                engine.rollback(extra.workload)
+            reservations = reservations[:1]
+        futures = {r.workload: pool.submit(self._reserve, r, now) for r in reservations}
+        admits_with_checks = {r.workload: bool(r.admission_checks) for r in reservations}
         for reason in result.pending:
             self.pending_reasons.submit(reason.workload, reason.reason, reason.message)
         for key, future in futures.items():
@@ -287,6 +314,8 @@ class SchedulerLoop:
                 log.exception("admission write failed", extra={"workload": key})
             if ok:
                 engine.confirm(key)
+                if self._block_admission and not admits_with_checks.get(key, True):
+                    self._not_ready.add(key)  # admitted by this write; its pods are not ready yet
             else:
                 engine.rollback(key)
 

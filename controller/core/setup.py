@@ -167,9 +167,20 @@ def setup(ctrl: Any) -> None:
         resource_flavors=informers["resourceflavors"],
         admission_checks=informers["admissionchecks"],
     )
-    scheduler = SchedulerRunnable(SchedulerLoop(ctrl.client, informers, events), informers)
+    block = policy is not None and bool(
+        _field(
+            _field(ctrl.config, "wait_for_pods_ready", "waitForPodsReady"),
+            "block_admission",
+            "blockAdmission",
+        )
+    )
+    scheduler = SchedulerRunnable(
+        SchedulerLoop(ctrl.client, informers, events, block_admission=block), informers
+    )
     ctrl.register(scheduler)
     ctrl.health.add_liveness("scheduler", scheduler.alive)
     ctrl.register(workload_controller)
     ctrl.register(QueueStatusRunnable(queue_status, informers))
-    log.info("core controllers registered", extra={"waitForPodsReady": policy is not None})
+    log.info(
+        "core controllers registered", extra={"waitForPodsReady": policy is not None, "blockAdmission": block}
+    )

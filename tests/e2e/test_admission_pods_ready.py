@@ -1,13 +1,22 @@
 """waitForPodsReady from the controller's Configuration: a workload whose pods never become ready
 is evicted with PodsReadyTimeout, requeued after an exponential backoff, and deactivated past
-the requeuing limit."""
+the requeuing limit; blockAdmission admits one workload at a time until its pods are ready."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tests.e2e.fixtures.controller import ControllerHandle, configuration, wait_for_pods_ready
-from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, make_queues, submit
+from tests.e2e.helpers.kueue import (
+    KueueApi,
+    condition,
+    holds_for,
+    holds_quota,
+    is_admitted,
+    make_queues,
+    now_rfc3339,
+    submit,
+)
 from tests.e2e.helpers.wait import wait_for
 
 
@@ -48,3 +57,54 @@ def test_pods_ready_timeout_evicts_requeues_with_backoff_then_deactivates(
             deactivated, timeout=40, message="past backoffLimitCount the workload is deactivated"
         )
         assert condition(final, "Evicted")["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
+
+
+def test_block_admission_admits_sequentially_until_pods_are_ready(
+    kueue: KueueApi, namespace: str, controller: ControllerHandle
+) -> None:
+    config = configuration(waitForPodsReady=wait_for_pods_ready(timeout="5m", block_admission=True))
+    with controller.configured(config):
+        make_queues(kueue, namespace, cpu="3")
+        for name in ("a", "b", "c"):
+            submit(kueue, namespace, name)
+
+        def admitted() -> set[str]:
+            return {wl["metadata"]["name"] for wl in kueue.workloads(namespace) if is_admitted(wl)}
+
+        first = wait_for(lambda: admitted() or None, timeout=30, message="one workload admitted")
+        assert len(first) == 1, first
+        holds_for(lambda: admitted() == first, 3, "nothing else is admitted while its pods are not ready")
+
+        # Play the job integration: the admitted workload's pods are ready.
+        (name,) = first
+        wl = kueue.workload(namespace, name)
+        conditions = [
+            *wl["status"]["conditions"],
+            {
+                "type": "PodsReady",
+                "status": "True",
+                "reason": "Started",
+                "message": "pods ready",
+                "lastTransitionTime": now_rfc3339(),
+            },
+        ]
+        kueue.patch_status(
+            "Workload",
+            name,
+            {
+                "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
+                "status": {"conditions": conditions},
+            },
+            namespace,
+        )
+
+        def two_admitted() -> set[str] | None:
+            names = admitted()
+            return names if len(names) == 2 else None
+
+        second = wait_for(
+            two_admitted,
+            timeout=30,
+            message="the next workload is admitted once the first one's pods are ready",
+        )
+        assert first < second

@@ -3,20 +3,16 @@ HoldAndDrain also evicts what runs; back to None resumes admission."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
-from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, make_queues, submit
+from tests.e2e.helpers.kueue import (
+    KueueApi,
+    condition,
+    holds_for,
+    holds_quota,
+    is_admitted,
+    make_queues,
+    submit,
+)
 from tests.e2e.helpers.wait import wait_for
-
-
-def holds_for(predicate: Callable[[], bool], seconds: float, message: str) -> None:
-    """Assert ``predicate`` stays true for ``seconds`` (polling): how a test shows that something
-    does *not* happen."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert predicate(), message
-        time.sleep(0.25)
 
 
 def _active(kueue: KueueApi, kind: str, name: str, namespace: str | None = None) -> dict | None:

@@ -8,7 +8,9 @@ namespace.
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -253,3 +255,12 @@ def submit(
 
 def admitted_names(kueue: KueueApi, namespace: str) -> set[str]:
     return {wl["metadata"]["name"] for wl in kueue.workloads(namespace) if is_admitted(wl)}
+
+
+def holds_for(predicate: Callable[[], bool], seconds: float, message: str) -> None:
+    """Assert ``predicate`` stays true for ``seconds`` (polling): how a test shows that something
+    does *not* happen."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert predicate(), message
+        time.sleep(0.25)

@@ -16,7 +16,7 @@ from tests.unit.core.fakes import FakeApi, FakeInformer
 
 
 class Harness:
-    def __init__(self, cpu: str = "2", **cq_calls: tuple) -> None:
+    def __init__(self, cpu: str = "2", block_admission: bool = False, **cq_calls: tuple) -> None:
         self.informers = {kind: FakeInformer() for kind in KINDS}
         self.api = FakeApi(self.informers)
         self.events = RecordingEvents()
@@ -27,7 +27,13 @@ class Harness:
             getattr(cq, call)(*args)
         self.api.put("clusterqueues", cq.obj())
         self.api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").obj())
-        self.loop = SchedulerLoop(self.api, self.informers, self.events, clock=lambda: 1_800_000_000.0)
+        self.loop = SchedulerLoop(
+            self.api,
+            self.informers,
+            self.events,
+            clock=lambda: 1_800_000_000.0,
+            block_admission=block_admission,
+        )
         self.pool = ThreadPoolExecutor(max_workers=2)
         self.engine = None
 
@@ -171,3 +177,34 @@ def test_events_are_level_triggered_from_the_cache(harness: Harness) -> None:
     harness.loop.notify("workloads", "ns/b")
     harness.step()
     assert fed == ["b"]
+
+
+def test_block_admission_admits_one_at_a_time_until_pods_are_ready() -> None:
+    h = Harness(cpu="4", block_admission=True)
+    try:
+        for name in ("a", "b", "c"):
+            h.submit(name)
+        h.start()
+        h.step()
+        assert len(h.reserved()) == 1, "sequential admission: one per cycle"
+        (first,) = h.reserved()
+        h.step()
+        h.step()
+        assert h.reserved() == {first}, "nothing more while its pods are not ready"
+
+        ready = h.api.objects[("workloads", f"ns/{first}")]
+        ready["status"]["conditions"].append(
+            {
+                "type": "PodsReady",
+                "status": "True",
+                "reason": "Started",
+                "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        )
+        h.api.put("workloads", ready)
+        h.loop.notify("workloads", f"ns/{first}")
+        h.step()
+        assert len(h.reserved()) == 2
+    finally:
+        h.close()
