@@ -28,6 +28,7 @@ from tests.builders import (
     WorkloadBuilder,
 )
 from tests.e2e.fixtures.webhook import WebhookHandle
+from tests.e2e.helpers.kueue import KueueApi, make_queues
 from tests.e2e.helpers.wait import wait_for
 
 Obj = dict[str, Any]
@@ -157,10 +158,12 @@ def test_unlabelled_job_gets_default_queue_and_is_suspended(
     assert stored["spec"]["suspend"] is True
 
 
-def test_queue_name_of_running_job_is_immutable(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
+def test_queue_name_of_running_job_is_immutable(
+    cluster: Any, webhook: WebhookHandle, kueue: KueueApi, namespace: str
+) -> None:
     job = JobBuilder("runner", namespace).queue("team-a").requests(cpu="1").run_seconds(-1).obj()
     assert kubectl_apply(cluster, job).returncode == 0
-    # Suspended: moving it to another queue is fine.
+    # Suspended (no LocalQueue exists yet, so nothing admits it): moving it to another queue is fine.
     moved = cluster.kubectl(
         "label",
         "job",
@@ -172,9 +175,13 @@ def test_queue_name_of_running_job_is_immutable(cluster: Any, webhook: WebhookHa
         check=False,
     )
     assert moved.returncode == 0, moved.stderr
-    # Running (what the controller does on admission): the queue is now fixed.
-    cluster.kubectl(
-        "patch", "job", "runner", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}'
+    # The controller admits it through team-b and starts it; a Job unsuspended by hand would be
+    # suspended again by the controller (it has no admitted Workload), so let admission run it.
+    make_queues(kueue, namespace, "2", lq="team-b")
+    wait_for(
+        lambda: _job(cluster, namespace, "runner")["spec"].get("suspend") is False,
+        timeout=60,
+        message="the controller admits and starts the job",
     )
     denied = cluster.kubectl(
         "label",
