@@ -9,6 +9,7 @@ pods cannot start; deleting a Job deletes its Workload and frees the quota.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -41,7 +42,13 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 
 
 def wait_for(predicate: Any, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> Any:
-    return _wait_for(predicate, timeout=max(timeout, DEFAULT_TIMEOUT), **kwargs)
+    """The shared poll helper with this module's generous default deadline."""
+    return _wait_for(predicate, timeout=timeout, **kwargs)
+
+
+def timestamp(value: str) -> datetime:
+    """An API timestamp (``2026-01-01T00:00:00Z``, second precision)."""
+    return datetime.fromisoformat(value)
 
 
 @pytest.fixture(autouse=True)
@@ -182,19 +189,19 @@ def test_job_beyond_quota_waits_without_pods_then_runs_on_its_flavor(
     assert "Started" in jobs.events("first")
 
     # Quota frees when the first finishes; the second then runs on the same nodes and finishes.
-    wait_for(lambda: jobs.succeeded("first"), timeout=60, message="first completes")
+    wait_for(lambda: jobs.succeeded("first"), message="first completes")
     finished = wait_for(
         lambda: (wl := jobs.workload("first")) and condition(wl, "Finished"), message="first Finished"
     )
     assert (finished["status"], finished["reason"]) == ("True", "Succeeded")
     wait_for(
-        lambda: (wl := jobs.workload("second")) and is_admitted(wl), timeout=60, message="second admitted"
+        lambda: (wl := jobs.workload("second")) and is_admitted(wl), message="second admitted"
     )
     second_pods = wait_for(
         lambda: [p for p in jobs.pods("second") if p.spec.node_name], message="second scheduled"
     )
     assert all(p.spec.node_name.startswith(flavor_nodes) for p in second_pods)
-    wait_for(lambda: jobs.succeeded("second"), timeout=60, message="second completes")
+    wait_for(lambda: jobs.succeeded("second"), message="second completes")
     wait_for(lambda: (wl := jobs.workload("second")) and is_true(wl, "Finished"), message="second Finished")
 
 
@@ -215,7 +222,7 @@ def test_lower_priority_job_is_preempted_and_requeued(
 
     # The low-priority Job is suspended and its pods go away; its Workload is evicted and requeued.
     wait_for(lambda: jobs.get("low")["spec"]["suspend"] is True, message="low suspended")
-    wait_for(lambda: jobs.live_pods("low") == [], timeout=60, message="low's pods gone")
+    wait_for(lambda: jobs.live_pods("low") == [], message="low's pods gone")
     low_wl = wait_for(
         lambda: (wl := jobs.workload("low")) and condition(wl, "Requeued") and wl, message="low requeued"
     )
@@ -224,8 +231,8 @@ def test_lower_priority_job_is_preempted_and_requeued(
     assert "Stopped" in jobs.events("low")
 
     # The higher-priority Job runs to completion, then the low one is admitted again.
-    wait_for(lambda: jobs.succeeded("high"), timeout=60, message="high completes")
-    wait_for(lambda: (wl := jobs.workload("low")) and is_admitted(wl), timeout=60, message="low re-admitted")
+    wait_for(lambda: jobs.succeeded("high"), message="high completes")
+    wait_for(lambda: (wl := jobs.workload("low")) and is_admitted(wl), message="low re-admitted")
     wait_for(lambda: jobs.get("low")["spec"]["suspend"] is False, message="low resumed")
     # It is still pinned to the flavor's nodes after the restart.
     template = jobs.get("low")["spec"]["template"]["spec"]
@@ -249,9 +256,9 @@ def test_deleting_a_job_removes_its_workload_and_frees_quota(
     def workload_gone() -> bool:
         return kueue.get("Workload", forever_wl["metadata"]["name"], namespace) is None
 
-    wait_for(workload_gone, timeout=60, message="the deleted Job's Workload is gone")
-    wait_for(lambda: (wl := jobs.workload("next")) and is_admitted(wl), timeout=60, message="next admitted")
-    wait_for(lambda: jobs.succeeded("next"), timeout=60, message="next completes")
+    wait_for(workload_gone, message="the deleted Job's Workload is gone")
+    wait_for(lambda: (wl := jobs.workload("next")) and is_admitted(wl), message="next admitted")
+    wait_for(lambda: jobs.succeeded("next"), message="next completes")
 
 
 def test_pods_that_never_start_are_evicted_after_the_timeout_and_requeued_with_backoff(
@@ -275,23 +282,39 @@ def test_pods_that_never_start_are_evicted_after_the_timeout_and_requeued_with_b
             cond = condition(wl, "Evicted") if wl else None
             return wl if cond and cond["reason"] == "PodsReadyTimeout" else None
 
-        wl = wait_for(evicted_for_timeout, timeout=40, message="evicted with PodsReadyTimeout")
-        assert (wl["status"].get("requeueState") or {}).get("count", 0) >= 1
+        wl = wait_for(evicted_for_timeout, message="evicted with PodsReadyTimeout")
+        requeue_state = wl["status"].get("requeueState") or {}
+        count = requeue_state.get("count", 0)
+        assert count >= 1, requeue_state
+        # The backoff is base * 2^(count-1) seconds from the eviction (base 2 s here).
+        evicted_at = timestamp(condition(wl, "Evicted")["lastTransitionTime"])  # type: ignore[index]
+        requeue_at = timestamp(requeue_state["requeueAt"])
+        assert (requeue_at - evicted_at).total_seconds() >= 2 * 2 ** (count - 1), requeue_state
         wait_for(lambda: "Stopped" in jobs.events("stuck"), message="the Job was stopped")
 
-        # Requeued with backoff: admitted again, evicted again, the count grows.
+        # Requeued only after the backoff: the next reservation is not earlier than requeueAt.
+        def reserved_again() -> dict[str, Any] | None:
+            reserved = condition(jobs.workload("stuck") or {}, "QuotaReserved")
+            if reserved and reserved["status"] == "True" and timestamp(reserved["lastTransitionTime"]) > evicted_at:
+                return reserved
+            return None
+
+        reserved = wait_for(reserved_again, message="admitted again after the backoff")
+        assert timestamp(reserved["lastTransitionTime"]) >= requeue_at, (reserved, requeue_state)
+
+        # Admitted again, evicted again: the count grows.
         def evicted_twice() -> bool:
             current = jobs.workload("stuck")
             return bool(current) and (current["status"].get("requeueState") or {}).get("count", 0) >= 2
 
-        wait_for(evicted_twice, timeout=60, message="a second admission timed out too")
+        wait_for(evicted_twice, message="a second admission timed out too")
         jobs.delete("stuck")
 
 
 def test_job_without_queue_is_left_alone(jobs: Jobs, namespace: str) -> None:
     created = jobs.create(JobBuilder("plain", namespace).run_seconds(1))
     assert not created["spec"].get("suspend")
-    wait_for(lambda: jobs.succeeded("plain"), timeout=60, message="an unmanaged Job runs by itself")
+    wait_for(lambda: jobs.succeeded("plain"), message="an unmanaged Job runs by itself")
     assert jobs.workload("plain") is None
 
 
@@ -304,7 +327,7 @@ def test_default_local_queue_adopts_jobs_without_a_queue_label(
     assert created["spec"]["suspend"] is True
     wl = wait_for(lambda: jobs.workload("unlabelled"), message="a Workload for the unlabelled Job")
     assert wl["spec"]["queueName"] == "default"
-    wait_for(lambda: jobs.succeeded("unlabelled"), timeout=60, message="it runs through the default queue")
+    wait_for(lambda: jobs.succeeded("unlabelled"), message="it runs through the default queue")
 
 
 def test_manage_jobs_without_queue_name_suspends_a_job_that_arrived_running(
@@ -322,7 +345,7 @@ def test_manage_jobs_without_queue_name_suspends_a_job_that_arrived_running(
         )
         wl = wait_for(lambda: jobs.workload("unqueued"), message="a Workload for it")
         assert not wl["spec"].get("queueName")
-        wait_for(lambda: jobs.live_pods("unqueued") == [], timeout=60, message="no pods while it waits")
+        wait_for(lambda: jobs.live_pods("unqueued") == [], message="no pods while it waits")
         assert not is_admitted(jobs.workload("unqueued") or {})
         jobs.delete("unqueued")
 
