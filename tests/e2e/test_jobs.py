@@ -410,23 +410,36 @@ def test_admission_check_gates_the_start_and_its_pod_set_updates_reach_the_pods(
         wl = jobs.workload("checked")
         states = (wl or {}).get("status", {}).get("admissionChecks") or []
         pending = any(s["name"] == check and s["state"] == "Pending" for s in states)
-        return wl if wl and holds_quota(wl) and not is_admitted(wl) and pending else None
+        fresh = wl and holds_quota(wl) and not is_true(wl, "Evicted")
+        return wl if fresh and not is_admitted(wl) and pending else None
 
     # Quota reserved, check pending (seed 004's InQueue): still no pods.
     wl = wait_for(reserved_check_pending, message="quota reserved with the check pending")
     assert jobs.get("checked")["spec"]["suspend"] is True and jobs.pods("checked") == []
 
-    # The check says Retry: the reservation falls back to pending — no retry loop, no pods.
+    # The check says Retry: the workload is evicted and its check reset to Pending, counting one
+    # retry. With a 1s requeue delay it may be reserved again between two polls, and the new
+    # reservation flips Evicted back to False ("Previously: ..."), so the wait asserts on what
+    # persists: the check's retryCount and reset message, and Evicted naming the check's eviction.
     _set_check(kueue, namespace, wl["metadata"]["name"], check, "Retry", requeueAfterSeconds=1)
-    wait_for(
-        lambda: (
-            (cond := condition(jobs.workload("checked") or {}, "Evicted"))
-            and cond["reason"] == "AdmissionCheck"
-        ),
-        message="evicted by the check",
-    )
+
+    def evicted_by_the_check() -> dict[str, Any] | None:
+        wl = jobs.workload("checked") or {}
+        states = (wl.get("status") or {}).get("admissionChecks") or []
+        entry = next((s for s in states if s["name"] == check), {})
+        evicted = condition(wl, "Evicted") or {}
+        evicted_now = evicted.get("status") == "True" and evicted.get("reason") == "AdmissionCheck"
+        evicted_before = evicted.get("status") == "False" and evicted.get("message") == (
+            "Previously: At least one admission check is false"
+        )
+        reset = entry.get("state") == "Pending" and entry.get("retryCount") == 1
+        reset_message = entry.get("message") == "Reset to Pending after eviction. Previously: Retry"
+        return wl if reset and reset_message and (evicted_now or evicted_before) else None
+
+    wait_for(evicted_by_the_check, message="evicted by the check, which counts one retry")
     assert jobs.pods("checked") == []
     wl = wait_for(reserved_check_pending, message="reserved again after the check's delay")
+    assert condition(wl, "Evicted")["reason"] == "QuotaReserved"
 
     # Ready, with updates for the pods: they are merged into the template at start.
     update = {
