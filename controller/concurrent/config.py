@@ -129,5 +129,7 @@ def concurrent_config(cluster_queue: Mapping[str, Any] | None) -> ConcurrentConf
         checks = tuple(
             sorted(name for name, on in check_rules.items() if not on or set(on).intersection(flavors))
         )
-        options.append(OptionSpec(suffix, len(options), flavors, create_delay, delete_delay, target_ok, checks))
+        options.append(
+            OptionSpec(suffix, len(options), flavors, create_delay, delete_delay, target_ok, checks)
+        )
     return ConcurrentConfig(on_success, target, tuple(options))

@@ -25,7 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from controller.core import indexes
 from controller.core import workload_view as wv
@@ -35,26 +35,41 @@ from controller.core.events import EventSink
 from controller.core.patches import workload_status_patch
 from controller.core.plan import EVENT_NORMAL, EventSpec, WorkloadPlan
 from controller.core.workers import start_workers
+from controller.runtime.informer import FuncHandler
 from controller.runtime.workqueue import WorkQueue
 from pykueue.api import constants as c
 from pykueue.kube.errors import AlreadyExists, NotFound
-from pykueue.kube.resources import WORKLOADS
+from pykueue.kube.resources import WORKLOADS, Resource
 
 from . import metrics
 from .config import concurrent_config
-from .objects import build_option, is_option, is_parent, parent_name, parent_uid
+from .objects import (
+    OPTION_BY_PARENT_UID,
+    build_option,
+    is_option,
+    is_parent,
+    option_by_parent_uid,
+    parent_name,
+)
 from .plan import ParentPlan, plan_parent
 
 log = logging.getLogger(__name__)
 
-OPTION_BY_PARENT_UID = "concurrent/option-by-parent-uid"
 
+class OptionWriter(Protocol):
+    """What the option controller uses of :class:`pykueue.kube.client.KubeClient`."""
 
-def option_by_parent_uid(obj: dict[str, Any]) -> list[str]:
-    if not is_option(obj):
-        return []
-    uid = parent_uid(obj)
-    return [uid] if uid else []
+    def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]: ...
+
+    def patch(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None, **kw: Any
+    ) -> dict[str, Any]: ...
+
+    def patch_status(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None, **kw: Any
+    ) -> dict[str, Any]: ...
+
+    def delete(self, res: Resource, name: str, namespace: str | None = None, **kw: Any) -> bool: ...
 
 
 class OptionController:
@@ -64,11 +79,11 @@ class OptionController:
 
     def __init__(
         self,
-        client: Any,
+        client: OptionWriter,
         *,
-        workloads: Any,
-        local_queues: Any,
-        cluster_queues: Any,
+        workloads: indexes.InformerLike,
+        local_queues: indexes.InformerLike,
+        cluster_queues: indexes.InformerLike,
         events: EventSink,
         clock: Callable[[], datetime] = utcnow,
         workers: int = 1,
@@ -90,11 +105,12 @@ class OptionController:
     # --- wiring --------------------------------------------------------------------------------
 
     def register_handlers(self) -> None:
-        from controller.runtime.informer import FuncHandler
-
         self._workloads.add_handler(
-            FuncHandler(add=self._workload_changed, update=lambda _o, n: self._workload_changed(n),
-                        delete=self._workload_changed),
+            FuncHandler(
+                add=self._workload_changed,
+                update=lambda _o, n: self._workload_changed(n),
+                delete=self._workload_changed,
+            ),
             resync=True,
         )
         self._cluster_queues.add_handler(
@@ -146,7 +162,7 @@ class OptionController:
 
     def options_of(self, parent: Mapping[str, Any]) -> list[dict[str, Any]]:
         uid = str(wv.meta(parent).get("uid") or "")
-        return [o for o in self._workloads.store.by_index(OPTION_BY_PARENT_UID, uid)] if uid else []
+        return self._workloads.store.by_index(OPTION_BY_PARENT_UID, uid) if uid else []
 
     # --- reconcile -----------------------------------------------------------------------------
 
@@ -154,21 +170,20 @@ class OptionController:
         wl = self._workloads.store.get(key)
         if wl is None or is_option(wl):
             return None
-        config = concurrent_config(self.cluster_queue_of(wl))
+        cluster_queue = self.cluster_queue_of(wl)
+        config = concurrent_config(cluster_queue)
         if not is_parent(wl):
             if config is not None and self._should_become_parent(wl):
                 self._make_parent(wl)
             return None
         plan = plan_parent(wl, config, self.options_of(wl), self._clock())
-        self._apply(wl, plan, self._cluster_queue_name(wl))
+        self._apply(wl, plan, wv.name(cluster_queue) if cluster_queue is not None else "")
         return plan.requeue_after
 
     @staticmethod
     def _should_become_parent(wl: Mapping[str, Any]) -> bool:
         """Workloads admitted before the queue had concurrentAdmission keep running as they are."""
-        return not (
-            wv.is_finished(wl) or wv.has_reservation(wl) or wv.meta(wl).get("deletionTimestamp")
-        )
+        return not (wv.is_finished(wl) or wv.has_reservation(wl) or wv.meta(wl).get("deletionTimestamp"))
 
     def _make_parent(self, wl: Mapping[str, Any]) -> None:
         patch = {
@@ -180,10 +195,6 @@ class OptionController:
         }
         self._client.patch(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
         log.info("workload became a concurrent-admission parent", extra={"workload": wv.key(wl)})
-
-    def _cluster_queue_name(self, wl: Mapping[str, Any]) -> str:
-        cq = self.cluster_queue_of(wl)
-        return wv.name(cq) if cq is not None else ""
 
     def _apply(self, parent: dict[str, Any], plan: ParentPlan, cluster_queue: str) -> None:
         namespace = wv.namespace(parent)
@@ -200,7 +211,10 @@ class OptionController:
                 self._client.patch(
                     WORKLOADS,
                     wv.name(option),
-                    {"metadata": {"resourceVersion": wv.meta(option).get("resourceVersion")}, "spec": {"active": False}},
+                    {
+                        "metadata": {"resourceVersion": wv.meta(option).get("resourceVersion")},
+                        "spec": {"active": False},
+                    },
                     namespace,
                 )
         for removal in plan.delete:
@@ -211,7 +225,11 @@ class OptionController:
                 )
             self._events.emit(
                 parent,
-                EventSpec(EVENT_NORMAL, c.EVENT_REMOVED_OPTION, f"Removed option {wv.name(removal.option)}: {removal.reason}"),
+                EventSpec(
+                    EVENT_NORMAL,
+                    c.EVENT_REMOVED_OPTION,
+                    f"Removed option {wv.name(removal.option)}: {removal.reason}",
+                ),
             )
             metrics.OPTIONS_REMOVED.labels(cluster_queue, removal.cause).inc()
             log.info("option removed", extra={"option": wv.name(removal.option), "reason": removal.reason})
@@ -235,8 +253,10 @@ class OptionController:
                 self._client.patch_status(
                     WORKLOADS,
                     wv.name(option),
-                    {"metadata": {"resourceVersion": wv.meta(option).get("resourceVersion")},
-                     "status": {"admissionChecks": states}},
+                    {
+                        "metadata": {"resourceVersion": wv.meta(option).get("resourceVersion")},
+                        "status": {"admissionChecks": states},
+                    },
                     namespace,
                 )
         for option, patch in plan.annotate:

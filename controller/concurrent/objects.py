@@ -37,28 +37,46 @@ def workload_mode(wl: Mapping[str, Any]) -> str:
 
 def is_parent(wl: Mapping[str, Any]) -> bool:
     labels = _dict(_dict(wl.get("metadata")).get("labels"))
-    return workload_mode(wl) == c.WORKLOAD_MODE_PARENT or labels.get(c.CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+    return (
+        workload_mode(wl) == c.WORKLOAD_MODE_PARENT
+        or labels.get(c.CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+    )
 
 
 def is_option(wl: Mapping[str, Any]) -> bool:
     return workload_mode(wl) == c.WORKLOAD_MODE_OPTION
 
 
-def parent_name(option: Mapping[str, Any]) -> str | None:
-    """The name of the Workload controlling ``option`` (its parent), if any."""
+def _parent_ref(option: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The controller ownerReference to a Workload (the parent), or an empty mapping."""
     for ref in _dict(option.get("metadata")).get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == "Workload":
-            name = ref.get("name")
-            return name if isinstance(name, str) and name else None
-    return None
+            return ref
+    return {}
+
+
+def parent_name(option: Mapping[str, Any]) -> str | None:
+    """The name of the Workload controlling ``option`` (its parent), if any."""
+    name = _parent_ref(option).get("name")
+    return name if isinstance(name, str) and name else None
 
 
 def parent_uid(option: Mapping[str, Any]) -> str | None:
-    for ref in _dict(option.get("metadata")).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == "Workload":
-            uid = ref.get("uid")
-            return uid if isinstance(uid, str) else None
-    return None
+    """The uid of the Workload controlling ``option`` (its parent), if any."""
+    uid = _parent_ref(option).get("uid")
+    return uid if isinstance(uid, str) and uid else None
+
+
+# Informer index over Workloads: an option's parent uid -> the option. Shared by the option
+# controller and the Job integration (a parent's Job follows whichever option holds quota).
+OPTION_BY_PARENT_UID = "concurrent/option-by-parent-uid"
+
+
+def option_by_parent_uid(obj: Mapping[str, Any]) -> list[str]:
+    if not is_option(obj):
+        return []
+    uid = parent_uid(obj)
+    return [uid] if uid else []
 
 
 def option_rank(option: Mapping[str, Any]) -> int | None:
@@ -109,7 +127,9 @@ def matches_spec(option: Mapping[str, Any], parent: Mapping[str, Any], spec: Opt
     podsets = _dict(option.get("spec")).get("podSets") or []
     return (
         bool(podsets)
-        and all(tuple(_dict(ps).get("allowedResourceFlavors") or ()) == spec.allowed_flavors for ps in podsets)
+        and all(
+            tuple(_dict(ps).get("allowedResourceFlavors") or ()) == spec.allowed_flavors for ps in podsets
+        )
         and _without_flavors(podsets) == _without_flavors(_dict(parent.get("spec")).get("podSets"))
     )
 
@@ -127,7 +147,14 @@ def build_option(parent: Mapping[str, Any], spec: OptionSpec, name: str) -> Obj:
     option_spec: Obj = {
         key: copy.deepcopy(value)
         for key, value in parent_spec.items()
-        if key in ("queueName", "priority", "priorityClassName", "priorityClassSource", "maximumExecutionTimeSeconds")
+        if key
+        in (
+            "queueName",
+            "priority",
+            "priorityClassName",
+            "priorityClassSource",
+            "maximumExecutionTimeSeconds",
+        )
     }
     option_spec.update(
         {

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from controller.concurrent.objects import OPTION_BY_PARENT_UID, option_by_parent_uid
 from controller.runtime.informer import FuncHandler, InformerSet
 from controller.runtime.store import split_key
 from controller.runtime.workqueue import WorkQueue
@@ -58,9 +59,11 @@ class InformerLister:
         self.namespaces = informers.get(R.NAMESPACES)
         self.wpcs = informers.get(R.WORKLOAD_PRIORITY_CLASSES)
         self.pcs = informers.get(R.PRIORITY_CLASSES)
-        # A previous leadership term of this process may have added the index already.
-        with contextlib.suppress(ValueError):
-            self.workloads.add_indexer(OWNER_JOB_INDEX, owner_job_index)
+        # A previous leadership term of this process (or, for the option index, the option
+        # controller on the same informer) may have added an index already.
+        for index, func in ((OWNER_JOB_INDEX, owner_job_index), (OPTION_BY_PARENT_UID, option_by_parent_uid)):
+            with contextlib.suppress(ValueError):
+                self.workloads.add_indexer(index, func)
 
     def all(self) -> list[Any]:
         return [
@@ -101,14 +104,8 @@ class InformerLister:
             return []
         return [
             wl
-            for wl in self.workloads.store.by_index("namespace", namespace)
-            if any(
-                isinstance(ref, dict)
-                and ref.get("controller") is True
-                and ref.get("kind") == "Workload"
-                and ref.get("uid") == parent_uid
-                for ref in jobs.metadata(wl).get("ownerReferences") or []
-            )
+            for wl in self.workloads.store.by_index(OPTION_BY_PARENT_UID, parent_uid)
+            if jobs.metadata(wl).get("namespace") == namespace
         ]
 
     def default_priority_class(self) -> dict[str, Any] | None:

@@ -1,13 +1,16 @@
-"""Configuration → Job integration settings, and Workload → Job key mapping."""
+"""Configuration → Job integration settings; Workload → Job key mapping; a parent's options."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.jobs.controller import owner_job_index
+from controller.concurrent.objects import OPTION_BY_PARENT_UID, option_by_parent_uid
+from controller.jobs.controller import InformerLister, owner_job_index
 from controller.jobs.setup import framework_enabled, settings_from_config
-from tests.builders import WorkloadBuilder
+from controller.runtime.store import Store
+from pykueue.kube import resources as R
+from tests.builders import SeedWorkloadBuilder, WorkloadBuilder
 
 
 def test_defaults_without_configuration() -> None:
@@ -73,3 +76,51 @@ def test_owner_job_index_maps_a_workload_to_its_job_key() -> None:
         )
         == []
     )
+
+
+class _Informer:
+    def __init__(self, *objects: dict[str, Any]) -> None:
+        self.store = Store()
+        for obj in objects:
+            self.store.upsert(obj)
+
+    def add_indexer(self, name: str, func: Any) -> None:
+        self.store.add_indexer(name, func)
+
+
+class _Informers:
+    """An InformerSet stand-in: one shared informer per resource, as in the controller process."""
+
+    def __init__(self, workloads: _Informer) -> None:
+        self._by_resource: dict[Any, _Informer] = {R.WORKLOADS: workloads}
+
+    def get(self, resource: Any) -> _Informer:
+        return self._by_resource.setdefault(resource, _Informer())
+
+
+def _option(name: str, namespace: str, parent_uid: str) -> dict[str, Any]:
+    return (
+        SeedWorkloadBuilder(name, namespace)
+        .mode("ResourceFlavorOption")
+        .owner("Workload", "parent", parent_uid, "kueue.x-k8s.io/v1beta1")
+        .obj()
+    )
+
+
+def test_lister_finds_a_parents_options_through_the_index_the_option_controller_shares() -> None:
+    workloads = _Informer(
+        _option("parent-option-a", "ns", "parent-uid"),
+        _option("parent-option-b", "ns", "parent-uid"),
+        _option("other-option-a", "ns", "other-uid"),
+        SeedWorkloadBuilder("plain", "ns")
+        .owner("Workload", "parent", "parent-uid", "kueue.x-k8s.io/v1beta1")
+        .obj(),
+    )
+    # The option controller registers the same index on the shared informer first.
+    workloads.add_indexer(OPTION_BY_PARENT_UID, option_by_parent_uid)
+    lister = InformerLister(_Informers(workloads))  # type: ignore[arg-type]
+
+    found = sorted(wl["metadata"]["name"] for wl in lister.options_of_parent("ns", "parent-uid"))
+    assert found == ["parent-option-a", "parent-option-b"]
+    assert lister.options_of_parent("elsewhere", "parent-uid") == []
+    assert lister.options_of_parent("ns", "") == []
