@@ -47,7 +47,8 @@ class ComposeError(ValueError):
     """The Job cannot be represented as a Workload; the message names the field and the rule."""
 
 
-def _is_label_value(value: str) -> bool:
+def is_label_value(value: str) -> bool:
+    """A valid Kubernetes label value (the Job's uid and the queue names become labels)."""
     return len(value) <= 63 and bool(_LABEL_VALUE.match(value))
 
 
@@ -113,7 +114,7 @@ def compose_workload(job: Obj, *, queue_name: str, priority: Priority) -> Obj:
     """The Workload to create for ``job``; raises :class:`ComposeError` for a malformed Job."""
     name, namespace, uid = _check_job(job)
     labels: dict[str, str] = {}
-    if _is_label_value(uid):
+    if is_label_value(uid):
         labels[JOB_UID_LABEL] = uid
     annotations = {k: v for k, v in jobs.annotations(job).items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
     metadata: Obj = {

@@ -34,8 +34,8 @@ from pykueue.api.constants import (
 )
 
 from . import job as jobs
-from .compose import _is_label_value
-from .template import apply_snapshot, encode_snapshot, saved_snapshot, snapshot
+from .compose import is_label_value
+from .template import apply_snapshot, editable_copy, encode_snapshot, saved_snapshot, snapshot
 
 Obj = dict[str, Any]
 
@@ -98,9 +98,9 @@ def podset_infos(workload: Obj, flavors: Mapping[str, Obj]) -> list[PodSetInfo]:
             raise PodSetMergeError(f"status.admission.podSetAssignments: Invalid value: {assignment!r}")
         name = str(assignment.get("name") or DEFAULT_PODSET_NAME)
         info = PodSetInfo(name=name, labels={PODSET_LABEL: name})
-        if cluster_queue and _is_label_value(cluster_queue):
+        if cluster_queue and is_label_value(cluster_queue):
             info.labels[CLUSTER_QUEUE_NAME_LABEL] = cluster_queue
-        if local_queue and _is_label_value(local_queue):
+        if local_queue and is_label_value(local_queue):
             info.labels[LOCAL_QUEUE_NAME_LABEL] = local_queue
         assigned = assignment.get("flavors") if isinstance(assignment.get("flavors"), dict) else {}
         # Resources are visited in name order so the result does not depend on dict order.
@@ -134,12 +134,7 @@ def podset_infos(workload: Obj, flavors: Mapping[str, Obj]) -> list[PodSetInfo]:
 
 def inject(template: Obj, info: PodSetInfo) -> Obj:
     """A copy of the pod ``template`` with ``info`` merged in (Kueue's ``podset.Merge``)."""
-    result = copy.deepcopy(template)
-    if not isinstance(result.get("metadata"), dict):
-        result["metadata"] = {}
-    if not isinstance(result.get("spec"), dict):
-        result["spec"] = {}
-    meta, pod_spec = result["metadata"], result["spec"]
+    result, meta, pod_spec = editable_copy(template)
     for what, existing_key, extra in (
         ("labels", "labels", info.labels),
         ("annotations", "annotations", info.annotations),

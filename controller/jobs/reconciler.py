@@ -134,6 +134,11 @@ class Result:
 DONE = Result()
 
 
+def _after_stop(restored: bool) -> Result:
+    """Done once the template is restored; until the Job API allows that, look again shortly."""
+    return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+
+
 def _with_kind(obj: Obj, api_version: str, kind: str) -> Obj:
     """Objects from list responses lack apiVersion/kind; Events need them to name the object."""
     if obj.get("kind") and obj.get("apiVersion"):
@@ -243,7 +248,7 @@ class JobReconciler:
         followed = followed_workload(parent, options)
         if followed is not parent and not jobs.is_suspended(job) and self._runs_elsewhere(job, followed):
             _, restored = self._stop(job, followed, f"Migrating to option {wv.name(followed)}")
-            return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+            return _after_stop(restored)
         return self._drive(job, followed)
 
     def _runs_elsewhere(self, job: Obj, workload: Obj) -> bool:
@@ -359,7 +364,7 @@ class JobReconciler:
             _, restored = self._stop(
                 job, None, "No matching Workload; the job is suspended until it is admitted"
             )
-            return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+            return _after_stop(restored)
         try:
             priority = resolve_priority(
                 job,
@@ -397,7 +402,7 @@ class JobReconciler:
             return DONE
         if wv.is_finished(workload):
             _, restored = self._stop(job, workload, "The workload is finished")
-            return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+            return _after_stop(restored)
 
         evicted = wv.condition(workload, C.COND_EVICTED)
         if evicted is not None and evicted.get("status") == "True":
@@ -406,13 +411,13 @@ class JobReconciler:
             )
             if wv.has_reservation(workload):
                 return self._release_when_pods_gone(job, workload)
-            return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+            return _after_stop(restored)
 
         admitted = wv.is_admitted(workload) and wv.has_reservation(workload) and wv.is_active(workload)
         if not jobs.is_suspended(job):
             if not admitted:
                 _, restored = self._stop(job, workload, "Not admitted by cluster queue")
-                return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+                return _after_stop(restored)
             if self._settings.wait_for_pods_ready:
                 self._sync_pods_ready(job, workload)
             return DONE
@@ -421,7 +426,7 @@ class JobReconciler:
             return self._start(job, workload)
         # Suspended and not admitted: finish an interrupted stop (template still injected).
         _, restored = self._stop(job, workload, "")
-        return DONE if restored else Result(PODS_GONE_POLL_SECONDS)
+        return _after_stop(restored)
 
     def _sync_pods_ready(self, job: Obj, workload: Obj) -> None:
         plan = pods_ready_plan(job, workload)

@@ -27,19 +27,37 @@ SAVED_METADATA_FIELDS = ("labels", "annotations")
 SAVED_SPEC_FIELDS = ("nodeSelector", "tolerations")
 
 
+# The saved parts, each with the JSON type it must have (anything else is read as empty).
+SNAPSHOT_FIELDS: tuple[tuple[str, type], ...] = (
+    ("nodeSelector", dict),
+    ("tolerations", list),
+    ("labels", dict),
+    ("annotations", dict),
+)
+
+
+def _typed(value: Any, kind: type) -> Any:
+    return copy.deepcopy(value) if isinstance(value, kind) else kind()
+
+
+def editable_copy(template: Obj) -> tuple[Obj, Obj, Obj]:
+    """A deep copy of a pod template with dict ``metadata`` and ``spec`` (whatever the user sent),
+    returned with those two, ready to be edited in place."""
+    result = copy.deepcopy(template)
+    if not isinstance(result.get("metadata"), dict):
+        result["metadata"] = {}
+    if not isinstance(result.get("spec"), dict):
+        result["spec"] = {}
+    return result, result["metadata"], result["spec"]
+
+
 def snapshot(template: Obj) -> Obj:
     """The parts of a pod template a start may change (absent parts are recorded as empty)."""
     meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
     pod_spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
-
-    def typed(value: Any, kind: type) -> Any:
-        return copy.deepcopy(value) if isinstance(value, kind) else kind()
-
     return {
-        "nodeSelector": typed(pod_spec.get("nodeSelector"), dict),
-        "tolerations": typed(pod_spec.get("tolerations"), list),
-        "labels": typed(meta.get("labels"), dict),
-        "annotations": typed(meta.get("annotations"), dict),
+        field: _typed((meta if field in SAVED_METADATA_FIELDS else pod_spec).get(field), kind)
+        for field, kind in SNAPSHOT_FIELDS
     }
 
 
@@ -55,16 +73,7 @@ def saved_snapshot(job: Obj) -> Obj | None:
     podset = data.get(DEFAULT_PODSET_NAME) if isinstance(data, dict) else None
     if not isinstance(podset, dict):
         return None
-    result = {}
-    for field, kind in (
-        ("nodeSelector", dict),
-        ("tolerations", list),
-        ("labels", dict),
-        ("annotations", dict),
-    ):
-        value = podset.get(field)
-        result[field] = value if isinstance(value, kind) else kind()
-    return result
+    return {field: _typed(podset.get(field), kind) for field, kind in SNAPSHOT_FIELDS}
 
 
 def encode_snapshot(snap: Obj) -> str:
@@ -74,12 +83,7 @@ def encode_snapshot(snap: Obj) -> str:
 
 def apply_snapshot(template: Obj, snap: Obj) -> Obj:
     """A copy of ``template`` with the four saved parts replaced by ``snap``."""
-    result = copy.deepcopy(template)
-    if not isinstance(result.get("metadata"), dict):
-        result["metadata"] = {}
-    if not isinstance(result.get("spec"), dict):
-        result["spec"] = {}
-    meta, pod_spec = result["metadata"], result["spec"]
+    result, meta, pod_spec = editable_copy(template)
     for field in SAVED_METADATA_FIELDS:
         if snap.get(field):
             meta[field] = copy.deepcopy(snap[field])
