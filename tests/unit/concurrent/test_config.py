@@ -4,17 +4,7 @@ from __future__ import annotations
 
 from controller.concurrent.config import concurrent_config
 from tests.builders import ClusterQueueBuilder, SeedClusterQueueBuilder
-
-
-def _three_flavors(policy: str, target: str | None = None) -> dict:
-    return (
-        SeedClusterQueueBuilder("cq")
-        .flavor("reservation", cpu="4")
-        .flavor("on-demand", cpu="4")
-        .flavor("spot", cpu="4")
-        .concurrent(policy, target=target)
-        .obj()
-    )
+from tests.unit.concurrent.helpers import three_flavor_queue
 
 
 def test_no_concurrent_admission_means_no_config() -> None:
@@ -23,7 +13,7 @@ def test_no_concurrent_admission_means_no_config() -> None:
 
 
 def test_one_option_per_flavor_in_cluster_queue_order() -> None:
-    config = concurrent_config(_three_flavors("RemoveLower"))
+    config = concurrent_config(three_flavor_queue("RemoveLower"))
     assert config is not None
     assert [(o.suffix, o.rank, o.allowed_flavors) for o in config.options] == [
         ("reservation", 0, ("reservation",)),
@@ -33,18 +23,18 @@ def test_one_option_per_flavor_in_cluster_queue_order() -> None:
 
 
 def test_remove_other_never_migrates_and_remove_lower_always_may() -> None:
-    other = concurrent_config(_three_flavors("RemoveOther"))
-    lower = concurrent_config(_three_flavors("RemoveLower"))
+    other = concurrent_config(three_flavor_queue("RemoveOther"))
+    lower = concurrent_config(three_flavor_queue("RemoveLower"))
     assert other is not None and lower is not None
     assert [o.migration_target for o in other.options] == [False, False, False]
     assert [o.migration_target for o in lower.options] == [True, True, True]
 
 
 def test_remove_below_target_only_targets_options_at_or_above_the_target() -> None:
-    config = concurrent_config(_three_flavors("RemoveBelowTarget", target="reservation"))
+    config = concurrent_config(three_flavor_queue("RemoveBelowTarget", target="reservation"))
     assert config is not None
     assert [o.migration_target for o in config.options] == [True, False, False]
-    middle = concurrent_config(_three_flavors("RemoveBelowTarget", target="on-demand"))
+    middle = concurrent_config(three_flavor_queue("RemoveBelowTarget", target="on-demand"))
     assert middle is not None
     assert [o.migration_target for o in middle.options] == [True, True, False]
 

@@ -15,20 +15,9 @@ from typing import Any
 
 from pykueue.kube import resources as R
 from pykueue.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from tests.unit.core.fakes import merge_patch  # RFC 7386, one implementation for every fake API
 
 Obj = dict[str, Any]
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def json_patch(target: Obj, ops: list[Obj]) -> Obj:
