@@ -194,9 +194,7 @@ def test_job_beyond_quota_waits_without_pods_then_runs_on_its_flavor(
         lambda: (wl := jobs.workload("first")) and condition(wl, "Finished"), message="first Finished"
     )
     assert (finished["status"], finished["reason"]) == ("True", "Succeeded")
-    wait_for(
-        lambda: (wl := jobs.workload("second")) and is_admitted(wl), message="second admitted"
-    )
+    wait_for(lambda: (wl := jobs.workload("second")) and is_admitted(wl), message="second admitted")
     second_pods = wait_for(
         lambda: [p for p in jobs.pods("second") if p.spec.node_name], message="second scheduled"
     )
@@ -295,7 +293,11 @@ def test_pods_that_never_start_are_evicted_after_the_timeout_and_requeued_with_b
         # Requeued only after the backoff: the next reservation is not earlier than requeueAt.
         def reserved_again() -> dict[str, Any] | None:
             reserved = condition(jobs.workload("stuck") or {}, "QuotaReserved")
-            if reserved and reserved["status"] == "True" and timestamp(reserved["lastTransitionTime"]) > evicted_at:
+            if (
+                reserved
+                and reserved["status"] == "True"
+                and timestamp(reserved["lastTransitionTime"]) > evicted_at
+            ):
                 return reserved
             return None
 
