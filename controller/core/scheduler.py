@@ -107,6 +107,7 @@ class SchedulerLoop:
         self._accepting = False
         self.engine: Engine | None = None
         self._applied_rv: dict[tuple[str, str], str] = {}
+        self._reserved_seen: dict[str, dict[str, Any]] = {}  # see handler_for
         self.cycles = 0
         self._metrics_at = 0.0
         self.pending_reasons = PendingReasonWriter(self._write_pending_reason)
@@ -127,7 +128,18 @@ class SchedulerLoop:
         def on(obj: dict[str, Any]) -> None:
             self.notify(kind, wv.key(obj))
 
-        return FuncHandler(add=on, update=lambda _old, new: on(new), delete=on)
+        if kind != "workloads":
+            return FuncHandler(add=on, update=lambda _old, new: on(new), delete=on)
+
+        def on_workload(obj: dict[str, Any]) -> None:
+            # The loop reads only the latest cached version, which may already have moved past a
+            # reservation (ours, echoed, then evicted and cleared). Remember the last version
+            # that held quota so the engine sees that reservation before its release.
+            if self._accepting and wv.has_reservation(obj):
+                self._reserved_seen[wv.key(obj)] = obj
+            on(obj)
+
+        return FuncHandler(add=on_workload, update=lambda _old, new: on_workload(new), delete=on)
 
     # --- loop thread -----------------------------------------------------------------------------
 
@@ -156,10 +168,12 @@ class SchedulerLoop:
         """Accept events from now on and fill a fresh engine from every informer's cache."""
         self._accepting = True
         self._applied_rv.clear()
+        self._reserved_seen.clear()
         engine = self.engine = self._engine_factory()
-        for kind in KINDS:
-            for key in cached_keys(self._informers[kind]):
-                self._sync(engine, kind, key)
+        with engine.initial_load():  # cache order is not arrival order
+            for kind in KINDS:
+                for key in cached_keys(self._informers[kind]):
+                    self._sync(engine, kind, key)
         log.info(
             "scheduler started",
             extra={"workloads": len(engine.workloads), "clusterQueues": len(engine.cluster_queues)},
@@ -210,7 +224,29 @@ class SchedulerLoop:
             except queue.Empty:
                 break
         for kind, key in batch:
+            if kind == "workloads":
+                self._replay_skipped_reservation(engine, key)
             self._sync(engine, kind, key)
+
+    def _replay_skipped_reservation(self, engine: Engine, key: str) -> None:
+        """Feed the engine a reservation it never saw because the cache already shows it gone.
+
+        Without it, an assumed reservation whose echo was skipped looks like "our write has not
+        come back yet" to the engine when the latest version has no admission, and the workload
+        is never queued again (seen in the scheduler baseline: preempted workloads stuck)."""
+        reserved = self._reserved_seen.pop(key, None)
+        latest = self._informers["workloads"].store.get(key)
+        if reserved is None or latest is None or wv.has_reservation(latest):
+            return  # nothing skipped: the latest version tells the engine everything
+        rv_key = ("workloads", key)
+        rv = str(wv.meta(reserved).get("resourceVersion") or "")
+        if rv and self._applied_rv.get(rv_key) == rv:
+            return
+        try:
+            self._upsert(engine, "workloads", reserved)
+            self._applied_rv[rv_key] = rv
+        except Exception:
+            log.exception("engine rejected an object", extra={"kind": "workloads", "key": key})
 
     def _sync(self, engine: Engine, kind: str, key: str) -> None:
         """Bring the engine's view of one object in line with the informer's store."""
