@@ -144,6 +144,24 @@ def delete_run(client: KubeClient, names: Names, *, wait_s: float) -> bool:
     return False
 
 
+def describe_unfinished(informer: Informer, recorder: Recorder, limit: int = 5) -> list[str]:
+    """Where the first few unfinished workloads stand (their conditions as last watched), so an
+    incomplete run says what it waited for."""
+    lines = []
+    for (namespace, name), record in sorted(recorder.records.items()):
+        if record.finished_at is not None or record.create_failed:
+            continue
+        obj = informer.store.get(f"{namespace}/{name}") or {}
+        conditions = ", ".join(
+            f"{c.get('type')}={c.get('status')}({c.get('reason')})"
+            for c in (obj.get("status") or {}).get("conditions") or []
+        )
+        lines.append(f"{namespace}/{name} evictions={record.evictions}: {conditions or 'no conditions'}")
+        if len(lines) >= limit:
+            break
+    return lines
+
+
 # --- one run --------------------------------------------------------------------------------------
 
 
@@ -157,6 +175,7 @@ class RunOptions:
     profile_dir: Path | None
     profile_mode: str
     controller_pid: int | None
+    controller_log_level: str = "WARNING"
     external_controller: bool = False
     progress_every_s: float = 10.0
 
@@ -186,6 +205,7 @@ def run_once(
         controller = ControllerProcess(
             kubeconfig, qps=variant.qps, burst=variant.burst, workdir=options.workdir,
             label=f"{variant.name}-{index}", profile_to=profile, profile_mode=options.profile_mode,
+            log_level=options.controller_log_level,
         )
         controller.start()
     pid = controller.pid if controller is not None else options.controller_pid
@@ -245,6 +265,10 @@ def run_once(
         }
         if profiling and profile is not None:
             result["profile"] = str(profile)
+        if not result["completed"]:
+            result["unfinished"] = describe_unfinished(informer, recorder)
+            for line in result["unfinished"]:
+                print(f"  unfinished: {line}", flush=True)
         return result
     finally:
         if runner is not None:
@@ -283,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="cpu",
         help="cpu: where the controller's CPU goes (GIL holder); wall: every thread's time, waits included",
     )
+    parser.add_argument(
+        "--controller-log-level", default="WARNING", help="log level of a controller this program starts"
+    )
     parser.add_argument("--json", type=Path, help="also write the JSON summary to this file")
     return parser
 
@@ -311,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = RunOptions(
         scale=args.scale, timeout_s=args.timeout, create_concurrency=args.create_concurrency,
         finish_concurrency=args.finish_concurrency, workdir=workdir, profile_dir=args.profile,
-        profile_mode=args.profile_mode,
+        profile_mode=args.profile_mode, controller_log_level=args.controller_log_level,
         controller_pid=args.controller_pid, external_controller=external,
     )
     try:

@@ -27,7 +27,9 @@ def test_scheduler_baseline_smoke(cluster: Any, controller: Any, capsys: pytest.
     else:
         assert controller.process is not None
         target = ["--controller-pid", str(controller.process.pid)]
-    code = baseline.main(["--scale", "0.003", "--kubeconfig", cluster.kubeconfig, "--timeout", "300", *target])
+    code = baseline.main(
+        ["--scale", "0.003", "--kubeconfig", cluster.kubeconfig, "--timeout", "300", *target]
+    )
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     for figure in ("wall time", "ClusterQueue utilisation", "mean time to admission small", "controller CPU"):

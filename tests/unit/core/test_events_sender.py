@@ -21,7 +21,9 @@ class GatedClient:
         self.most_in_flight = 0
         self.lock = threading.Lock()
 
-    def emit_event(self, involved: dict[str, Any], type_: str, reason: str, message: str, component: str) -> None:
+    def emit_event(
+        self, involved: dict[str, Any], type_: str, reason: str, message: str, component: str
+    ) -> None:
         with self.lock:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
@@ -91,4 +93,7 @@ def test_senders_work_in_parallel_and_keep_each_objects_order() -> None:
     client.gate.set()
     assert events.flush(5)
     for name in names:
-        assert [reason for sent_name, _, reason, _ in client.sent if sent_name == name] == ["QuotaReserved", "Admitted"]
+        assert [reason for sent_name, _, reason, _ in client.sent if sent_name == name] == [
+            "QuotaReserved",
+            "Admitted",
+        ]
