@@ -93,14 +93,20 @@ def test_runnable_that_fails_to_start_ends_the_process_with_an_error() -> None:
     assert status == [EXIT_LOST_LEADERSHIP]
 
 
-def test_losing_the_lease_stops_leader_work_at_once_and_exits_with_an_error() -> None:
-    lock = MemoryLock()
+def elected_controller(lock: MemoryLock) -> tuple[Controller, Recorder]:
+    """A controller with leader election on ``lock`` (short timings) and a recording runnable."""
     source = ScriptedSource(lists=[page([], "5")], watches=[[Block()]])
     election = ElectionConfig("lease", "ns", "me", lease_duration=1.5, renew_deadline=1.0, retry_period=0.2)
     ctrl = Controller(source, identity="me", election=election, health_addr="0", metrics_addr="0", lock=lock)
     ctrl.informer(CONFIG_MAPS)
     recorder = Recorder(ctrl)
     ctrl.register(recorder)
+    return ctrl, recorder
+
+
+def test_losing_the_lease_stops_leader_work_at_once_and_exits_with_an_error() -> None:
+    lock = MemoryLock()
+    ctrl, recorder = elected_controller(lock)
     stop = threading.Event()
     thread, status = run_in_thread(ctrl, stop)
     try:
@@ -120,12 +126,7 @@ def test_losing_the_lease_stops_leader_work_at_once_and_exits_with_an_error() ->
 
 def test_graceful_stop_releases_the_lease_after_stopping_work() -> None:
     lock = MemoryLock()
-    source = ScriptedSource(lists=[page([], "5")], watches=[[Block()]])
-    election = ElectionConfig("lease", "ns", "me", lease_duration=1.5, renew_deadline=1.0, retry_period=0.2)
-    ctrl = Controller(source, identity="me", election=election, health_addr="0", metrics_addr="0", lock=lock)
-    ctrl.informer(CONFIG_MAPS)
-    recorder = Recorder(ctrl)
-    ctrl.register(recorder)
+    ctrl, recorder = elected_controller(lock)
     stop = threading.Event()
     thread, status = run_in_thread(ctrl, stop)
     assert wait_until(lambda: "start" in recorder.events)
