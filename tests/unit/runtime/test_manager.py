@@ -1,4 +1,4 @@
-"""Controller manager without leader election: leader work starts after sync, stops on shutdown."""
+"""Controller manager: leader work starts after sync and stops on shutdown or when the lease is lost."""
 
 from __future__ import annotations
 
