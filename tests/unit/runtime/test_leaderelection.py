@@ -73,6 +73,7 @@ def test_standby_waits_the_lease_duration_of_its_own_observation_before_taking_o
     a.tick()
     b.tick()
     assert b.state is State.FOLLOWING
+    assert b.observed_leader == "a"
     # a dies; b only knows the record stopped changing when it first saw it (t=0).
     clock.now = 14.9
     b.tick()
@@ -82,6 +83,7 @@ def test_standby_waits_the_lease_duration_of_its_own_observation_before_taking_o
     assert b.state is State.LEADING
     assert lock.lease.record.holder_identity == "b"
     assert lock.lease.record.lease_transitions == 1
+    assert b.observed_leader == "b"
 
 
 def test_standby_counts_from_its_previous_read_and_wakes_at_expiry() -> None:

@@ -150,7 +150,9 @@ def test_shutdown_releases_blocked_workers_and_refuses_adds() -> None:
     results: list[str | None] = []
     t = threading.Thread(target=lambda: results.append(q.get()))
     t.start()
+    assert not q.shutting_down
     q.shutdown()
+    assert q.shutting_down
     t.join(timeout=5)
     assert results == [None]
     q.add("x")
