@@ -4,6 +4,7 @@ from an apiserver restart and from a resourceVersion that etcd compacted away (4
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,12 +14,14 @@ from prometheus_client import REGISTRY
 from controller.runtime.informer import FuncHandler, Informer
 from controller.runtime.reflector import ListerWatcher
 from pykueue.kube.client import KubeClient
-from pykueue.kube.resources import CONFIG_MAPS
+from pykueue.kube.resources import CONFIG_MAPS, NAMESPACES, Resource
 from tests.builders import ConfigMapBuilder
 from tests.e2e.helpers.wait import wait_for
 
 # A short read timeout: a cut connection is noticed in seconds, not minutes.
 READ_TIMEOUT = 10.0
+# Only the tests read ServiceAccounts, so the descriptor lives here.
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +141,7 @@ def test_informer_recovers_after_apiserver_restart(
     )
 
     cluster.restart_apiserver()
+    assert_new_namespaces_work_at_once(client)
 
     client.create(CONFIG_MAPS, cm("after-restart", namespace))
     client.patch(CONFIG_MAPS, "stays", {"data": {"v": "2"}}, namespace)
@@ -153,6 +157,21 @@ def test_informer_recovers_after_apiserver_restart(
         for r in ("disconnected", "stalled", "timeout", "error", "expired")
     )
     assert restarts_after > restarts_before, "the cut watch was noticed and re-opened"
+
+
+def assert_new_namespaces_work_at_once(client: KubeClient) -> None:
+    """restart_apiserver() returns only once the controller manager caught up: a namespace made
+    right after it gets its ``default`` ServiceAccount within seconds, not after a watch backoff."""
+    probe = f"after-restart-{uuid.uuid4().hex[:6]}"
+    client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": probe}})
+    try:
+        wait_for(
+            lambda: client.get(SERVICE_ACCOUNTS, "default", probe),
+            timeout=10,
+            message=f"ServiceAccount default in {probe} right after the restart",
+        )
+    finally:
+        client.delete(NAMESPACES, probe)
 
 
 class PartitionedSource:
