@@ -31,7 +31,7 @@ from . import quota
 from .flavors import FIT, NO_FIT, PREEMPT, Assignment, assign_flavors
 from .options import OptionBook, migration_message
 from .preemption import Target, preemption_message
-from .records import FlavorResource, ObjectKey, WorkloadInfo
+from .records import FlavorResource, ObjectKey, OrderKey, WorkloadInfo
 from .results import CycleResult, Eviction, Preemption, Reservation
 
 if TYPE_CHECKING:
@@ -55,8 +55,9 @@ class _Entry:
         self.targets = targets
         self.displace = displace  # concurrent admission: the sibling option this one migrates from
 
-    def order(self) -> tuple[int, int, float]:
-        return (self.assignment.borrowing_level, -self.info.priority, self.info.queue_ts)
+    def order(self) -> tuple[int, OrderKey]:
+        """Kueue's entry order: no borrowing first, then the queue order (priority, timestamp)."""
+        return (self.assignment.borrowing_level, self.info.order_key)
 
 
 def run_cycle(engine: Engine, now: float, result: CycleResult) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from pykueue.api import constants as c
@@ -99,6 +101,10 @@ class Engine:
         self._drained: set[ObjectKey] = set()  # HoldAndDrain evictions already emitted
 
         self._unadmitted_version: dict[ObjectKey, WorkloadInfo] = {}  # newest event while assumed
+        # FIFO among equal (priority, timestamp): key -> (uid, arrival number), see _arrival_of.
+        self._arrivals: dict[ObjectKey, tuple[str, int]] = {}
+        self._arrival_numbers = itertools.count(1)
+        self._arrival_unknown = False
         self._last_reason: dict[ObjectKey, tuple[str, str]] = {}
         self._reasons_to_emit: dict[ObjectKey, tuple[str, str]] = {}
         self._evictions_to_emit: list[Eviction] = []
@@ -253,6 +259,7 @@ class Engine:
         old = self.workloads.get(object_key(namespace, name))
         info = parse_workload(obj, old)
         key = info.key
+        info.arrival = self._arrival_of(info)
         if info.is_parent:
             # Concurrent admission: a parent is scheduled through its options only.
             self._forget(key)
@@ -277,6 +284,8 @@ class Engine:
             return
         self._unadmitted_version.pop(key, None)
         if info.finished or (info.admission is None and (not info.active or info.deleting)):
+            if info.finished:
+                self._arrivals.pop(key, None)  # it will never be queued again
             self._forget(key)
             return
         self.workloads[key] = info
@@ -289,7 +298,46 @@ class Engine:
             self._route(info, fresh=_may_change_outcome(old, info))
 
     def delete_workload(self, namespace: str, name: str) -> None:
-        self._forget(object_key(namespace, name))
+        key = object_key(namespace, name)
+        self._arrivals.pop(key, None)
+        self._forget(key)
+
+    @contextmanager
+    def initial_load(self) -> Iterator[None]:
+        """Wrap the feeding of the informer caches into a fresh engine (start-up, new leader).
+
+        The order in which a cache hands its objects over says nothing about when they were
+        created, so workloads first seen inside this block get arrival 0 and tie-break by UID
+        among themselves; every workload observed later is numbered in arrival order (after
+        them, which is also true).
+        """
+        self._arrival_unknown = True
+        try:
+            yield
+        finally:
+            self._arrival_unknown = False
+
+    def _arrival_of(self, info: WorkloadInfo) -> int:
+        """The arrival number of ``info``: assigned at the first upsert and kept across updates.
+
+        ``metadata.creationTimestamp`` has one-second resolution; without this, workloads
+        submitted in the same second would be ordered by UID, i.e. at random. An option of
+        concurrent admission takes its parent's number (its siblings then keep their preference
+        order, ``order_tiebreak``). An object recreated under the same name (another UID) is a
+        new arrival. O(1): one dict look-up per upsert.
+        """
+        if info.option is not None:
+            key, uid = info.option.parent, ""
+        else:
+            key, uid = info.key, info.uid
+        known = self._arrivals.get(key)
+        if known is not None and (not uid or known[0] in (uid, "")):
+            if uid and not known[0]:
+                self._arrivals[key] = (uid, known[1])  # the parent arrives after its options
+            return known[1]
+        number = 0 if self._arrival_unknown else next(self._arrival_numbers)
+        self._arrivals[key] = (uid, number)
+        return number
 
     def confirm(self, key: ObjectKey) -> None:
         """The admission write for ``key`` succeeded (its echo will arrive through the informer)."""

@@ -1,7 +1,8 @@
 """Per-ClusterQueue pending queues.
 
 A ClusterQueue's pending workloads are ordered by priority (higher first), then queue-order
-timestamp (older first), then UID. Kueue keeps one heap plus an "inadmissible" map and, with
+timestamp (older first), then arrival as the engine observed it, then UID
+(``WorkloadInfo.order_key``). Kueue keeps one heap plus an "inadmissible" map and, with
 scheduling-equivalence hashing, moves every workload with the failing head's shape into that map.
 Both the bulk move and the later requeue cost O(pending) there.
 
@@ -23,7 +24,7 @@ import heapq
 import itertools
 from collections.abc import Iterator
 
-from .records import ObjectKey, WorkloadInfo
+from .records import ObjectKey, OrderKey, WorkloadInfo
 
 _STRICT_CLASS = 0
 _entry_ids = itertools.count(1)
@@ -33,7 +34,7 @@ class _ShapeClass:
     __slots__ = ("heap", "version")
 
     def __init__(self) -> None:
-        self.heap: list[tuple[tuple[int, float, str], int, ObjectKey]] = []
+        self.heap: list[tuple[OrderKey, int, ObjectKey]] = []
         self.version = 0
 
 
@@ -48,7 +49,7 @@ class PendingQueue:
 
     def _reset(self) -> None:
         self._classes: dict[int, _ShapeClass] = {}
-        self._class_heap: list[tuple[tuple[int, float, str], int, int]] = []  # (head key, version, shape)
+        self._class_heap: list[tuple[OrderKey, int, int]] = []  # (head key, version, shape)
         self._entries: dict[ObjectKey, tuple[int, int, WorkloadInfo]] = {}  # key -> (entry id, shape, info)
         self._parked: set[int] = set()
 
@@ -81,7 +82,7 @@ class PendingQueue:
     def _shape(self, info: WorkloadInfo) -> int:
         return _STRICT_CLASS if self.strict_fifo else info.shape
 
-    def _class_head(self, shape: int) -> tuple[tuple[int, float, str], ObjectKey] | None:
+    def _class_head(self, shape: int) -> tuple[OrderKey, ObjectKey] | None:
         cls = self._classes.get(shape)
         if cls is None:
             return None

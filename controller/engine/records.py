@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 FlavorResource = tuple[str, str]
 # "namespace/name": how workloads and local queues are addressed everywhere in the engine.
 ObjectKey = str
+# A pending workload's place in its ClusterQueue: (-priority, queue timestamp, arrival, tiebreak).
+OrderKey = tuple[int, float, int, str]
 
 
 def object_key(namespace: str, name: str) -> ObjectKey:
@@ -233,6 +235,10 @@ class WorkloadInfo:
     option: OptionInfo | None = None
     ready_checks: frozenset[str] = frozenset()
     order_tiebreak: str = ""  # replaces the UID in the queue order when set
+    # When the engine first observed this workload (set by the engine, kept across updates):
+    # creationTimestamp has whole seconds, so workloads created in the same second are ordered
+    # by arrival rather than by their (random) UIDs. 0 = unknown (loaded at start-up).
+    arrival: int = 0
     # Derived once: hot paths index by these on every queue and quota operation.
     key: ObjectKey = field(default="", init=False)
     local_queue_key: ObjectKey = field(default="", init=False)
@@ -242,6 +248,7 @@ class WorkloadInfo:
         self.local_queue_key = object_key(self.namespace, self.queue_name)
 
     @property
-    def order_key(self) -> tuple[int, float, str]:
-        """Heap order inside a ClusterQueue: higher priority, then older timestamp, then UID."""
-        return (-self.priority, self.queue_ts, self.order_tiebreak or self.uid)
+    def order_key(self) -> OrderKey:
+        """Heap order inside a ClusterQueue: higher priority, then older timestamp, then earlier
+        arrival (the same second), then UID (only among workloads loaded at start-up)."""
+        return (-self.priority, self.queue_ts, self.arrival, self.order_tiebreak or self.uid)
