@@ -113,7 +113,20 @@ def holder_of(options: Sequence[Obj]) -> Obj | None:
     holding = [o for o in options if wv.has_reservation(o) and not wv.is_finished(o)]
     if not holding:
         return None
-    return min(holding, key=lambda o: (option_rank(o) if option_rank(o) is not None else 1 << 30, wv.name(o)))
+
+    def preference(option: Obj) -> tuple[int, str]:
+        rank = option_rank(option)
+        return (rank if rank is not None else 1 << 30, wv.name(option))
+
+    return min(holding, key=preference)
+
+
+def _keep_holder(plan: ParentPlan, holder: Obj, name: str, flavors: Sequence[str], inactive: bool) -> None:
+    """The holder is never removed by policy, time or a queue change: the Job runs on it. An
+    inactive parent's holder is deactivated instead, so the Job is stopped the normal way."""
+    if inactive and wv.is_active(holder):
+        plan.deactivate.append(holder)
+    plan.options_status.append(_entry(name, flavors, *observed_state(holder)))
 
 
 def _policy_reason(config: ConcurrentConfig, holder: Obj) -> str:
@@ -170,18 +183,21 @@ def plan_parent(
         elif holder is not None and existing is not holder:
             holder_rank = option_rank(holder)
             if not (holder_rank is not None and spec.rank < holder_rank and spec.migration_target):
-                reason, cause = (_policy_reason(config, holder) if config is not None else "removed"), CAUSE_POLICY
+                reason, cause = (
+                    (_policy_reason(config, holder) if config is not None else "removed"),
+                    CAUSE_POLICY,
+                )
         if reason is None and existing is not holder and discard_at is not None and now >= discard_at:
-            reason = f"deleteDelaySeconds ({int(spec.delete_delay_seconds or 0)}) elapsed: no more migration to it"
+            reason = (
+                f"deleteDelaySeconds ({int(spec.delete_delay_seconds or 0)}) elapsed: no more migration to it"
+            )
             cause = CAUSE_WINDOW
 
         if existing is not None and existing is holder and not finished:
-            if inactive and wv.is_active(existing):
-                plan.deactivate.append(existing)
             patch = annotations_patch(existing, spec)
             if patch is not None:
                 plan.annotate.append((existing, patch))
-            plan.options_status.append(_entry(name, spec.allowed_flavors, *observed_state(existing)))
+            _keep_holder(plan, existing, name, spec.allowed_flavors, inactive)
             continue
         if reason is not None:
             if existing is not None and not wv.meta(existing).get("deletionTimestamp"):
@@ -208,10 +224,16 @@ def plan_parent(
             continue
         if not matches_spec(existing, parent, spec):
             plan.delete.append(
-                Removal(existing, "The option no longer matches its ClusterQueue or parent; replacing it", CAUSE_CONFIG)
+                Removal(
+                    existing,
+                    "The option no longer matches its ClusterQueue or parent; replacing it",
+                    CAUSE_CONFIG,
+                )
             )
             plan.options_status.append(
-                _entry(name, spec.allowed_flavors, c.OPTION_PENDING, "Being replaced after a ClusterQueue change")
+                _entry(
+                    name, spec.allowed_flavors, c.OPTION_PENDING, "Being replaced after a ClusterQueue change"
+                )
             )
             continue
         patch = annotations_patch(existing, spec)
@@ -228,9 +250,7 @@ def plan_parent(
     for name in sorted(set(by_name) - handled):
         option = by_name[name]
         if option is holder and not finished:
-            if inactive and wv.is_active(option):
-                plan.deactivate.append(option)
-            plan.options_status.append(_entry(name, allowed_flavors(option), *observed_state(option)))
+            _keep_holder(plan, option, name, allowed_flavors(option), inactive)
             continue
         reason, cause = "The ClusterQueue no longer defines this option", CAUSE_CONFIG
         if finished:
