@@ -23,6 +23,7 @@ from pykueue.api.constants import (
     PODSET_LABEL,
 )
 from tests.builders import JobBuilder, ResourceFlavorBuilder, WorkloadBuilder
+from tests.unit.core.fakes import merge_patch  # what the apiserver ends up with after a merge patch
 
 SPOT_TOLERATION = {"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 
@@ -42,19 +43,6 @@ def admitted_workload(**assigned: str) -> WorkloadBuilder:
         .reserved("cq", assigned or {"cpu": "spot"})
         .admitted()
     )
-
-
-def merge(obj: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, to check what the apiserver would end up with."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(obj) if isinstance(obj, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge(result.get(key), value)
-    return result
 
 
 def test_infos_carry_flavor_labels_tolerations_podset_and_queue_labels() -> None:
@@ -99,7 +87,7 @@ def test_start_patch_injects_saves_original_and_unsuspends() -> None:
     patch = start_patch(job, [info])
     assert patch["metadata"]["resourceVersion"] == "7"
     assert patch["spec"]["suspend"] is False
-    started = merge(job, patch)
+    started = merge_patch(job, patch)
     template = started["spec"]["template"]
     assert template["spec"]["nodeSelector"] == {"disk": "ssd", "instance-type": "spot"}
     assert template["spec"]["tolerations"] == [SPOT_TOLERATION]
@@ -134,10 +122,10 @@ def test_stop_then_restore_gives_back_the_original_template_exactly() -> None:
     )
     original_template = job["spec"]["template"]
     [info] = podset_infos(admitted_workload().obj(), flavors())
-    running = merge(job, start_patch(job, [info]))
-    stopped = merge(running, suspend_patch(running))
+    running = merge_patch(job, start_patch(job, [info]))
+    stopped = merge_patch(running, suspend_patch(running))
     assert stopped["spec"]["suspend"] is True
-    restored = merge(stopped, restore_patch(stopped))
+    restored = merge_patch(stopped, restore_patch(stopped))
     assert restored["spec"]["template"] == original_template
     assert ORIGINAL_TEMPLATE_ANNOTATION not in (restored["metadata"].get("annotations") or {})
     assert restore_patch(restored) is None
@@ -147,9 +135,9 @@ def test_restart_on_another_flavor_does_not_keep_the_first_flavor() -> None:
     job = JobBuilder("j", "ns").suspend().obj()
     [spot] = podset_infos(admitted_workload(cpu="spot").obj(), flavors())
     [gpu] = podset_infos(admitted_workload(cpu="gpu-a100").obj(), flavors())
-    running = merge(job, start_patch(job, [spot]))
+    running = merge_patch(job, start_patch(job, [spot]))
     # Suspended but not yet restored (a stop interrupted half-way): a new start works from the original.
-    again = merge(running, start_patch(merge(running, suspend_patch(running)), [gpu]))
+    again = merge_patch(running, start_patch(merge_patch(running, suspend_patch(running)), [gpu]))
     assert again["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "a100"}
     assert "tolerations" not in again["spec"]["template"]["spec"]
 
@@ -157,7 +145,7 @@ def test_restart_on_another_flavor_does_not_keep_the_first_flavor() -> None:
 def test_restore_falls_back_to_the_workload_template_without_annotation() -> None:
     job = JobBuilder("j", "ns").suspend().node_selector(**{"instance-type": "spot"}).obj()
     fallback = JobBuilder("j", "ns").obj()["spec"]["template"]
-    restored = merge(job, restore_patch(job, fallback))
+    restored = merge_patch(job, restore_patch(job, fallback))
     assert "nodeSelector" not in restored["spec"]["template"]["spec"]
 
 

@@ -40,7 +40,7 @@ def reconciler(cluster: FakeCluster, **settings: Any) -> JobReconciler:
     return JobReconciler(cluster, cluster, JobSettings(**settings), clock=lambda: NOW)
 
 
-def queued_job(name: str = "job", **kw: Any) -> JobBuilder:
+def queued_job(name: str = "job") -> JobBuilder:
     return JobBuilder(name, NS).queue("lq").suspend().parallelism(2).completions(2).requests(cpu="1")
 
 
