@@ -2,16 +2,20 @@
 
 Registers three leader-only runnables on shared informers: the scheduler loop (engine), the
 Workload controller and the ClusterQueue/LocalQueue status controller. Options come from the
-Configuration (``waitForPodsReady``); everything else has Kueue's defaults.
+Configuration (``waitForPodsReady``, including ``requeuingStrategy.timestamp`` for the engine);
+everything else has Kueue's defaults.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Any
 
+from controller.engine import Engine
 from controller.runtime.informer import FuncHandler
+from pykueue.api import constants as C
 from pykueue.api.dsl import duration_seconds
 from pykueue.kube import resources as R
 
@@ -72,6 +76,22 @@ def pods_ready_policy(config: Any) -> PodsReadyPolicy | None:
         backoff_max_seconds=float(maximum) if maximum is not None else 3600.0,
         backoff_limit_count=int(limit) if limit is not None else None,
     )
+
+
+def requeuing_timestamp(config: Any) -> str:
+    """``waitForPodsReady.requeuingStrategy.timestamp`` for the engine's queue order (``Eviction``,
+    Kueue's default, also when waitForPodsReady is off: then no PodsReady eviction happens)."""
+    section = _field(config, "wait_for_pods_ready", "waitForPodsReady")
+    if section is None or _field(section, "enable") is False:
+        return C.REQUEUE_BY_EVICTION
+    strategy = _field(section, "requeuing_strategy", "requeuingStrategy")
+    value = _field(strategy, "timestamp") or C.REQUEUE_BY_EVICTION
+    if value not in (C.REQUEUE_BY_EVICTION, C.REQUEUE_BY_CREATION):
+        raise ValueError(
+            f"waitForPodsReady.requeuingStrategy.timestamp: Unsupported value: {value!r}: "
+            f'supported values: "{C.REQUEUE_BY_EVICTION}", "{C.REQUEUE_BY_CREATION}"'
+        )
+    return str(value)
 
 
 class SchedulerRunnable:
@@ -174,8 +194,10 @@ def setup(ctrl: Any) -> None:
             "blockAdmission",
         )
     )
+    engine_factory = functools.partial(Engine, requeuing_timestamp=requeuing_timestamp(ctrl.config))
     scheduler = SchedulerRunnable(
-        SchedulerLoop(ctrl.client, informers, events, block_admission=block), informers
+        SchedulerLoop(ctrl.client, informers, events, engine_factory=engine_factory, block_admission=block),
+        informers,
     )
     ctrl.register(scheduler)
     ctrl.health.add_liveness("scheduler", scheduler.alive)

@@ -68,11 +68,26 @@ POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
 class Engine:
     """Pure in-memory admission engine. Not thread-safe: drive it from one thread."""
 
-    def __init__(self, *, heads_per_cluster_queue: int = 8, requeue_batch_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        heads_per_cluster_queue: int = 8,
+        requeue_batch_seconds: float = 1.0,
+        requeuing_timestamp: str = c.REQUEUE_BY_EVICTION,
+    ) -> None:
+        """``requeuing_timestamp``: ``waitForPodsReady.requeuingStrategy.timestamp`` — where a
+        workload evicted by the PodsReady timeout goes in its queue: ``Eviction`` (Kueue's
+        default: ordered by the eviction time, i.e. to the back) or ``Creation``."""
         if heads_per_cluster_queue < 1:
             raise ValueError("heads_per_cluster_queue must be at least 1")
+        if requeuing_timestamp not in (c.REQUEUE_BY_EVICTION, c.REQUEUE_BY_CREATION):
+            raise ValueError(
+                f"requeuing_timestamp: Unsupported value: {requeuing_timestamp!r}: "
+                f'supported values: "{c.REQUEUE_BY_EVICTION}", "{c.REQUEUE_BY_CREATION}"'
+            )
         self.heads_per_cluster_queue = heads_per_cluster_queue
         self.requeue_batch_seconds = requeue_batch_seconds
+        self._requeue_by_creation = requeuing_timestamp == c.REQUEUE_BY_CREATION
 
         self.cluster_queues: dict[str, ClusterQueueSpec] = {}
         self.cohorts: dict[str, CohortSpec] = {}
@@ -257,7 +272,7 @@ class Engine:
         if not isinstance(namespace, str) or not isinstance(name, str) or not namespace or not name:
             return
         old = self.workloads.get(object_key(namespace, name))
-        info = parse_workload(obj, old)
+        info = parse_workload(obj, old, pods_ready_requeue_by_creation=self._requeue_by_creation)
         key = info.key
         info.arrival = self._arrival_of(info)
         if info.is_parent:

@@ -380,13 +380,20 @@ def _admission_usage(
     return usage
 
 
-def parse_workload(obj: Mapping[str, Any], previous: WorkloadInfo | None = None) -> WorkloadInfo:
+def parse_workload(
+    obj: Mapping[str, Any], previous: WorkloadInfo | None = None, *, pods_ready_requeue_by_creation: bool = False
+) -> WorkloadInfo:
     """Build a :class:`WorkloadInfo`; never raises (problems land in ``invalid``).
 
     ``previous`` is the record of the same object's last version: when the spec is unchanged
     (same UID and ``metadata.generation``; status writes do not bump it) its parsed podSets are
     reused, so the many status-only updates (our own admission writes coming back through the
     informer) cost no request parsing.
+
+    ``pods_ready_requeue_by_creation``: ``waitForPodsReady.requeuingStrategy.timestamp: Creation``
+    — a workload evicted by the PodsReady timeout keeps its creation time in the queue order
+    instead of going to the back with its eviction time (an admission-check eviction always uses
+    the eviction time, as in Kueue).
     """
     meta = _dict(obj.get("metadata"))
     spec = _dict(obj.get("spec"))
@@ -414,9 +421,9 @@ def parse_workload(obj: Mapping[str, Any], previous: WorkloadInfo | None = None)
 
     evicted_cond = conditions.get(c.COND_EVICTED, {})
     queue_ts = creation
-    if evicted_cond.get("status") == "True" and evicted_cond.get("reason") in (
-        c.REASON_PODS_READY_TIMEOUT,
-        c.REASON_ADMISSION_CHECK,
+    evicted_by = evicted_cond.get("reason") if evicted_cond.get("status") == "True" else None
+    if evicted_by == c.REASON_ADMISSION_CHECK or (
+        evicted_by == c.REASON_PODS_READY_TIMEOUT and not pods_ready_requeue_by_creation
     ):
         queue_ts = parse_time(evicted_cond.get("lastTransitionTime")) or creation
 

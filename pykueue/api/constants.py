@@ -88,6 +88,9 @@ BEST_EFFORT_FIFO: Final = "BestEffortFIFO"
 STOP_POLICY_NONE: Final = "None"
 STOP_POLICY_HOLD: Final = "Hold"
 STOP_POLICY_HOLD_AND_DRAIN: Final = "HoldAndDrain"
+# waitForPodsReady.requeuingStrategy.timestamp: the queue order of a PodsReady-timeout eviction
+REQUEUE_BY_EVICTION: Final = "Eviction"
+REQUEUE_BY_CREATION: Final = "Creation"
 
 # Preemption policies
 PREEMPT_NEVER: Final = "Never"

@@ -1,8 +1,11 @@
-"""waitForPodsReady from the controller Configuration into the workload controller's policy."""
+"""waitForPodsReady from the controller Configuration into the workload controller's policy and the
+engine's queue order (requeuingStrategy.timestamp)."""
 
 from __future__ import annotations
 
-from controller.core.setup import pods_ready_policy
+import pytest
+
+from controller.core.setup import pods_ready_policy, requeuing_timestamp
 from pykueue.api.config import parse_config
 
 
@@ -57,3 +60,15 @@ def test_enabled_defaults_are_kueues() -> None:
 def test_plain_dict_configuration_is_understood() -> None:
     policy = pods_ready_policy({"waitForPodsReady": {"enable": True, "timeout": "2m"}})
     assert policy is not None and policy.timeout_seconds == 120.0
+
+
+def test_requeuing_timestamp_for_the_engine() -> None:
+    assert requeuing_timestamp(_config(None)) == "Eviction"
+    assert requeuing_timestamp(_config({"enable": True})) == "Eviction"
+    creation = {"enable": True, "requeuingStrategy": {"timestamp": "Creation"}}
+    assert requeuing_timestamp(_config(creation)) == "Creation"
+    assert requeuing_timestamp({"waitForPodsReady": creation}) == "Creation"
+    # Off: no PodsReady eviction happens, the setting does not matter.
+    assert requeuing_timestamp({"waitForPodsReady": {**creation, "enable": False}}) == "Eviction"
+    with pytest.raises(ValueError, match=r"waitForPodsReady\.requeuingStrategy\.timestamp: Unsupported value"):
+        requeuing_timestamp({"waitForPodsReady": {"enable": True, "requeuingStrategy": {"timestamp": "Later"}}})

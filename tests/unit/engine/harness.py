@@ -13,8 +13,10 @@ Obj = dict[str, Any]
 class World:
     """An engine plus the objects it was fed; time is controlled by the test."""
 
-    def __init__(self, *, heads: int = 8, batch: float = 0.0) -> None:
-        self.engine = Engine(heads_per_cluster_queue=heads, requeue_batch_seconds=batch)
+    def __init__(self, *, heads: int = 8, batch: float = 0.0, requeuing_timestamp: str = "Eviction") -> None:
+        self.engine = Engine(
+            heads_per_cluster_queue=heads, requeue_batch_seconds=batch, requeuing_timestamp=requeuing_timestamp
+        )
         self.now = 1_000.0
         self.objects: dict[str, Obj] = {}
 

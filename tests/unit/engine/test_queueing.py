@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from controller.engine import Engine
 from tests.builders import (
     AdmissionCheckBuilder,
     FungibleClusterQueueBuilder,
@@ -346,3 +347,27 @@ def test_multikueue_check_restrictions(checks: dict[str, str], on_flavors: dict[
     status = world.engine.cluster_queue_status("cq")
     assert status is not None
     assert (status.active, status.reason) == ((True, "Ready") if reason is None else (False, reason))
+
+
+@pytest.mark.parametrize(
+    ("evicted_by", "requeuing_timestamp", "first"),
+    [
+        ("PodsReadyTimeout", "Eviction", "ns/newer"),  # Kueue's default: to the back
+        ("PodsReadyTimeout", "Creation", "ns/evicted"),  # keeps its place by creation time
+        ("AdmissionCheck", "Creation", "ns/newer"),  # a check eviction always uses the eviction time
+        ("Preempted", "Eviction", "ns/evicted"),  # preemption keeps the creation time
+    ],
+)
+def test_queue_order_after_an_eviction(evicted_by: str, requeuing_timestamp: str, first: str) -> None:
+    world = World(heads=1, requeuing_timestamp=requeuing_timestamp).flavors("default")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("evicted", "ns").queue("lq-cq").podset(cpu="1").at(0)
+              .condition("Evicted", True, evicted_by, at="2026-01-01T00:01:00Z")
+              .condition("Requeued", True, evicted_by).obj())
+    world.add(PlacementWorkloadBuilder("newer", "ns").queue("lq-cq").podset(cpu="1").at(30).obj())
+    assert world.admit() == [first]
+
+
+def test_unknown_requeuing_timestamp_is_refused_with_the_field_name() -> None:
+    with pytest.raises(ValueError, match="requeuing_timestamp: Unsupported value: 'Later'"):
+        Engine(requeuing_timestamp="Later")
