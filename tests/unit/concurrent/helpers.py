@@ -55,7 +55,9 @@ def reserved(obj: Obj, flavor: str, *, admitted: bool = True, cpu: str = "2") ->
     status = obj.setdefault("status", {})
     status["admission"] = {
         "clusterQueue": "cq",
-        "podSetAssignments": [{"name": "main", "flavors": {"cpu": flavor}, "resourceUsage": {"cpu": cpu}, "count": 1}],
+        "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": flavor}, "resourceUsage": {"cpu": cpu}, "count": 1}
+        ],
     }
     conds = [condition("QuotaReserved", True, "QuotaReserved", "Quota reserved in ClusterQueue cq")]
     if admitted:

@@ -55,7 +55,10 @@ def test_explicit_options_keep_list_order_delays_and_multi_group_flavors() -> No
     assert config is not None
     res, od = config.options
     assert (res.suffix, res.rank, res.allowed_flavors, res.delete_delay_seconds) == (
-        "res", 0, ("reservation", "default-cpu"), 60.0
+        "res",
+        0,
+        ("reservation", "default-cpu"),
+        60.0,
     )
     assert (od.suffix, od.rank, od.create_delay_seconds, od.delete_delay_seconds) == ("od", 1, 30.0, None)
     # The target is judged in the GPU group only; the shared CPU flavor does not lift "od".

@@ -17,8 +17,13 @@ def _world(cq: Obj) -> World:
     return world
 
 
-def _queue(policy: str = "RemoveLower", *, free: tuple[str, str, str] = ("4", "4", "4"), target: str | None = None,
-           preemption: bool = False) -> Obj:
+def _queue(
+    policy: str = "RemoveLower",
+    *,
+    free: tuple[str, str, str] = ("4", "4", "4"),
+    target: str | None = None,
+    preemption: bool = False,
+) -> Obj:
     builder = (
         SeedClusterQueueBuilder("cq")
         .flavor("reservation", cpu=free[0])
@@ -41,8 +46,13 @@ def _options(world: World, cq: Obj, p: Obj, *suffixes: str) -> dict[str, Obj]:
 
 def _blocker(world: World, flavor: str, cpu: str, name: str = "blocker", priority: int = 0) -> Obj:
     return world.add(
-        PlacementWorkloadBuilder(name, "ns").queue("lq-cq").podset(cpu=cpu).priority(priority)
-        .reserved("cq", {"cpu": flavor}, {"cpu": cpu}).admitted().obj()
+        PlacementWorkloadBuilder(name, "ns")
+        .queue("lq-cq")
+        .podset(cpu=cpu)
+        .priority(priority)
+        .reserved("cq", {"cpu": flavor}, {"cpu": cpu})
+        .admitted()
+        .obj()
     )
 
 
@@ -78,7 +88,9 @@ def test_a_less_preferred_option_starts_when_the_preferred_flavor_is_full() -> N
     assert world.admit() == ["ns/job-a-12345-option-spot"]
 
 
-def _running_on_spot(policy: str = "RemoveLower", target: str | None = None) -> tuple[World, Obj, dict[str, Obj]]:
+def _running_on_spot(
+    policy: str = "RemoveLower", target: str | None = None
+) -> tuple[World, Obj, dict[str, Obj]]:
     cq = _queue(policy, target=target)
     world = _world(cq)
     _blocker(world, "reservation", "4")
@@ -143,14 +155,28 @@ def test_migration_counts_the_siblings_own_usage_of_a_shared_flavor_as_free() ->
         .obj()
     )
     world = _world(cq)
-    gpu_blocker = PlacementWorkloadBuilder("gpu-blocker", "ns").queue("lq-cq").podset(**{"nvidia.com/gpu": "1"})
-    world.add(gpu_blocker.reserved("cq", {"nvidia.com/gpu": "reservation"}, {"nvidia.com/gpu": "1"}).admitted().obj())
+    gpu_blocker = (
+        PlacementWorkloadBuilder("gpu-blocker", "ns").queue("lq-cq").podset(**{"nvidia.com/gpu": "1"})
+    )
+    world.add(
+        gpu_blocker.reserved("cq", {"nvidia.com/gpu": "reservation"}, {"nvidia.com/gpu": "1"})
+        .admitted()
+        .obj()
+    )
     p = parent(queue="lq-cq")
     p["spec"]["podSets"] = [
-        {"name": "gpu", "count": 1, "template": {"spec": {"containers": [
-            {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}},
-        {"name": "cpu", "count": 1, "template": {"spec": {"containers": [
-            {"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}},
+        {
+            "name": "gpu",
+            "count": 1,
+            "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}
+            },
+        },
+        {
+            "name": "cpu",
+            "count": 1,
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}},
+        },
     ]
     config = config_of(cq)
     res, od = world.add(option(p, config, "res")), world.add(option(p, config, "od"))
@@ -173,13 +199,21 @@ def test_migration_counts_the_siblings_own_usage_of_a_shared_flavor_as_free() ->
 
 def test_options_reserve_only_after_their_flavors_checks_are_ready() -> None:
     cq = _queue()
-    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [
-        {"name": "check-res", "onFlavors": ["reservation"]}, {"name": "check-spot", "onFlavors": ["spot"]}]}
+    cq["spec"]["admissionChecksStrategy"] = {
+        "admissionChecks": [
+            {"name": "check-res", "onFlavors": ["reservation"]},
+            {"name": "check-spot", "onFlavors": ["spot"]},
+        ]
+    }
     world = _world(cq)
     for name in ("check-res", "check-spot"):
         world.engine.upsert_admission_check(
-            {"metadata": {"name": name}, "spec": {"controllerName": "test"},
-             "status": {"conditions": [{"type": "Active", "status": "True"}]}})
+            {
+                "metadata": {"name": name},
+                "spec": {"controllerName": "test"},
+                "status": {"conditions": [{"type": "Active", "status": "True"}]},
+            }
+        )
     p = parent(queue="lq-cq")
     options = _options(world, cq, p, "reservation", "spot")
     result = world.cycle()
@@ -224,7 +258,11 @@ def test_malformed_option_metadata_never_crashes_the_engine() -> None:
     from controller.engine.options import parse_mode
 
     is_parent, info = parse_mode(
-        {"namespace": "ns", "annotations": {"kueue.x-k8s.io/option-preference": "first"}, "ownerReferences": "x"},
+        {
+            "namespace": "ns",
+            "annotations": {"kueue.x-k8s.io/option-preference": "first"},
+            "ownerReferences": "x",
+        },
         {"workloadMode": {"type": "ResourceFlavorOption"}},
     )
     assert not is_parent and info is not None and info.rank == 0 and not info.migration_target
@@ -249,5 +287,7 @@ def test_a_restarted_engine_rebuilds_the_holders_from_the_objects_alone() -> Non
     assert world.usage("cq", "spot") == 2000
     (reservation,) = world.cycle().reservations
     assert reservation.workload == "ns/job-a-12345-option-reservation"
-    assert reservation.displaces is not None and reservation.displaces.workload == "ns/job-a-12345-option-spot"
+    assert (
+        reservation.displaces is not None and reservation.displaces.workload == "ns/job-a-12345-option-spot"
+    )
     assert world.usage("cq", "spot") == 0

@@ -37,8 +37,10 @@ def _parent(cluster: FakeCluster, rec: JobReconciler) -> Obj:
     return cluster.patch(
         R.WORKLOADS,
         wl["metadata"]["name"],
-        {"spec": {"workloadMode": {"type": "Parent"}},
-         "metadata": {"labels": {"kueue.x-k8s.io/concurrent-admission-parent": "true"}}},
+        {
+            "spec": {"workloadMode": {"type": "Parent"}},
+            "metadata": {"labels": {"kueue.x-k8s.io/concurrent-admission-parent": "true"}},
+        },
         NS,
     )
 
@@ -46,7 +48,9 @@ def _parent(cluster: FakeCluster, rec: JobReconciler) -> Obj:
 def _options(cluster: FakeCluster, parent: Obj) -> None:
     config = config_of(three_flavor_queue())
     for spec in config.options:
-        cluster.create(R.WORKLOADS, build_option(parent, spec, option_name(parent["metadata"]["name"], spec.suffix)), NS)
+        cluster.create(
+            R.WORKLOADS, build_option(parent, spec, option_name(parent["metadata"]["name"], spec.suffix)), NS
+        )
 
 
 def _name(parent: Obj, suffix: str) -> str:
@@ -54,21 +58,48 @@ def _name(parent: Obj, suffix: str) -> str:
 
 
 def _reserve(cluster: FakeCluster, name: str, flavor: str) -> None:
-    cluster.patch_status(R.WORKLOADS, name, {"status": {
-        "admission": {"clusterQueue": "cq", "podSetAssignments": [
-            {"name": "main", "flavors": {"cpu": flavor}, "resourceUsage": {"cpu": "1"}, "count": 1}]},
-        "conditions": [condition("QuotaReserved", True, "QuotaReserved", "reserved"),
-                       condition("Admitted", True, "Admitted", "The workload is admitted")],
-    }}, NS)
+    cluster.patch_status(
+        R.WORKLOADS,
+        name,
+        {
+            "status": {
+                "admission": {
+                    "clusterQueue": "cq",
+                    "podSetAssignments": [
+                        {
+                            "name": "main",
+                            "flavors": {"cpu": flavor},
+                            "resourceUsage": {"cpu": "1"},
+                            "count": 1,
+                        }
+                    ],
+                },
+                "conditions": [
+                    condition("QuotaReserved", True, "QuotaReserved", "reserved"),
+                    condition("Admitted", True, "Admitted", "The workload is admitted"),
+                ],
+            }
+        },
+        NS,
+    )
 
 
 def _release(cluster: FakeCluster, name: str, reason: str) -> None:
     """What the scheduler's migration write does: evict and clear the reservation at once."""
-    cluster.patch_status(R.WORKLOADS, name, {"status": {
-        "admission": None,
-        "conditions": [condition("QuotaReserved", False, "Pending", reason),
-                       condition("Evicted", True, reason, reason)],
-    }}, NS)
+    cluster.patch_status(
+        R.WORKLOADS,
+        name,
+        {
+            "status": {
+                "admission": None,
+                "conditions": [
+                    condition("QuotaReserved", False, "Pending", reason),
+                    condition("Evicted", True, reason, reason),
+                ],
+            }
+        },
+        NS,
+    )
 
 
 def _job(cluster: FakeCluster) -> Obj:

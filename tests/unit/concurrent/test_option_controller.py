@@ -92,9 +92,12 @@ def test_once_an_option_holds_quota_remove_other_deletes_the_rest() -> None:
     world.api.put("workloads", _job_workload())
     world.controller.reconcile("ns/job-a-12345")
     world.controller.reconcile("ns/job-a-12345")
-    before = REGISTRY.get_sample_value(
-        "pykueue_concurrent_admission_options_removed_total", {"cluster_queue": "cq", "cause": "policy"}
-    ) or 0.0
+    before = (
+        REGISTRY.get_sample_value(
+            "pykueue_concurrent_admission_options_removed_total", {"cluster_queue": "cq", "cause": "policy"}
+        )
+        or 0.0
+    )
     world.api.put("workloads", reserved(world.workload("job-a-12345-option-spot"), "spot"))
     world.controller.reconcile("ns/job-a-12345")
     assert {n for n in world.names() if "-option-" in n} == {"job-a-12345-option-spot"}

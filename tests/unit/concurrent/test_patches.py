@@ -9,7 +9,10 @@ from controller.core.cycle_patches import migration_patch, reservation_patch
 from tests.unit.concurrent.helpers import config_of, option, parent, reserved, three_flavor_queue
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-ADMISSION = {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "spot"}, "count": 1}]}
+ADMISSION = {
+    "clusterQueue": "cq",
+    "podSetAssignments": [{"name": "main", "flavors": {"cpu": "spot"}, "count": 1}],
+}
 
 
 def _conditions(patch: dict) -> dict[str, tuple[str, str]]:
@@ -30,13 +33,18 @@ def test_migration_patch_evicts_and_clears_the_reservation_in_one_write() -> Non
 
 
 def test_migration_patch_is_a_no_op_once_the_sibling_holds_nothing() -> None:
-    assert migration_patch(option(parent(), config_of(three_flavor_queue()), "spot"), message="m", now=NOW) is None
+    assert (
+        migration_patch(option(parent(), config_of(three_flavor_queue()), "spot"), message="m", now=NOW)
+        is None
+    )
 
 
 def test_an_options_ready_checks_survive_its_reservation_and_admit_it_at_once() -> None:
     wl = option(parent(), config_of(three_flavor_queue()), "spot")
     wl["status"] = {"admissionChecks": [{"name": "check-spot", "state": "Ready", "message": "provisioned"}]}
-    built = reservation_patch(wl, uid="", admission=ADMISSION, admission_checks=("check-spot",), message="m", now=NOW)
+    built = reservation_patch(
+        wl, uid="", admission=ADMISSION, admission_checks=("check-spot",), message="m", now=NOW
+    )
     assert built is not None
     checks = built.patch["status"].get("admissionChecks")
     assert checks is None or checks[0]["state"] == "Ready"  # unchanged lists are not re-sent
@@ -47,7 +55,9 @@ def test_a_regular_workloads_stale_ready_check_is_still_reset() -> None:
     wl = parent()
     del wl["spec"]["workloadMode"]
     wl["status"] = {"admissionChecks": [{"name": "check", "state": "Ready", "message": ""}]}
-    built = reservation_patch(wl, uid="", admission=ADMISSION, admission_checks=("check",), message="m", now=NOW)
+    built = reservation_patch(
+        wl, uid="", admission=ADMISSION, admission_checks=("check",), message="m", now=NOW
+    )
     assert built is not None
     assert built.patch["status"]["admissionChecks"][0]["state"] == "Pending"
     assert _conditions(built.patch)["Admitted"] == ("False", "UnsatisfiedAdmissionChecks")

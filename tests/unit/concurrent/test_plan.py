@@ -57,8 +57,11 @@ def test_existing_options_are_reported_from_their_own_conditions() -> None:
 def test_remove_lower_keeps_only_more_preferred_options_once_one_holds_quota() -> None:
     config = config_of(three_flavor_queue("RemoveLower"))
     p = parent()
-    options = [option(p, config, "reservation"), reserved(option(p, config, "on-demand"), "on-demand"),
-               option(p, config, "spot")]
+    options = [
+        option(p, config, "reservation"),
+        reserved(option(p, config, "on-demand"), "on-demand"),
+        option(p, config, "spot"),
+    ]
     plan = plan_parent(p, config, options, T0)
     assert _deleted(plan) == ["spot"]
     assert _statuses(plan) == {"reservation": "Pending", "on-demand": "Admitted", "spot": "Removed"}
@@ -67,8 +70,11 @@ def test_remove_lower_keeps_only_more_preferred_options_once_one_holds_quota() -
 def test_remove_other_removes_every_other_option() -> None:
     config = config_of(three_flavor_queue("RemoveOther"))
     p = parent()
-    options = [option(p, config, "reservation"), option(p, config, "on-demand"),
-               reserved(option(p, config, "spot"), "spot")]
+    options = [
+        option(p, config, "reservation"),
+        option(p, config, "on-demand"),
+        reserved(option(p, config, "spot"), "spot"),
+    ]
     plan = plan_parent(p, config, options, T0)
     assert _deleted(plan) == ["on-demand", "reservation"]
     assert _statuses(plan)["spot"] == "Admitted"
@@ -78,8 +84,11 @@ def test_remove_other_removes_every_other_option() -> None:
 def test_remove_below_target_keeps_only_options_that_reach_the_target() -> None:
     config = config_of(three_flavor_queue("RemoveBelowTarget", target="reservation"))
     p = parent()
-    options = [option(p, config, "reservation"), option(p, config, "on-demand"),
-               reserved(option(p, config, "spot"), "spot")]
+    options = [
+        option(p, config, "reservation"),
+        option(p, config, "on-demand"),
+        reserved(option(p, config, "spot"), "spot"),
+    ]
     plan = plan_parent(p, config, options, T0)
     assert _deleted(plan) == ["on-demand"]
     assert _statuses(plan) == {"reservation": "Pending", "on-demand": "Removed", "spot": "Admitted"}
@@ -169,9 +178,13 @@ def test_cluster_queue_changes_replace_stale_options_but_keep_the_holder() -> No
     p = parent()
     options = [option(p, old, "reservation"), reserved(option(p, old, "spot"), "spot")]
     # The admin drops "spot" and renames nothing else: the holder on spot keeps running.
-    new_cq = SeedClusterQueueBuilder("cq").flavor("reservation", cpu="4").flavor("gold", cpu="4").concurrent(
-        "RemoveLower"
-    ).obj()
+    new_cq = (
+        SeedClusterQueueBuilder("cq")
+        .flavor("reservation", cpu="4")
+        .flavor("gold", cpu="4")
+        .concurrent("RemoveLower")
+        .obj()
+    )
     plan = plan_parent(p, config_of(new_cq), options, T0)
     assert plan.delete == []
     # Every configured option now ranks above the holder's flavor, which left the queue: they may
@@ -195,14 +208,23 @@ def test_engine_annotations_follow_a_policy_change() -> None:
 
 def test_waiting_options_get_pending_states_for_their_own_flavors_checks_only() -> None:
     cq = three_flavor_queue()
-    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [
-        {"name": "check-res", "onFlavors": ["reservation"]}, {"name": "check-all"}]}
+    cq["spec"]["admissionChecksStrategy"] = {
+        "admissionChecks": [{"name": "check-res", "onFlavors": ["reservation"]}, {"name": "check-all"}]
+    }
     config = config_of(cq)
     assert [o.checks for o in config.options] == [("check-all", "check-res"), ("check-all",), ("check-all",)]
     p = parent()
     res, spot = option(p, config, "reservation"), option(p, config, "spot")
-    spot["status"] = {"admissionChecks": [{"name": "check-all", "state": "Ready", "message": "ok",
-                                            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    spot["status"] = {
+        "admissionChecks": [
+            {
+                "name": "check-all",
+                "state": "Ready",
+                "message": "ok",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
     plan = plan_parent(p, config, [res, spot], T0)
     ((target, states),) = plan.init_checks  # spot already carries its one check, left as it is
     assert target is res

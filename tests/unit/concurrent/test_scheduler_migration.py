@@ -86,7 +86,9 @@ def test_migration_evicts_the_sibling_before_reserving(harness: Harness) -> None
     assert harness.holders() == {RESERVATION}
 
 
-def test_a_failed_eviction_write_means_no_reservation_and_the_sibling_keeps_its_quota(harness: Harness) -> None:
+def test_a_failed_eviction_write_means_no_reservation_and_the_sibling_keeps_its_quota(
+    harness: Harness,
+) -> None:
     harness.step()
     harness.free_reservation()
     harness.api.failures = [ServerError(500, "InternalError", "etcd is sad")]
