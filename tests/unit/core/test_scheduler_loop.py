@@ -208,3 +208,18 @@ def test_block_admission_admits_one_at_a_time_until_pods_are_ready() -> None:
         assert len(h.reserved()) == 2
     finally:
         h.close()
+
+
+def test_workloads_cached_at_start_tie_break_by_uid_and_later_arrivals_queue_behind() -> None:
+    """The caches' order is not arrival order: what the engine is filled with at start ties by
+    UID; workloads observed afterwards follow in arrival order, even with smaller UIDs."""
+    h = Harness(cpu="1")
+    try:
+        h.submit("b")  # in the cache first, but its UID sorts after a's
+        h.submit("a")
+        h.start()
+        h.submit("0late")  # arrives after the start; its UID sorts before every other
+        h.step()
+        assert h.reserved() == {"a"}
+    finally:
+        h.close()
