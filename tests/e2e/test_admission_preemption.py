@@ -35,6 +35,15 @@ def _events(kube: k8s.ApiClient, namespace: str, name: str) -> list[str]:
     return [e.reason for e in events.items]
 
 
+def _wait_for_event(kube: k8s.ApiClient, namespace: str, name: str, reason: str) -> None:
+    """Events are sent in the background after the write they describe: wait for them."""
+    wait_for(
+        lambda: reason in _events(kube, namespace, name),
+        timeout=30,
+        message=f"Event {reason} on {name}",
+    )
+
+
 def test_borrowing_from_a_cohort_and_reclaim_by_the_lender(
     kueue: KueueApi, kube: k8s.ApiClient, namespace: str
 ) -> None:
@@ -71,8 +80,8 @@ def test_borrowing_from_a_cohort_and_reclaim_by_the_lender(
         assert condition(victim, "Preempted")["reason"] == "InCohortReclamation"
         assert condition(victim, "Evicted")["reason"] == "Preempted"
         assert not holds_quota(victim), "a preempted standalone workload gives its reservation back"
-        assert "Preempted" in _events(kube, namespace, victim["metadata"]["name"])
-    assert "PreemptedWorkload" in _events(kube, namespace, "b0")
+        _wait_for_event(kube, namespace, victim["metadata"]["name"], "Preempted")
+    _wait_for_event(kube, namespace, "b0", "PreemptedWorkload")
     assert sum(holds_quota(wl) for wl in kueue.workloads(namespace)) == 3  # 2 (borrower) + 1 (lender's 2-cpu)
 
 
@@ -113,7 +122,7 @@ def test_lower_priority_workload_is_preempted_within_the_queue(
         )
 
     wait_for(victim_requeued, timeout=30, message="the victim is back in the queue, waiting")
-    assert "PreemptedWorkload" in _events(kube, namespace, "high")
+    _wait_for_event(kube, namespace, "high", "PreemptedWorkload")
 
 
 def test_equal_priority_does_not_preempt(kueue: KueueApi, namespace: str) -> None:
@@ -122,9 +131,13 @@ def test_equal_priority_does_not_preempt(kueue: KueueApi, namespace: str) -> Non
     wait_for(lambda: is_admitted(kueue.workload(namespace, "first")), timeout=30, message="first admitted")
     submit(kueue, namespace, "second", priority=5)
 
-    def second_waits() -> bool:
+    def second_waits() -> dict[str, Any] | None:
         cond = condition(kueue.workload(namespace, "second"), "QuotaReserved")
-        return bool(cond and cond["status"] == "False")
+        return cond if cond and cond["status"] == "False" else None
 
-    wait_for(second_waits, timeout=30, message="the equal-priority workload waits with a reason")
-    assert is_admitted(kueue.workload(namespace, "first"))
+    waiting = wait_for(second_waits, timeout=30, message="the equal-priority workload waits with a reason")
+    # Waiting for quota, not for a victim: a preemption would show WaitingForPreemptedWorkloads.
+    assert waiting["reason"] != "WaitingForPreemptedWorkloads", waiting
+    first = kueue.workload(namespace, "first")
+    assert is_admitted(first)
+    assert (condition(first, "Evicted") or {}).get("status") != "True", first["status"]
