@@ -159,14 +159,16 @@ def test_job_beyond_quota_waits_without_pods_then_runs_on_its_flavor(
     jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
 ) -> None:
     make_queues(kueue, namespace, flavor_nodes, cpu="2")
-    jobs.create(queued("first", namespace, seconds=4))
-    second = jobs.create(queued("second", namespace, seconds=2))
-    assert second["spec"]["suspend"] is True, "the webhook suspends a queued Job at creation"
-
+    # Long enough that the first still holds the quota when the second is looked at below.
+    jobs.create(queued("first", namespace, seconds=8))
     first_wl = wait_for(
         lambda: (wl := jobs.workload("first")) and is_admitted(wl) and wl, message="first admitted"
     )
     assert first_wl["metadata"]["name"].startswith("job-first-")
+    # Only now the second: created together, the two Workloads (made by concurrent reconcile
+    # workers) may be created in either order, and the older one is admitted first.
+    second = jobs.create(queued("second", namespace, seconds=2))
+    assert second["spec"]["suspend"] is True, "the webhook suspends a queued Job at creation"
 
     # The second Job does not fit: pending with a reason, no pods at all.
     def pending_with_reason() -> dict[str, Any] | None:
@@ -218,6 +220,11 @@ def test_lower_priority_job_is_preempted_and_requeued(
 
     jobs.create(queued("high", namespace, seconds=3).workload_priority_class(high))
 
+    # The quota moves only once the low-priority Job's pods are gone (seed 004): by the time the
+    # high-priority Workload holds quota, no pod of the low one may still run or terminate.
+    wait_for(lambda: (wl := jobs.workload("high")) and holds_quota(wl), message="high reserves quota")
+    assert jobs.live_pods("low") == [], "quota went to high while low's pods were still there"
+
     # The low-priority Job is suspended and its pods go away; its Workload is evicted and requeued.
     wait_for(lambda: jobs.get("low")["spec"]["suspend"] is True, message="low suspended")
     wait_for(lambda: jobs.live_pods("low") == [], message="low's pods gone")
@@ -236,6 +243,31 @@ def test_lower_priority_job_is_preempted_and_requeued(
     template = jobs.get("low")["spec"]["template"]["spec"]
     assert template["nodeSelector"] == {FLAVOR_LABEL: flavor_nodes}
     jobs.delete("low")
+
+
+def test_failed_job_finishes_its_workload_as_failed_and_frees_the_quota(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    make_queues(kueue, namespace, flavor_nodes, cpu="2")
+    # Its pods run forever; the Job controller fails the Job when its deadline passes.
+    jobs.create(queued("doomed", namespace, seconds=-1).active_deadline_seconds(3))
+    wait_for(lambda: (wl := jobs.workload("doomed")) and is_admitted(wl), message="doomed admitted")
+    jobs.create(queued("next", namespace, seconds=1))
+    wait_for(lambda: (wl := jobs.workload("next")) and not holds_quota(wl) and wl, message="next waits")
+
+    def job_failed() -> dict[str, Any] | None:
+        conditions = jobs.get("doomed").get("status", {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "Failed" and c["status"] == "True"), None)
+
+    failed = wait_for(job_failed, message="the Job fails at its deadline")
+    finished = wait_for(
+        lambda: (wl := jobs.workload("doomed")) and condition(wl, "Finished"), message="doomed Finished"
+    )
+    assert (finished["status"], finished["reason"]) == ("True", "Failed")
+    assert finished["message"] == failed["message"], (finished, failed)
+    assert "FinishedWorkload" in jobs.events("doomed")
+    wait_for(lambda: (wl := jobs.workload("next")) and is_admitted(wl), message="next admitted")
+    wait_for(lambda: jobs.succeeded("next"), message="next completes")
 
 
 def test_deleting_a_job_removes_its_workload_and_frees_quota(
