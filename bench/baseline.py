@@ -298,8 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="a controller already runs (e.g. installed by the chart): start none; CPU/RSS need --controller-pid",
     )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a run may take before it is cut off")
-    parser.add_argument("--create-concurrency", type=int, default=32, help="workload creates in flight at once")
-    parser.add_argument("--finish-concurrency", type=int, default=16, help="Finished patches in flight at once")
+    parser.add_argument("--create-concurrency", type=int, default=64, help="workload creates in flight at once")
+    parser.add_argument("--finish-concurrency", type=int, default=64, help="Finished patches in flight at once")
     parser.add_argument("--profile", type=Path, help="py-spy the controller; collapsed stacks go to this directory")
     parser.add_argument(
         "--profile-mode",
