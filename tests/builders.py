@@ -487,6 +487,11 @@ class JobBuilder:
         """How long each simulated pod runs before it succeeds (``-1``: forever)."""
         return self.pod_annotation(SIM_RUN_SECONDS_ANNOTATION, str(seconds))
 
+    def active_deadline_seconds(self, seconds: int) -> Self:
+        """The Job controller fails the Job (``DeadlineExceeded``) once it ran this long."""
+        self._obj["spec"]["activeDeadlineSeconds"] = seconds
+        return self
+
     # --- status (unit tests play the Job controller) ---
     def status(self, **fields: Any) -> Self:
         """Set status fields, e.g. ``.status(active=2, ready=2, startTime="2026-01-01T00:00:00Z")``."""
