@@ -17,17 +17,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.engine.activity import MESSAGE_READY, cluster_queue_problems, inactive_reason
+from controller.engine.parse import parse_cluster_queue
 from pykueue.api import constants as C
 from pykueue.api.quantity import QuantityError, format_quantity, parse_quantity
 
 from . import workload_view as wv
-from .checks import cluster_queue_checks
 from .plan import ConditionSpec
 
 FlavorResource = tuple[str, str]
 Usage = dict[FlavorResource, int]
 
-MSG_CQ_READY = "Can admit new workloads"
 MSG_LQ_READY = "Can submit new workloads to localQueue"
 
 
@@ -142,43 +142,27 @@ def cluster_queue_active(
     cq: Mapping[str, Any],
     existing_flavors: Iterable[str],
     check_active: Mapping[str, bool],
+    check_controllers: Mapping[str, str] | None = None,
 ) -> ConditionSpec:
     """The ``Active`` condition with Kueue's reasons; the first reason wins, the message lists all.
 
-    ``check_active`` maps each existing AdmissionCheck to whether its ``Active`` condition is
-    True; a check the queue uses that is absent from it does not exist.
+    The rule is the engine's (``controller.engine.activity``), so the condition says exactly
+    whether the scheduler admits into the queue. ``check_active`` maps each existing
+    AdmissionCheck to whether its ``Active`` condition is True (a check the queue uses that is
+    absent from it does not exist); ``check_controllers`` maps it to its ``controllerName``.
+    A cohort cycle is known only to the engine (it shows in the workloads' pending reasons).
     """
-    spec = wv.spec(cq)
-    problems: list[tuple[str, str]] = []
-    if wv.meta(cq).get("deletionTimestamp"):
-        problems.append((C.REASON_TERMINATING, "is terminating"))
-    stop = spec.get("stopPolicy")
-    if isinstance(stop, str) and stop and stop != C.STOP_POLICY_NONE:
-        problems.append((C.REASON_CQ_STOPPED, "is stopped"))
-    flavors = set(existing_flavors)
-    missing = [f for f in nominal_quotas(spec) if f not in flavors]
-    if missing:
-        problems.append(
-            (C.REASON_FLAVOR_NOT_FOUND, f"references missing ResourceFlavor(s): {', '.join(missing)}")
-        )
-    used_checks = list(cluster_queue_checks(spec))
-    absent = [c for c in used_checks if c not in check_active]
-    if absent:
-        problems.append(
-            (C.REASON_ADMISSION_CHECK_NOT_FOUND, f"references missing AdmissionCheck(s): {', '.join(absent)}")
-        )
-    inactive = [c for c in used_checks if c in check_active and not check_active[c]]
-    if inactive:
-        problems.append(
-            (
-                C.REASON_ADMISSION_CHECK_INACTIVE,
-                f"references inactive AdmissionCheck(s): {', '.join(inactive)}",
-            )
-        )
-    if not problems:
-        return ConditionSpec(C.COND_ACTIVE, "True", C.REASON_READY, MSG_CQ_READY)
-    message = "Can't admit new workloads: " + "; ".join(text for _, text in problems) + "."
-    return ConditionSpec(C.COND_ACTIVE, "False", problems[0][0], message)
+    problems = cluster_queue_problems(
+        parse_cluster_queue(cq),
+        terminating=bool(wv.meta(cq).get("deletionTimestamp")),
+        flavors=set(existing_flavors),
+        checks_active=check_active,
+        check_controllers=check_controllers or {},
+    )
+    inactive = inactive_reason(problems)
+    if inactive is None:
+        return ConditionSpec(C.COND_ACTIVE, "True", C.REASON_READY, MESSAGE_READY)
+    return ConditionSpec(C.COND_ACTIVE, "False", inactive[0], inactive[1])
 
 
 def local_queue_active(lq: Mapping[str, Any], cq: Mapping[str, Any] | None, cq_active: bool) -> ConditionSpec:

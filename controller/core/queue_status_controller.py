@@ -131,14 +131,14 @@ class QueueStatusController:
             log.warning("queue status rejected", extra={"key": key, "error": str(err)})
         return None
 
-    def _check_activity(self) -> dict[str, bool]:
-        result = {}
-        for ac in self._checks.store.list():
-            result[wv.name(ac)] = wv.is_true(ac, C.COND_ACTIVE)
-        return result
-
     def _cq_active(self, cq: dict[str, Any]) -> Any:
-        return qs.cluster_queue_active(cq, self._flavors.store.keys(), self._check_activity())
+        checks = self._checks.store.list()
+        return qs.cluster_queue_active(
+            cq,
+            self._flavors.store.keys(),
+            {wv.name(ac): wv.is_true(ac, C.COND_ACTIVE) for ac in checks},
+            {wv.name(ac): str(wv.spec(ac).get("controllerName") or "") for ac in checks},
+        )
 
     def _pending_for_lq(self, lq_key: str) -> list[dict[str, Any]]:
         return [

@@ -44,8 +44,9 @@ comes back, ``upsert_workload`` sees the reservation (the assumption becomes the
 workload finishes, is deleted, or has its admission cleared after eviction, its quota is freed and
 parked workloads of that cohort tree are requeued (batched per ``requeue_batch_seconds``).
 
-Queue status for the ClusterQueue/LocalQueue status subresources:
-``engine.cluster_queue_status(name)`` and ``engine.local_queue_status(namespace, name)``.
+ClusterQueue/LocalQueue status is computed by ``controller.core.queue_status`` from the informer
+caches, not here; the engine only says whether a queue is active (``engine.is_active(name)``,
+``engine.inactive``) and how many workloads wait (``engine.pending_count(cluster_queue)``).
 Pending workloads in scheduling order with positions and last reason (visibility):
 ``engine.pending_workloads(cluster_queue, offset=0, limit=None)``.
 
@@ -57,15 +58,12 @@ from __future__ import annotations
 
 from .engine import Engine
 from .results import CycleResult, Eviction, PendingReason, Preemption, Reservation
-from .status import ClusterQueueStatus, LocalQueueStatus
 from .visibility import PendingWorkload
 
 __all__ = [
-    "ClusterQueueStatus",
     "CycleResult",
     "Engine",
     "Eviction",
-    "LocalQueueStatus",
     "PendingReason",
     "PendingWorkload",
     "Preemption",

@@ -12,6 +12,7 @@ from typing import Any
 from pykueue.api import constants as c
 
 from . import quota
+from .activity import cluster_queue_problems, inactive_reason
 from .cycle import run_cycle
 from .options import OptionBook, admission_blocker
 from .parse import (
@@ -39,7 +40,6 @@ from .records import (
 )
 from .results import CycleResult, Eviction, PendingReason
 from .selectors import selector_matches
-from .status import ClusterQueueStatus, LocalQueueStatus, cluster_queue_status, local_queue_status
 from .visibility import PendingWorkload, pending_workloads
 
 
@@ -445,16 +445,8 @@ class Engine:
         self._last_reason.pop(info.key, None)
 
     # ============================================================================================
-    # Status for ClusterQueue / LocalQueue objects
+    # Read-only views (metrics, visibility, tests)
     # ============================================================================================
-    def cluster_queue_status(self, name: str) -> ClusterQueueStatus | None:
-        self._ensure_forest()
-        return cluster_queue_status(self, name)
-
-    def local_queue_status(self, namespace: str, name: str) -> LocalQueueStatus | None:
-        self._ensure_forest()
-        return local_queue_status(self, namespace, name)
-
     def admitted_workload(self, key: ObjectKey) -> WorkloadInfo | None:
         """The record of ``key`` if it holds quota (admitted, reserved or assumed)."""
         where = self._location.get(key)
@@ -732,72 +724,31 @@ class Engine:
                 self._mark_dirty(self.forest.root_of[name])
 
     def _refresh_activity(self, name: str) -> None:
+        """Re-evaluate whether the queue can admit (``controller.engine.activity``, the same rule
+        as its ``Active`` condition); a queue turning inactive tells its pending workloads why."""
         spec = self.cluster_queues[name]
-        reasons: list[str] = []
-        messages: list[str] = []
-        if spec.stop_policy != c.STOP_POLICY_NONE:
-            reasons.append(c.REASON_CQ_STOPPED)
-            messages.append("is stopped")
-        missing_flavors = [f for f in spec.flavor_names if f not in self.flavors]
-        if missing_flavors:
-            reasons.append(c.REASON_FLAVOR_NOT_FOUND)
-            messages.append(f"references missing ResourceFlavor(s): {missing_flavors}")
-        missing_checks = [r.name for r in spec.checks if r.name not in self.checks]
-        if missing_checks:
-            reasons.append(c.REASON_ADMISSION_CHECK_NOT_FOUND)
-            messages.append(f"references missing AdmissionCheck(s): {missing_checks}")
-        inactive_checks = [r.name for r in spec.checks if r.name in self.checks and not self.checks[r.name]]
-        if inactive_checks:
-            reasons.append(c.REASON_ADMISSION_CHECK_INACTIVE)
-            messages.append(f"references inactive AdmissionCheck(s): {inactive_checks}")
-        multikueue = self._multikueue_problems(spec)
-        reasons += [reason for reason, _ in multikueue]
-        messages += [message for _, message in multikueue]
-        if name in self.forest.in_cycle:
-            reasons.append("Unknown")
-            messages.append("its cohort tree has a cycle")
-        if spec.errors:
-            reasons.append("Unknown")
-            messages.append("invalid spec: " + "; ".join(spec.errors))
-        was_active = name not in self.inactive
-        if reasons:
-            self.inactive[name] = (reasons[0], "Can't admit new workloads: " + ", ".join(messages))
-            if was_active:
-                queue = self.queues.get(name)
-                if queue is not None:
-                    stopped = reasons[0] == c.REASON_CQ_STOPPED
-                    for info in queue.workloads():
-                        self._reasons_to_emit[info.key] = (
-                            c.REASON_SUSPENDED if stopped else c.REASON_INADMISSIBLE,
-                            f"ClusterQueue {name} {'is stopped' if stopped else 'is inactive'}",
-                        )
-        else:
+        problems = cluster_queue_problems(
+            spec,
+            terminating=spec.terminating,
+            flavors=self.flavors,
+            checks_active=self.checks,
+            check_controllers=self.check_controllers,
+            in_cohort_cycle=name in self.forest.in_cycle,
+        )
+        inactive = inactive_reason(problems)
+        if inactive is None:
             self.inactive.pop(name, None)
-
-    def _multikueue_problems(self, spec: ClusterQueueSpec) -> list[tuple[str, str]]:
-        """Kueue's MultiKueue restrictions on a ClusterQueue's admission checks."""
-        multikueue = [r for r in spec.checks if self.check_controllers.get(r.name) == c.MULTIKUEUE_CONTROLLER]
-        if not multikueue:
-            return []
-        problems = []
-        if len(multikueue) > 1:
-            problems.append((
-                c.REASON_MULTIPLE_MULTIKUEUE_CHECKS,
-                "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue",
-            ))
-        flavors = set(spec.flavor_names)
-        per_flavor = [r.name for r in multikueue if r.on_flavors and not flavors <= r.on_flavors]
-        if per_flavor:
-            problems.append((
-                c.REASON_MULTIKUEUE_CHECK_PER_FLAVOR,
-                f"Cannot specify MultiKueue AdmissionCheck per flavor, used by: {per_flavor}",
-            ))
-        if any(self.check_controllers.get(r.name) == c.PROVISIONING_REQUEST_CONTROLLER for r in spec.checks):
-            problems.append((
-                c.REASON_MULTIKUEUE_WITH_PROVISIONING,
-                "Cannot use a MultiKueue AdmissionCheck together with a ProvisioningRequest AdmissionCheck",
-            ))
-        return problems
+            return
+        was_active = name not in self.inactive
+        self.inactive[name] = inactive
+        queue = self.queues.get(name)
+        if was_active and queue is not None:
+            stopped = inactive[0] == c.REASON_CQ_STOPPED
+            for info in queue.workloads():
+                self._reasons_to_emit[info.key] = (
+                    c.REASON_SUSPENDED if stopped else c.REASON_INADMISSIBLE,
+                    f"ClusterQueue {name} {'is stopped' if stopped else 'is inactive'}",
+                )
 
     # --- stopPolicy HoldAndDrain ------------------------------------------------------------------
     def _drain_if_needed(self, name: str) -> None:

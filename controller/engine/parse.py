@@ -229,6 +229,7 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         stop_policy=_str(spec.get("stopPolicy"), c.STOP_POLICY_NONE) or c.STOP_POLICY_NONE,
         errors=tuple(errors),
         concurrent_admission=isinstance(spec.get("concurrentAdmission"), dict),
+        terminating=bool(_dict(obj.get("metadata")).get("deletionTimestamp")),
     )
 
 

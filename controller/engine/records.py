@@ -128,6 +128,7 @@ class ClusterQueueSpec:
     errors: tuple[str, ...] = ()
     # spec.concurrentAdmission is set: its workloads are scheduled through options (seed 000).
     concurrent_admission: bool = False
+    terminating: bool = False  # metadata.deletionTimestamp is set: admits nothing new
 
     @property
     def flavor_names(self) -> tuple[str, ...]:

@@ -88,8 +88,9 @@ def test_admission_checks_by_flavor() -> None:
     world.add(PlacementWorkloadBuilder("big", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
     checks = {r.workload: r.admission_checks for r in world.cycle().reservations}
     assert checks == {"ns/small": ("always", "ondemand-only"), "ns/big": ("always", "spot-only")}
-    assert world.engine.cluster_queue_status("cq").admitted_workloads == 0  # checks pending
-    assert world.engine.cluster_queue_status("cq").reserving_workloads == 2
+    holders = world.engine.admitted["cq"].values()
+    assert len(holders) == 2  # both hold quota ...
+    assert not any(w.admission is not None and w.admission.admitted for w in holders)  # ... checks pending
 
 
 def test_plain_admission_check_list() -> None:
@@ -110,20 +111,15 @@ def test_check_in_retry_keeps_workload_out_of_the_queue() -> None:
     assert world.admit() == ["ns/wl"]
 
 
-def test_status_reports_usage_per_flavor() -> None:
+def test_usage_is_exact_per_flavor_and_beyond_nominal_is_borrowed() -> None:
     world = World().flavors("default")
     world.engine.upsert_resource_flavor(ResourceFlavorBuilder("extra").obj())
     world.queue(FungibleClusterQueueBuilder("cq").cohort("co").flavor("default", cpu="1").flavor("extra", cpu="1").obj())
     world.queue(FungibleClusterQueueBuilder("lender").cohort("co").flavor("default", cpu="4").flavor("extra", cpu="0").obj())
     world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1500m").obj())
-    world.admit()
-    status = world.engine.cluster_queue_status("cq")
-    assert status.flavors_reservation == [
-        {"name": "default", "resources": [{"name": "cpu", "total": "1500m", "borrowed": "500m"}]},
-        {"name": "extra", "resources": [{"name": "cpu", "total": "0", "borrowed": "0"}]},
-    ]
-    lq = world.engine.local_queue_status("ns", "lq-cq")
-    assert lq.reserving_workloads == 1 and lq.flavors_usage[0]["resources"] == [{"name": "cpu", "total": "1500m"}]
+    assert world.admit() == ["ns/wl"]
+    assert (world.usage("cq"), world.usage("cq", flavor="extra")) == (1500, 0)
+    assert world.engine.forest.cluster_queues["cq"].borrowing == {("default", "cpu")}
 
 
 def test_bad_input_does_not_crash() -> None:

@@ -61,5 +61,5 @@ def test_garbage_never_raises(kind: str, path: list[str], value: object) -> None
         engine.upsert_priority_class(_mutate({"metadata": {"name": "p"}, "value": 1}, path, value))
     world.cycle()
     world.cycle()
-    engine.cluster_queue_status("cq")
-    engine.local_queue_status("ns", "lq-cq")
+    engine.pending_workloads("cq")
+    engine.pending_count("cq")

@@ -60,8 +60,7 @@ def test_best_effort_parks_the_whole_shape_class() -> None:
     assert [r.workload for r in result.reservations] == ["ns/small"]
     assert result.heads_tried == 2
     assert world.cycle().heads_tried == 0
-    status = world.engine.cluster_queue_status("cq")
-    assert status is not None and status.pending_workloads == 50
+    assert world.engine.pending_count("cq") == 50
 
 
 def test_requeue_after_quota_is_freed_is_batched() -> None:
@@ -188,8 +187,7 @@ def test_stop_policy_hold_and_drain() -> None:
     world.engine.upsert_cluster_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").stop_policy("Hold").obj())
     result = world.cycle()
     assert result.reservations == [] and result.evictions == []
-    status = world.engine.cluster_queue_status("cq")
-    assert status is not None and (status.active, status.reason) == (False, "Stopped")
+    assert world.engine.inactive["cq"][0] == "Stopped"
     assert [(p.reason, p.message) for p in result.pending] == [("Suspended", "ClusterQueue cq is stopped")]
 
     world.engine.upsert_cluster_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").stop_policy("HoldAndDrain").obj())
@@ -207,8 +205,7 @@ def test_local_queue_stop_policy() -> None:
     world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     result = world.cycle()
     assert [(p.reason, p.message) for p in result.pending] == [("Suspended", "LocalQueue lq-cq is stopped")]
-    lq_status = world.engine.local_queue_status("ns", "lq-cq")
-    assert lq_status is not None and not lq_status.active and lq_status.pending_workloads == 1
+    assert world.engine.pending_in_local_queue("ns/lq-cq") == 1
     world.engine.upsert_local_queue(LocalQueueBuilder("lq-cq", "ns", "cq").obj())
     assert world.admit() == ["ns/wl"]
 
@@ -224,11 +221,11 @@ def test_heads_per_cluster_queue(heads: int, per_cycle: int) -> None:
 @pytest.mark.parametrize(
     ("setup", "reason", "message"),
     [
-        ("missing flavor", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): ['gone']"),
+        ("missing flavor", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): gone."),
         ("missing check", "AdmissionCheckNotFound",
-         "Can't admit new workloads: references missing AdmissionCheck(s): ['ac']"),
+         "Can't admit new workloads: references missing AdmissionCheck(s): ac."),
         ("inactive check", "AdmissionCheckInactive",
-         "Can't admit new workloads: references inactive AdmissionCheck(s): ['ac']"),
+         "Can't admit new workloads: references inactive AdmissionCheck(s): ac."),
     ],
 )
 def test_inactive_cluster_queue(setup: str, reason: str, message: str) -> None:
@@ -244,11 +241,9 @@ def test_inactive_cluster_queue(setup: str, reason: str, message: str) -> None:
     world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     result = world.cycle()
     assert result.reservations == []
-    status = world.engine.cluster_queue_status("cq")
-    assert status is not None and (status.active, status.reason, status.message) == (False, reason, message)
+    assert not world.engine.is_active("cq")
+    assert world.engine.inactive["cq"] == (reason, message)
     assert [(p.reason, p.message) for p in result.pending] == [("Inadmissible", "ClusterQueue cq is inactive")]
-    lq = world.engine.local_queue_status("ns", "lq-cq")
-    assert lq is not None and lq.reason == "ClusterQueueIsInactive"
 
 
 def test_moving_a_pending_workload_to_another_local_queue() -> None:
@@ -259,10 +254,10 @@ def test_moving_a_pending_workload_to_another_local_queue() -> None:
     world.add(wl.obj())
     assert world.admit() == []
     world.add(wl.queue("lq-b").obj())
-    assert world.engine.local_queue_status("ns", "lq-a").pending_workloads == 0
-    assert world.engine.local_queue_status("ns", "lq-b").pending_workloads == 1
+    assert world.engine.pending_in_local_queue("ns/lq-a") == 0
+    assert world.engine.pending_in_local_queue("ns/lq-b") == 1
     assert world.admit() == ["ns/wl"]
-    assert world.engine.local_queue_status("ns", "lq-b").pending_workloads == 0
+    assert world.engine.pending_in_local_queue("ns/lq-b") == 0
 
 
 def test_next_timer_reports_backoff_and_requeue_batches() -> None:
@@ -344,9 +339,8 @@ def test_multikueue_check_restrictions(checks: dict[str, str], on_flavors: dict[
         world.engine.upsert_admission_check(AdmissionCheckBuilder(name, controller).active(True).obj())
         cq.admission_check_strategy(name, *on_flavors.get(name, []))
     world.queue(cq.obj())
-    status = world.engine.cluster_queue_status("cq")
-    assert status is not None
-    assert (status.active, status.reason) == ((True, "Ready") if reason is None else (False, reason))
+    assert world.engine.is_active("cq") == (reason is None)
+    assert world.engine.inactive.get("cq", ("Ready", ""))[0] == (reason or "Ready")
 
 
 @pytest.mark.parametrize(
@@ -371,3 +365,13 @@ def test_queue_order_after_an_eviction(evicted_by: str, requeuing_timestamp: str
 def test_unknown_requeuing_timestamp_is_refused_with_the_field_name() -> None:
     with pytest.raises(ValueError, match="requeuing_timestamp: Unsupported value: 'Later'"):
         Engine(requeuing_timestamp="Later")
+
+
+def test_a_terminating_cluster_queue_admits_nothing_new() -> None:
+    world = _one_queue()
+    terminating = FungibleClusterQueueBuilder("cq").flavor("default", cpu="1").obj()
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    world.engine.upsert_cluster_queue(terminating)
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
+    assert world.admit() == []
+    assert world.engine.inactive["cq"] == ("Terminating", "Can't admit new workloads: is terminating.")

@@ -118,8 +118,8 @@ def test_borrowing_workloads_go_after_non_borrowing_in_a_round() -> None:
 def test_cohort_cycle_disables_member_queues() -> None:
     world = _world(FungibleClusterQueueBuilder("a").cohort("x").flavor("default", cpu="4"),
                    cohorts=(CohortBuilder("x").parent("y"), CohortBuilder("y").parent("x")))
-    status = world.engine.cluster_queue_status("a")
-    assert status is not None and not status.active
+    assert not world.engine.is_active("a")
+    assert "its cohort tree has a cycle" in world.engine.inactive["a"][1]
     world.add(PlacementWorkloadBuilder("w", "ns").queue("lq-a").podset(cpu="1").obj())
     assert world.cycle().reservations == []
     world.engine.upsert_cohort(CohortBuilder("y").obj())  # cycle fixed
