@@ -504,6 +504,6 @@ class SchedulerLoop:
             return
         self._metrics_at = now
         for name, pending_queue in engine.queues.items():
-            parked = sum(1 for info in pending_queue.workloads() if pending_queue.is_parked(info))
+            parked = pending_queue.parked_count()
             m.PENDING_WORKLOADS.labels(name, "active").set(len(pending_queue) - parked)
             m.PENDING_WORKLOADS.labels(name, "inadmissible").set(parked)

@@ -52,6 +52,7 @@ class PendingQueue:
         self._class_heap: list[tuple[OrderKey, int, int]] = []  # (head key, version, shape)
         self._entries: dict[ObjectKey, tuple[int, int, WorkloadInfo]] = {}  # key -> (entry id, shape, info)
         self._parked: set[int] = set()
+        self._class_sizes: dict[int, int] = {}  # shape -> live workloads (heaps keep stale records)
 
     # --- size and membership ---------------------------------------------------------------------
     def __len__(self) -> int:
@@ -123,6 +124,9 @@ class PendingQueue:
         entry_id = next(_entry_ids)
         old = self._entries.get(info.key)
         self._entries[info.key] = (entry_id, shape, info)
+        if old is not None:
+            self._shrink(old[1])
+        self._class_sizes[shape] = self._class_sizes.get(shape, 0) + 1
         cls = self._classes.get(shape)
         if cls is None:
             cls = self._classes[shape] = _ShapeClass()
@@ -137,8 +141,16 @@ class PendingQueue:
             self.sticky = None
         if entry is None:
             return None
+        self._shrink(entry[1])
         # The stale heap record is dropped lazily when it reaches the top.
         return entry[2]
+
+    def _shrink(self, shape: int) -> None:
+        size = self._class_sizes[shape] - 1
+        if size:
+            self._class_sizes[shape] = size
+        else:
+            del self._class_sizes[shape]
 
     def head(self) -> WorkloadInfo | None:
         """The next workload to try, without removing it."""
@@ -195,3 +207,7 @@ class PendingQueue:
 
     def has_parked(self) -> bool:
         return bool(self._parked)
+
+    def parked_count(self) -> int:
+        """How many workloads are parked (Kueue's "inadmissible"), in O(parked classes)."""
+        return sum(self._class_sizes.get(shape, 0) for shape in self._parked)

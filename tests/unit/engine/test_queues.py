@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 from controller.engine.queues import PendingQueue
 from controller.engine.records import WorkloadInfo
 
@@ -88,3 +92,25 @@ def test_an_updated_workload_escapes_its_parked_class_alone() -> None:
     assert queue.head() is None and len(queue) == 3
     queue.push(_wl("big9", 0, 9.0, shape=1), escape_parked=False)  # new arrivals join the parked class
     assert queue.head() is None
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_parked_count_matches_a_full_scan(seed: int) -> None:
+    """The metric's parked count is kept per class; it must equal counting workload by workload."""
+    rng = random.Random(seed)
+    queue = PendingQueue("cq", strict_fifo=False)
+    for step in range(300):
+        op = rng.random()
+        name = f"w{rng.randrange(40)}"
+        if op < 0.45:
+            queue.push(_wl(name, rng.randrange(3), float(step), shape=rng.randrange(4)), escape_parked=rng.random() < 0.2)
+        elif op < 0.6:
+            queue.remove(f"ns/{name}")
+        elif op < 0.75:
+            queue.pop()
+        elif op < 0.92:
+            if (head := queue.head()) is not None:
+                queue.park_shape_of(head)
+        else:
+            queue.requeue_parked()
+        assert queue.parked_count() == sum(1 for info in queue.workloads() if queue.is_parked(info))
