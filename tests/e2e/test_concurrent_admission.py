@@ -663,3 +663,34 @@ def test_a_preempted_holder_stops_its_job_and_re_arms_every_option(world: World,
     world.wait_option_statuses(batch, {"a": "Evicted", "b": "Pending"})
     assert world.running_on("batch") is None
     assert world.holder(batch) is None
+
+
+def test_only_one_option_of_a_parent_preempts(world: World, kueue: KueueApi) -> None:
+    """Both options of the urgent parent could make room by preempting (a low-priority Job holds
+    each flavor); only the more preferred one may, so exactly one low-priority Job is stopped."""
+    world.flavors("a", "b")
+    low, high = unique("low"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(low, 1).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    world.cluster_queue("RemoveOther", _cpu(("a", "1"), ("b", "1")), preemption="LowerPriority")
+    world.job("first", priority_class=low)
+    first = world.parent_of_job("first")
+    world.wait_running_on("first", "a")
+    world.job("second", priority_class=low)
+    second = world.parent_of_job("second")
+    world.wait_running_on("second", "b")
+    second_holder = world.options(second)["b"]["metadata"]["name"]
+
+    world.job("urgent", priority_class=high)
+    urgent = world.parent_of_job("urgent")
+    world.wait_running_on("urgent", "a")
+    world.wait_option_statuses(urgent, {"a": "Admitted", "b": "Removed"})
+    assert world.holder(first) is None and world.running_on("first") is None
+
+    def second_untouched() -> bool:
+        option = world.kueue.workload(world.namespace, second_holder)
+        return holds_quota(option) and not is_true(option, "Evicted") and world.running_on("second") == "b"
+
+    stays(second_untouched, 5, "the second low-priority Job was preempted too")
+    assert "Stopped" not in world.events("Job", "second")
+    assert world.holder(second) == "b"
