@@ -325,10 +325,8 @@ class SchedulerLoop:
     def _apply(self, engine: Engine, result: CycleResult, pool: ThreadPoolExecutor) -> None:
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
         for eviction in result.evictions:
-            self._write(
-                eviction.workload,
-                lambda wl, e=eviction: eviction_patch(wl, reason=e.reason, message=e.message, now=now),
-            )
+            if not self._evict(eviction, now):
+                engine.eviction_failed(eviction)
         for preemption in result.preemptions:
             if not self._preempt(preemption, now):
                 engine.preemption_failed(preemption.victim)
@@ -354,6 +352,20 @@ class SchedulerLoop:
                     self._not_ready.add(key)  # admitted by this write; its pods are not ready yet
             else:
                 engine.rollback(key)
+
+    def _evict(self, eviction: Eviction, now: datetime) -> bool:
+        """A HoldAndDrain eviction; False only when the write failed. A failure must not end the
+        step: the cycle's reservations, already assumed in the engine, still need their write and
+        their confirm or rollback."""
+        try:
+            self._write(
+                eviction.workload,
+                lambda wl: eviction_patch(wl, reason=eviction.reason, message=eviction.message, now=now),
+            )
+        except ApiError as err:
+            log.warning("eviction write failed", extra={"workload": eviction.workload, "error": str(err)})
+            return False
+        return True
 
     def _write_pending_reason(self, key: str, reason: str, message: str) -> None:
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)

@@ -377,6 +377,12 @@ class Engine:
         if displaced is not None and self.workloads.get(displaced.key) is displaced:
             self.restore(displaced)  # the migration did not happen: the sibling keeps its quota
 
+    def eviction_failed(self, eviction: Eviction) -> None:
+        """The write of a HoldAndDrain ``eviction`` failed: emit it again with the next cycle while
+        the workload still holds quota (otherwise it would stay admitted in a draining queue)."""
+        if self.admitted_workload(eviction.workload) is not None:
+            self._evictions_to_emit.append(eviction)
+
     def preemption_failed(self, victim: ObjectKey) -> None:
         """The eviction write for ``victim`` failed: it may be chosen as a victim again."""
         self.being_evicted.pop(victim, None)

@@ -223,3 +223,35 @@ def test_workloads_cached_at_start_tie_break_by_uid_and_later_arrivals_queue_beh
         assert h.reserved() == {"a"}
     finally:
         h.close()
+
+
+def test_a_failed_drain_eviction_does_not_strand_the_cycles_reservations() -> None:
+    """HoldAndDrain evictions are written before the cycle's reservations; when one fails, the
+    reservations (already assumed in the engine) are still written and confirmed, and the
+    eviction is tried again with the next cycle."""
+    h = Harness(cpu="1")
+    try:
+        h.submit("held")
+        h.start()
+        h.step()
+        assert h.reserved() == {"held"}
+        # A second queue with a workload to admit, and the first LocalQueue starts draining.
+        h.api.put("clusterqueues", ClusterQueueBuilder("cq2").flavor("default", cpu="1").obj())
+        h.api.put("localqueues", LocalQueueBuilder("lq2", "ns", "cq2").obj())
+        h.api.put("workloads", WorkloadBuilder("other", "ns").queue("lq2").podset(cpu="1").obj())
+        h.api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").stop_policy("HoldAndDrain").obj())
+        for kind, key in (("clusterqueues", "cq2"), ("localqueues", "ns/lq2"), ("workloads", "ns/other"),
+                          ("localqueues", "ns/lq")):
+            h.loop.notify(kind, key)
+        h.api.failures = [ServerError(500, "InternalError", "etcd is sad")]  # the eviction's write
+        result = h.step()
+        assert [e.workload for e in result.evictions] == ["ns/held"]
+        assert "other" in h.reserved()
+        other = h.engine.workloads["ns/other"]
+        assert other.admission is not None and other.admission.write_confirmed
+        assert (h.workload("held").get("status") or {}).get("admission"), "the failed eviction wrote nothing"
+        retried = h.step()
+        assert [e.workload for e in retried.evictions] == ["ns/held"]
+        assert _cond(h.workload("held"), "Evicted")["reason"] == "LocalQueueStopped"
+    finally:
+        h.close()
