@@ -14,7 +14,7 @@ import socket
 import ssl
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlparse
 
@@ -370,64 +370,64 @@ def test_workload_status_writes_are_validated(cluster: Any, webhook: WebhookHand
 # --- rules only the webhook enforces, one per family (the CRD schema cannot see them) ---------------
 
 
-def test_remove_below_target_must_name_a_flavor_of_the_cluster_queue(
-    cluster: Any, webhook: WebhookHandle
+def _two_flavor_queue(name: str) -> SeedClusterQueueBuilder:
+    return SeedClusterQueueBuilder(name).flavor("reservation", cpu="10").flavor("spot", cpu="10")
+
+
+WEBHOOK_ONLY_CLUSTER_QUEUE_RULES: list[tuple[str, Callable[[str], Obj], list[str]]] = [
+    (
+        "RemoveBelowTarget target is a flavor of the queue",
+        lambda name: _two_flavor_queue(name).concurrent("RemoveBelowTarget", target="gpu").obj(),
+        [
+            'spec.concurrentAdmission.removeBelowTargetConfig.targetResourceFlavor: Unsupported value: "gpu": '
+            'supported values: "reservation", "spot"'
+        ],
+    ),
+    (
+        "options per flavor need exactly one resource group",
+        lambda name: (
+            SeedClusterQueueBuilder(name)
+            .flavor("reservation", cpu="10")
+            .flavor("gpu", **{"nvidia.com/gpu": "2"})
+            .concurrent("RemoveOther")
+            .obj()
+        ),
+        [
+            "spec.resourceGroups: Invalid value: 2: must have exactly one resource group when "
+            "concurrentAdmission has no explicitOptions"
+        ],
+    ),
+    (
+        "fallback rules name flavors of the queue and fit their trigger",
+        lambda name: (
+            _two_flavor_queue(name)
+            .fallback_rule("gpu", timeout="5m")
+            .fallback_rule("spot", "AdmissionCheckRejected", timeout="5m")
+            .obj()
+        ),
+        [
+            'spec.flavorFungibility.fallbackStrategy.rules[0].name: Unsupported value: "gpu": '
+            'supported values: "reservation", "spot", "*"',
+            "spec.flavorFungibility.fallbackStrategy.rules[1].timeout: Forbidden: a timeout does not apply "
+            "to trigger AdmissionCheckRejected",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "messages"),
+    [case[1:] for case in WEBHOOK_ONLY_CLUSTER_QUEUE_RULES],
+    ids=[case[0] for case in WEBHOOK_ONLY_CLUSTER_QUEUE_RULES],
+)
+def test_webhook_only_cluster_queue_rules(
+    cluster: Any, webhook: WebhookHandle, make: Callable[[str], Obj], messages: list[str]
 ) -> None:
-    cq = (
-        SeedClusterQueueBuilder(unique("target"))
-        .flavor("reservation", cpu="10")
-        .flavor("spot", cpu="10")
-        .concurrent("RemoveBelowTarget", target="gpu")
-        .obj()
-    )
-    result = kubectl_apply(cluster, cq)
+    result = kubectl_apply(cluster, make(unique("webhook-only")))
     assert result.returncode != 0
     assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
-    assert (
-        'spec.concurrentAdmission.removeBelowTargetConfig.targetResourceFlavor: Unsupported value: "gpu": '
-        'supported values: "reservation", "spot"'
-    ) in result.stderr
-
-
-def test_per_flavor_options_need_exactly_one_resource_group(cluster: Any, webhook: WebhookHandle) -> None:
-    cq = (
-        SeedClusterQueueBuilder(unique("groups"))
-        .flavor("reservation", cpu="10")
-        .flavor("gpu", **{"nvidia.com/gpu": "2"})
-        .concurrent("RemoveOther")
-        .obj()
-    )
-    result = kubectl_apply(cluster, cq)
-    assert result.returncode != 0
-    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
-    assert (
-        "spec.resourceGroups: Invalid value: 2: must have exactly one resource group when concurrentAdmission "
-        "has no explicitOptions"
-    ) in result.stderr
-
-
-def test_fallback_rules_must_name_flavors_of_the_cluster_queue_and_fit_their_trigger(
-    cluster: Any, webhook: WebhookHandle
-) -> None:
-    cq = (
-        SeedClusterQueueBuilder(unique("fallback"))
-        .flavor("reservation", cpu="10")
-        .flavor("spot", cpu="10")
-        .fallback_rule("gpu", timeout="5m")
-        .fallback_rule("spot", "AdmissionCheckRejected", timeout="5m")
-        .obj()
-    )
-    result = kubectl_apply(cluster, cq)
-    assert result.returncode != 0
-    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
-    assert (
-        'spec.flavorFungibility.fallbackStrategy.rules[0].name: Unsupported value: "gpu": '
-        'supported values: "reservation", "spot", "*"'
-    ) in result.stderr
-    assert (
-        "spec.flavorFungibility.fallbackStrategy.rules[1].timeout: Forbidden: a timeout does not apply to "
-        "trigger AdmissionCheckRejected"
-    ) in result.stderr
+    for message in messages:
+        assert message in result.stderr, result.stderr
 
 
 def _set_pod_count(cluster: Any, namespace: str, name: str, count: int) -> subprocess.CompletedProcess[str]:
