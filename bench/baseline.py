@@ -46,6 +46,7 @@ from controller.runtime.informer import FuncHandler, Informer
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import AlreadyExists
 from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
+from pykueue.kube.transport import ApiClientTransport, configuration_factory
 
 from . import baseline_shape as objects
 from .baseline_driver import FinishRunner, Generator, Recorder
@@ -87,7 +88,10 @@ def connect(kubeconfig: str | None) -> tuple[KubeClient, str, Any]:
             started = cluster
         cluster.up()
         kubeconfig = cluster.kubeconfig
-    client = KubeClient.from_config(kubeconfig, qps=UNTHROTTLED_QPS, burst=200_000, user_agent="pykueue-bench")
+    # Connections for every create, Finished patch and watch in flight, so none is discarded
+    # and re-opened (a TLS handshake each) while the driver is busiest.
+    transport = ApiClientTransport(configuration_factory(kubeconfig), user_agent="pykueue-bench", pool_size=256)
+    client = KubeClient(transport, qps=UNTHROTTLED_QPS, burst=200_000)
     return client, kubeconfig, started
 
 
