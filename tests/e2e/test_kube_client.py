@@ -29,8 +29,10 @@ def provisioning_request(name: str, namespace: str) -> dict[str, Any]:
         "apiVersion": PROVISIONING_REQUESTS.api_version,
         "kind": PROVISIONING_REQUESTS.kind,
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
-                 "podSets": [{"podTemplateRef": {"name": "tmpl"}, "count": 2}]},
+        "spec": {
+            "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+            "podSets": [{"podTemplateRef": {"name": "tmpl"}, "count": 2}],
+        },
     }
 
 
@@ -39,10 +41,16 @@ def test_crd_status_subresource_and_optimistic_concurrency(client: KubeClient, n
     with pytest.raises(AlreadyExists):
         client.create(PROVISIONING_REQUESTS, provisioning_request("pr", namespace))
 
-    condition = {"type": "Provisioned", "status": "True", "reason": "Provisioned", "message": "ok",
-                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    condition = {
+        "type": "Provisioned",
+        "status": "True",
+        "reason": "Provisioned",
+        "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
     patched = client.patch_status(
-        PROVISIONING_REQUESTS, "pr",
+        PROVISIONING_REQUESTS,
+        "pr",
         {"status": {"conditions": [condition]}, "spec": {"provisioningClassName": "ignored.example"}},
         namespace,
     )
@@ -53,11 +61,20 @@ def test_crd_status_subresource_and_optimistic_concurrency(client: KubeClient, n
 
     stale = created["metadata"]["resourceVersion"]
     with pytest.raises(Conflict):
-        client.patch(PROVISIONING_REQUESTS, "pr", {"metadata": {"resourceVersion": stale, "labels": {"a": "b"}}}, namespace)
+        client.patch(
+            PROVISIONING_REQUESTS,
+            "pr",
+            {"metadata": {"resourceVersion": stale, "labels": {"a": "b"}}},
+            namespace,
+        )
     with pytest.raises(Conflict):
         client.delete(PROVISIONING_REQUESTS, "pr", namespace, preconditions={"uid": "not-this-one"})
-    assert client.delete(PROVISIONING_REQUESTS, "pr", namespace, preconditions={"uid": created["metadata"]["uid"]})
-    wait_for(lambda: client.get(PROVISIONING_REQUESTS, "pr", namespace) is None, timeout=30, message="pr deleted")
+    assert client.delete(
+        PROVISIONING_REQUESTS, "pr", namespace, preconditions={"uid": created["metadata"]["uid"]}
+    )
+    wait_for(
+        lambda: client.get(PROVISIONING_REQUESTS, "pr", namespace) is None, timeout=30, message="pr deleted"
+    )
     assert client.delete(PROVISIONING_REQUESTS, "pr", namespace) is False
 
 
@@ -79,8 +96,11 @@ def test_repeated_event_is_one_event_with_a_count(client: KubeClient, namespace:
         listed = client.list(EVENTS, namespace, field_selector="involvedObject.name=subject")
         return {e["reason"]: e.get("count", 1) for e in listed.get("items") or []}
 
-    assert wait_for(lambda: events_by_reason() == {"Pending": 3, "QuotaReserved": 1}, timeout=10,
-                    message="one aggregated Event per reason")
+    assert wait_for(
+        lambda: events_by_reason() == {"Pending": 3, "QuotaReserved": 1},
+        timeout=10,
+        message="one aggregated Event per reason",
+    )
     listed = client.list(EVENTS, namespace, field_selector="involvedObject.name=subject")
     pending = next(e for e in listed["items"] if e["reason"] == "Pending")
     assert pending["involvedObject"]["uid"] == involved["metadata"]["uid"]
