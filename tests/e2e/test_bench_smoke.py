@@ -21,7 +21,11 @@ def _summary(out: str) -> dict[str, Any]:
 
 
 @pytest.mark.timeout(420)
-def test_scheduler_baseline_smoke(cluster: Any, controller: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_scheduler_baseline_smoke(
+    cluster: Any, webhook: Any, controller: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the webhook in the path too, as in the rest of the suite (it sees every create and
+    the driver's Finished patches)."""
     if controller.installed:
         target = ["--external-controller"]
     else:
