@@ -138,6 +138,16 @@ class WorkQueue(Generic[T]):
         clock: Clock = time.monotonic,
     ) -> None:
         self.name = name
+        # The labelled metric children, resolved once: prometheus_client's labels() takes a lock and
+        # a dict lookup, and add/get/done run for every informer event (8 % of the controller's CPU
+        # in the baseline benchmark when looked up per call).
+        self._adds = ADDS.labels(name)
+        self._depth = DEPTH.labels(name)
+        self._retries = RETRIES.labels(name)
+        self._queue_duration = QUEUE_DURATION.labels(name)
+        self._work_duration = WORK_DURATION.labels(name)
+        self._unfinished = UNFINISHED.labels(name)
+        self._longest_running = LONGEST_RUNNING.labels(name)
         self._clock = clock
         self._rate_limiter: RateLimiter[T] = rate_limiter or default_rate_limiter(clock)  # type: ignore[assignment]
         self._cond = threading.Condition()
@@ -161,13 +171,13 @@ class WorkQueue(Generic[T]):
     def _add_locked(self, item: T) -> None:
         if self._shutting_down or item in self._dirty:
             return
-        ADDS.labels(self.name).inc()
+        self._adds.inc()
         self._dirty.add(item)
         self._added_at.setdefault(item, self._clock())
         if item in self._processing:
             return
         self._queue.append(item)
-        DEPTH.labels(self.name).set(len(self._queue))
+        self._depth.set(len(self._queue))
         self._cond.notify()
 
     def add_after(self, item: T, delay: float) -> None:
@@ -189,7 +199,7 @@ class WorkQueue(Generic[T]):
 
     def add_rate_limited(self, item: T) -> None:
         """Queue ``item`` after the rate limiter's delay (its per-item backoff grows each time)."""
-        RETRIES.labels(self.name).inc()
+        self._retries.inc()
         self.add_after(item, self._rate_limiter.when(item))
 
     def forget(self, item: T) -> None:
@@ -227,8 +237,8 @@ class WorkQueue(Generic[T]):
             self._processing[item] = now
             self._dirty.discard(item)
             added = self._added_at.pop(item, now)
-            QUEUE_DURATION.labels(self.name).observe(max(0.0, now - added))
-            DEPTH.labels(self.name).set(len(self._queue))
+            self._queue_duration.observe(max(0.0, now - added))
+            self._depth.set(len(self._queue))
             return item
 
     def done(self, item: T) -> None:
@@ -236,10 +246,10 @@ class WorkQueue(Generic[T]):
         with self._cond:
             started = self._processing.pop(item, None)
             if started is not None:
-                WORK_DURATION.labels(self.name).observe(max(0.0, self._clock() - started))
+                self._work_duration.observe(max(0.0, self._clock() - started))
             if item in self._dirty:
                 self._queue.append(item)
-                DEPTH.labels(self.name).set(len(self._queue))
+                self._depth.set(len(self._queue))
                 self._cond.notify()
             self._update_processing_gauges_locked()
             if not self._processing:
@@ -258,7 +268,7 @@ class WorkQueue(Generic[T]):
             self._dirty.clear()
             self._waiting.clear()
             self._ready_at.clear()
-            DEPTH.labels(self.name).set(0)
+            self._depth.set(0)
             self._cond.notify_all()
 
     def shutdown_with_drain(self, timeout: float | None = None) -> bool:
@@ -312,5 +322,5 @@ class WorkQueue(Generic[T]):
     def _update_processing_gauges_locked(self) -> None:
         now = self._clock()
         ages = [now - started for started in self._processing.values()]
-        UNFINISHED.labels(self.name).set(sum(ages))
-        LONGEST_RUNNING.labels(self.name).set(max(ages, default=0.0))
+        self._unfinished.set(sum(ages))
+        self._longest_running.set(max(ages, default=0.0))
