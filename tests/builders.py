@@ -355,7 +355,7 @@ def job_queue_label(name: str) -> dict[str, str]:
 SIM_RUN_SECONDS_ANNOTATION = "pykueue.dev/sim-run-seconds"
 
 
-class JobBuilder:
+class JobBuilder(_Builder):
     """``JobBuilder("job", "ns").queue("lq").parallelism(2).requests(cpu="1").obj()``.
 
     A batch/v1 Job whose single container requests nothing until told; ``.obj()`` is what a test
@@ -383,18 +383,7 @@ class JobBuilder:
             },
         }
 
-    def obj(self) -> Obj:
-        return copy.deepcopy(self._obj)
-
-    # --- metadata ---
-    def label(self, key: str, value: str) -> Self:
-        self._obj["metadata"].setdefault("labels", {})[key] = value
-        return self
-
-    def annotation(self, key: str, value: str) -> Self:
-        self._obj["metadata"].setdefault("annotations", {})[key] = value
-        return self
-
+    # --- metadata (obj, label, annotation: _Builder) ---
     def queue(self, name: str) -> Self:
         return self.label(QUEUE_NAME_LABEL, name)
 
@@ -510,7 +499,7 @@ class JobBuilder:
 # =================================================================================================
 
 
-class PodBuilder:
+class PodBuilder(_Builder):
     """``PodBuilder("p", "ns").run_seconds(-1).requests(cpu="1").obj()``: a bare one-container Pod.
 
     ``restartPolicy`` defaults to Never, as for the pods of a batch Job.
@@ -526,17 +515,6 @@ class PodBuilder:
                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {}}],
             },
         }
-
-    def obj(self) -> Obj:
-        return copy.deepcopy(self._obj)
-
-    def label(self, key: str, value: str) -> Self:
-        self._obj["metadata"].setdefault("labels", {})[key] = value
-        return self
-
-    def annotation(self, key: str, value: str) -> Self:
-        self._obj["metadata"].setdefault("annotations", {})[key] = value
-        return self
 
     def run_seconds(self, seconds: float) -> Self:
         """How long the simulated pod runs before it succeeds (``-1``: forever)."""
