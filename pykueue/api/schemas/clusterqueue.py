@@ -347,13 +347,16 @@ CONCURRENT_ADMISSION = obj(
             "targetResourceFlavor.",
             enum=[c.ON_SUCCESS_REMOVE_OTHER, c.ON_SUCCESS_REMOVE_LOWER, c.ON_SUCCESS_REMOVE_BELOW_TARGET],
         ),
+        # Atomic, not a list-map keyed by name: the options are one ordered preference list owned
+        # by the queue's admin (there is nothing for server-side apply to merge per entry), and
+        # the webhook, not the apiserver, must answer duplicate names so users read SPEC §3's
+        # `explicitOptions[1].name: Duplicate value: "spot"` rather than a dump of the whole item.
         "explicitOptions": array(
-            "Explicit options in order of preference. When empty, one option per flavor of the "
-            "ClusterQueue's single resource group is created, in flavor order.",
+            "Explicit options in order of preference; names must be unique. When empty, one option "
+            "per flavor of the ClusterQueue's single resource group is created, in flavor order.",
             EXPLICIT_OPTION,
             max_items=16,
-            list_type="map",
-            map_keys=["name"],
+            list_type="atomic",
         ),
         "removeBelowTargetConfig": obj(
             "Configuration of the RemoveBelowTarget policy (required with it, forbidden otherwise).",
@@ -437,13 +440,10 @@ SPEC_RULES = [
         message="Either admissionChecks or admissionChecksStrategy can be filled",
         check=lambda s: not ("admissionChecks" in s and "admissionChecksStrategy" in s),
     ),
-    Rule(
-        cel="!has(self.concurrentAdmission) || self.queueingStrategy != 'StrictFIFO'",
-        message="concurrentAdmission is not supported with queueingStrategy StrictFIFO",
-        check=lambda s: "concurrentAdmission" not in s or s.get("queueingStrategy") != c.STRICT_FIFO,
-        field_path=".concurrentAdmission",
-    ),
 ]
+# No CEL rule for "concurrentAdmission is not supported with StrictFIFO" on purpose: SPEC §6 makes it
+# the webhook's rule (webhook/rules/concurrent.py), and the apiserver runs CEL before validating
+# webhooks, so a CEL twin would always answer first and the webhook's denial would never be seen.
 
 SPEC = obj(
     "The desired state of the ClusterQueue: its quotas and admission policies.",

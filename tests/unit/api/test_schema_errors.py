@@ -58,10 +58,6 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
      'spec.concurrentAdmission.onSuccess: Unsupported value: "RemoveAll": supported values: "RemoveOther", '
      '"RemoveLower", "RemoveBelowTarget"'),
     ("missing onSuccess", "ClusterQueue", cq(concurrentAdmission={}), "spec.concurrentAdmission.onSuccess: Required value"),
-    ("duplicate explicit option", "ClusterQueue",
-     cq(concurrentAdmission={"onSuccess": "RemoveOther", "explicitOptions": [
-         {"name": "a", "allowedResourceFlavors": ["spot"]}, {"name": "a", "allowedResourceFlavors": ["on-demand"]}]}),
-     'spec.concurrentAdmission.explicitOptions[1].name: Duplicate value: "a"'),
     ("option name not a DNS label", "ClusterQueue",
      cq(concurrentAdmission={"onSuccess": "RemoveOther", "explicitOptions": [
          {"name": "Spot_1", "allowedResourceFlavors": ["spot"]}]}),
@@ -73,9 +69,6 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("RemoveBelowTarget without config", "ClusterQueue", cq(concurrentAdmission={"onSuccess": "RemoveBelowTarget"}),
      "spec.concurrentAdmission: Invalid value: removeBelowTargetConfig is required when onSuccess is "
      "RemoveBelowTarget and forbidden otherwise"),
-    ("concurrent admission with StrictFIFO", "ClusterQueue",
-     cq(queueingStrategy="StrictFIFO", concurrentAdmission={"onSuccess": "RemoveOther"}),
-     "spec.concurrentAdmission: Invalid value: concurrentAdmission is not supported with queueingStrategy StrictFIFO"),
     ("wrong fallback trigger", "ClusterQueue",
      cq(flavorFungibility={"fallbackStrategy": {"rules": [{"name": "spot", "trigger": "Timeout"}]}}),
      'spec.flavorFungibility.fallbackStrategy.rules[0].trigger: Unsupported value: "Timeout": supported values: '
