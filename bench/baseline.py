@@ -8,9 +8,15 @@ workload is marked Finished ``runtime_ms`` after it is admitted (see :mod:`bench
 
 Each *variant* starts its own ``pykueue-controller`` process: ``kueue-qps`` with client QPS 50 /
 burst 100 as in Kueue's run, and ``unthrottled`` with a client limit far above what the apiserver
-serves. Printed per run: wall time, time to admission per class (mean, p50, p90), ClusterQueue
-utilisation, controller CPU seconds and peak RSS (``/proc``), the load driver's own lag, and
-Kueue's published means beside ours; the last line is a JSON summary.
+serves. Printed per run: wall time, time to admission per class (mean, p50, p90; from the create
+sent and from the first watch event), ClusterQueue utilisation both ways (ours from workload
+time; Kueue's from ClusterQueue status usage, :mod:`bench.baseline_cq`), evictions, controller
+CPU seconds and peak RSS (``/proc``), the load driver's own lag, and Kueue's published means
+beside ours; the last line is a JSON summary.
+
+``--controller-src [LABEL=]DIR`` adds, per rate limit, a variant running another checkout's
+controller (``kueue-qps@LABEL``; :mod:`bench.baseline_variants`), and runs go A, B, A, B, ...
+so the machine's drift hits both.
 
 The cluster: ``--kubeconfig`` (or ``$PYKUEUE_KUBECONFIG``), else the local cluster named
 ``$PYKUEUE_CLUSTER_NAME`` (default ``pykueue-bench``), brought up if needed and torn down at the
@@ -23,6 +29,7 @@ Usage::
     python -m bench.baseline --variants kueue-qps        # full scale, Kueue's QPS only
     python -m bench.baseline --scale 0.1 --repeat 3      # medians of three runs per variant
     python -m bench.baseline --scale 0.1 --profile /tmp/prof   # py-spy the controller
+    python -m bench.baseline --scale 0.1 --variants kueue-qps --repeat 3 --controller-src old=/tmp/old-tree
 """
 
 from __future__ import annotations
@@ -49,30 +56,28 @@ from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RES
 from pykueue.kube.transport import ApiClientTransport, configuration_factory
 
 from . import baseline_shape as objects
+from .baseline_cq import ClusterQueueRecorder
 from .baseline_driver import FinishRunner, Generator, Recorder
 from .baseline_report import format_run, lag_summary, median_of_runs, summarise
 from .baseline_shape import RUN_LABEL, Names, Shape, load_shape
-from .controller_process import ControllerProcess
+from .baseline_variants import (
+    EXTERNAL,
+    UNTHROTTLED_QPS,
+    VARIANTS,
+    Variant,
+    choose_variants,
+    describe_tree,
+    parse_source_tree,
+    plan_runs,
+)
+from .controller_process import REPO_ROOT, ControllerProcess
 from .procstats import ProcSample, sample
 
 log = logging.getLogger("bench.baseline")
 
-UNTHROTTLED_QPS = 100_000.0
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    qps: float
-    burst: int
-
-
-VARIANTS = {
-    "kueue-qps": Variant("kueue-qps", 50.0, 100),
-    "unthrottled": Variant("unthrottled", UNTHROTTLED_QPS, 200_000),
-}
-# A controller this program did not start: its rate limit is whatever it was started with.
-EXTERNAL = Variant("external-controller", 0.0, 0)
+# How long after the last workload finished the ClusterQueue recorder may wait for the status
+# event that shows every queue idle (Kueue's end of recording).
+CQ_SETTLE_TIMEOUT_S = 60.0
 
 
 def connect(kubeconfig: str | None) -> tuple[KubeClient, str, Any]:
@@ -209,11 +214,12 @@ def run_once(
         controller = ControllerProcess(
             kubeconfig, qps=variant.qps, burst=variant.burst, workdir=options.workdir,
             label=f"{variant.name}-{index}", profile_to=profile, profile_mode=options.profile_mode,
-            log_level=options.controller_log_level,
+            log_level=options.controller_log_level, source_tree=variant.source_tree,
         )
         controller.start()
     pid = controller.pid if controller is not None else options.controller_pid
     informer: Informer | None = None
+    cq_informer: Informer | None = None
     runner: FinishRunner | None = None
     try:
         create_queues(client, shape, names)
@@ -226,6 +232,14 @@ def run_once(
         informer.start()
         if not informer.wait_for_sync(60):
             raise RuntimeError("the benchmark's Workload informer did not sync within 60 s")
+        # Started just before the load, so its first events (the initial list) mark the start of
+        # Kueue's window as its runner's do (it creates the queues right before the workloads).
+        cq_recorder = ClusterQueueRecorder(generation_done=generator.done)
+        cq_informer = Informer(client, CLUSTER_QUEUES, label_selector=f"{RUN_LABEL}={names.run_id}")
+        cq_informer.add_handler(FuncHandler(add=cq_recorder.observe, update=lambda _old, new: cq_recorder.observe(new)))
+        cq_informer.start()
+        if not cq_informer.wait_for_sync(60):
+            raise RuntimeError("the benchmark's ClusterQueue informer did not sync within 60 s")
         runner.start()
         profiling = controller.start_profiler() if controller is not None else False
         controller_before = sample(pid) if pid is not None else None
@@ -243,6 +257,8 @@ def run_once(
                   f"{progress['total']}, holding quota {progress['admitted_now']}, finished {progress['finished']}",
                   flush=True)
         elapsed = time.monotonic() - started
+        if recorder.all_settled.is_set():
+            cq_recorder.done.wait(CQ_SETTLE_TIMEOUT_S)
         controller_after = sample(pid) if pid is not None else None
         api = controller.api_requests() if controller is not None else None
         driver_after = resource.getrusage(resource.RUSAGE_SELF)
@@ -255,7 +271,11 @@ def run_once(
             "burst": None if options.external_controller else variant.burst,
             "scale": options.scale,
             "run_id": names.run_id,
-            **summarise(recorder.snapshot(), shape),
+            "controller_source": describe_tree(variant.source_tree or REPO_ROOT)
+            if not options.external_controller
+            else None,
+            **summarise(recorder.snapshot(), shape, cq_recorder.snapshot()),
+            "cq_recording_complete": cq_recorder.done.is_set(),
             "controller": _controller_figures(controller_before, controller_after, elapsed),
             "controller_api": api,
             "driver": {
@@ -279,6 +299,8 @@ def run_once(
             runner.stop()
         if informer is not None:
             informer.stop()
+        if cq_informer is not None:
+            cq_informer.stop()
         if not delete_run(client, names, wait_s=300):
             print(f"  warning: run {names.run_id}'s objects were not all deleted within 300 s", flush=True)
         if controller is not None:
@@ -293,7 +315,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", default="baseline", help="config of bench/baseline.yaml (baseline, large_scale)")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the workloads (intervals kept)")
     parser.add_argument("--variants", default="kueue-qps,unthrottled", help=f"comma-separated: {', '.join(VARIANTS)}")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per variant; medians are reported")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per variant, interleaved A, B, A, B, ...; medians are reported"
+    )
+    parser.add_argument(
+        "--controller-src",
+        action="append",
+        default=[],
+        metavar="[LABEL=]DIR",
+        help="also run each variant with the controller of this checkout (e.g. a git worktree of an older "
+        "commit), named VARIANT@LABEL (default label: its short commit); repeatable",
+    )
     parser.add_argument("--kubeconfig", help="an existing cluster (default: $PYKUEUE_KUBECONFIG, else a local one)")
     parser.add_argument("--controller-pid", type=int, help="use this running controller instead of starting one")
     parser.add_argument(
@@ -326,13 +358,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"bench.baseline: {err}", file=sys.stderr)
         return 2
-    wanted = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = [v for v in wanted if v not in VARIANTS]
-    if unknown or not wanted or args.repeat < 1:
-        print(f"bench.baseline: --variants: unknown {unknown} (known: {', '.join(VARIANTS)}); --repeat >= 1",
-              file=sys.stderr)
-        return 2
     external = args.external_controller or args.controller_pid is not None
+    try:
+        if args.repeat < 1:
+            raise ValueError(f"--repeat: must be at least 1, got {args.repeat}")
+        if external and args.controller_src:
+            raise ValueError("--controller-src: cannot be combined with --controller-pid/--external-controller")
+        trees = [parse_source_tree(spec) for spec in args.controller_src]
+        variants = [EXTERNAL] if external else choose_variants(
+            [v.strip() for v in args.variants.split(",") if v.strip()], trees
+        )
+    except ValueError as err:
+        print(f"bench.baseline: {err}", file=sys.stderr)
+        return 2
     client, kubeconfig, started_cluster = connect(args.kubeconfig)
     workdir = Path(tempfile.mkdtemp(prefix="pykueue-bench-baseline-"))
     print(f"scheduler baseline ({shape.config}): {shape.cluster_queues} ClusterQueues in {shape.cohorts} cohorts, "
@@ -346,11 +384,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         controller_pid=args.controller_pid, external_controller=external,
     )
     try:
-        for variant in [EXTERNAL] if external else [VARIANTS[name] for name in wanted]:
-            for index in range(args.repeat):
-                result = run_once(client, kubeconfig, shape, variant, options, index)
-                runs.setdefault(variant.name, []).append(result)
-                print(format_run(result, shape), flush=True)
+        for variant, index in plan_runs(variants, args.repeat):
+            result = run_once(client, kubeconfig, shape, variant, options, index)
+            runs.setdefault(variant.name, []).append(result)
+            print(format_run(result, shape), flush=True)
     finally:
         client.close()
         if started_cluster is not None:

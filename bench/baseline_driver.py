@@ -6,7 +6,8 @@ Three parts, each on its own threads so the driver is never the bottleneck it me
   every class, one workload every ``every_ms``) and hands each create to a bounded pool; the
   lag between a create's scheduled time and the moment it is sent is recorded;
 * **recorder** — an informer on this run's Workloads (label-selected) notes, per workload, when it
-  was first admitted, when an admission ended (eviction) and when it finished;
+  was first watched, when it was first admitted, when an admission ended (eviction), each rise of
+  its ``Evicted`` condition (what Kueue's recorder counts as an eviction) and when it finished;
 * **runner** — when a workload is admitted, a timer fires ``runtime_ms`` later and a pool
   appends ``Finished=True`` to its conditions (a JSON patch, so no read-modify-write race with
   the controller's own status patches). An eviction before that cancels the timer; the next
@@ -48,10 +49,13 @@ class WorkloadRecord:
     runtime_s: float
     scheduled_at: float = 0.0
     created_at: float | None = None
+    first_seen_at: float | None = None  # first watch event: Kueue's time-to-admission origin
     first_admitted_at: float | None = None
     admitted_since: float | None = None
     finished_at: float | None = None
-    evictions: int = 0
+    evictions: int = 0  # admissions lost (Admitted True -> not True)
+    evicted_transitions: int = 0  # Evicted condition rising to True (Kueue's eviction count)
+    evicted_now: bool = False
     used_cpu_seconds: float = 0.0
     create_failed: bool = False
     token: int = 0  # bumped on every admission change; a stale finish timer compares unequal
@@ -116,11 +120,17 @@ class Recorder:
         key = _key(obj)
         admitted = _condition_true(obj, "Admitted")
         finished = _condition_true(obj, "Finished")
+        evicted = _condition_true(obj, "Evicted")
         schedule: tuple[float, int] | None = None
         with self._lock:
             record = self.records.get(key)
             if record is None or record.finished_at is not None:
                 return
+            if record.first_seen_at is None:
+                record.first_seen_at = now
+            if evicted and not record.evicted_now:
+                record.evicted_transitions += 1
+            record.evicted_now = evicted
             if finished:
                 self._end_admission(record, now)
                 record.finished_at = now

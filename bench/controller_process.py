@@ -3,7 +3,11 @@
 Kueue's runner starts minimalkueue as a subprocess with a fixed client QPS/burst, records its
 CPU and memory, and stops it when the run is over; this does the same for our controller. Logs
 go to a file (at WARNING, as Kueue logs at Error in its runs) so logging does not dominate the
-measured CPU. With ``profile_to`` set, ``py-spy record`` samples the controller's threads for
+measured CPU. With ``source_tree`` set, the controller is another checkout's (e.g. a git
+worktree of an older commit): it runs as ``python -m controller.main`` with that tree as its
+working directory and first on ``PYTHONPATH``, under this same interpreter and venv, so its
+``controller`` and ``pykueue`` packages shadow this tree's editable install and two versions can
+be compared side by side in one benchmark run. With ``profile_to`` set, ``py-spy record`` samples the controller's threads for
 the whole run and writes collapsed stacks that :mod:`bench.profile_summary` turns into a list
 of hot spots.
 """
@@ -35,6 +39,28 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def check_source_tree(path: Path) -> Path:
+    """``path`` resolved, when it is a source tree this benchmark can start a controller from;
+    else a ValueError naming what is missing."""
+    resolved = path.expanduser().resolve()
+    if not resolved.is_dir():
+        raise ValueError(f"--controller-src {path}: not a directory")
+    for needed in ("controller/main.py", "pykueue/__init__.py"):
+        if not (resolved / needed).is_file():
+            raise ValueError(f"--controller-src {path}: {needed} is missing (expected a checkout of this project)")
+    return resolved
+
+
+def controller_environment(source_tree: Path | None, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The controller's environment: ``base`` (default: ours) with ``source_tree`` first on
+    ``PYTHONPATH`` when one is given."""
+    env = dict(os.environ if base is None else base)
+    if source_tree is not None:
+        rest = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = str(source_tree) + (os.pathsep + rest if rest else "")
+    return env
+
+
 def py_spy_path() -> str | None:
     """The py-spy executable next to this interpreter, else on PATH (None when not installed)."""
     beside = Path(sys.executable).with_name("py-spy")
@@ -55,6 +81,7 @@ class ControllerProcess:
         profile_to: Path | None = None,
         profile_mode: str = "cpu",
         log_level: str = "WARNING",
+        source_tree: Path | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.qps = qps
@@ -64,6 +91,7 @@ class ControllerProcess:
         self.profile_to = profile_to
         self.profile_mode = profile_mode
         self.log_level = log_level
+        self.source_tree = source_tree
         self.log_path = workdir / f"controller-{label}.log"
         self.health_port = 0
         self.metrics_port = 0
@@ -98,7 +126,12 @@ class ControllerProcess:
         ]
         with self.log_path.open("wb") as log_file:
             self.process = subprocess.Popen(
-                command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO_ROOT
+                command,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.source_tree or REPO_ROOT,
+                env=controller_environment(self.source_tree),
             )
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not self._ready():

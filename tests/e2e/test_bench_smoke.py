@@ -42,7 +42,13 @@ def test_scheduler_baseline_smoke(
     )
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
-    for figure in ("wall time", "ClusterQueue utilisation", "mean time to admission small", "controller CPU"):
+    for figure in (
+        "wall time",
+        "ClusterQueue utilisation, Kueue's definition",
+        "ClusterQueue utilisation, workload time",
+        "mean time to admission small",
+        "controller CPU",
+    ):
         assert figure in out
     summary = _summary(out)
     (run,) = summary["runs"]
@@ -50,6 +56,13 @@ def test_scheduler_baseline_smoke(
     assert set(run["classes"]) == {"small", "medium", "large"}
     assert all(c["admitted"] == c["workloads"] == 30 for c in run["classes"].values())
     assert run["wall_s"] is not None and run["cq_utilisation_pct"] is not None
+    # Kueue's definition, from the run's 30 ClusterQueues' status events: every queue held quota
+    # at some point, so the integral is positive, and the recorder saw every queue go idle.
+    (cq_class,) = run["cq_classes_kueue"].values()
+    assert cq_class["cluster_queues"] == 30 and cq_class["nominal_quota_mcpu"] == 30 * 20_000
+    assert cq_class["cpu_used_mcpu_s"] > 0 and run["cq_utilisation_kueue_pct"] > 0
+    assert run["cq_recording_complete"] is True
+    assert all(c["mean_time_to_admission_from_watch_s"] is not None for c in run["classes"].values())
     if not controller.installed:
         assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
     assert summary["anchor_kueue"]["wall_s"] == pytest.approx(351.1)

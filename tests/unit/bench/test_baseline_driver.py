@@ -147,3 +147,28 @@ def test_generator_creates_every_planned_workload_once() -> None:
     assert ("bench-t1-ns-029", "small-1") in keys
     assert recorder.progress()["created"] == shape.total_workloads
     assert len(generator.lag.samples) == shape.total_workloads
+
+
+def test_recorder_notes_the_first_watch_event_and_counts_evicted_condition_rises() -> None:
+    """Kueue's recorder measures time to admission from the workload's first watch event and
+    counts an eviction each time ``Evicted`` turns True; both are recorded beside ours."""
+    clock = FakeClock()
+    recorder = Recorder(lambda *_: None, clock=clock)
+    recorder.expect(("ns", "wl"), WorkloadRecord("small", cpu=1, runtime_s=1.0))
+    recorder.created(("ns", "wl"), scheduled_at=99.0, sent_at=99.5)
+    clock.now = 100.25
+    recorder.observe(WorkloadBuilder("wl", "ns").obj())
+    clock.now = 101.0
+    recorder.observe(WorkloadBuilder("wl", "ns").obj())
+    clock.now = 102.0
+    recorder.observe(_admitted("wl"))
+    clock.now = 103.0
+    recorder.observe(_evicted("wl"))
+    recorder.observe(_evicted("wl"))  # still evicted: the same eviction
+    recorder.observe(WorkloadBuilder("wl", "ns").condition("Evicted", False, "Requeued").obj())
+    recorder.observe(_evicted("wl"))  # evicted again while pending (e.g. a second preemption)
+    (record,) = recorder.snapshot()
+    assert record.first_seen_at == 100.25
+    assert record.first_admitted_at == 102.0
+    assert record.evicted_transitions == 2
+    assert record.evictions == 1, "only one admission was lost"

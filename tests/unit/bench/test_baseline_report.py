@@ -75,3 +75,63 @@ def test_medians_over_repeated_runs() -> None:
     assert medians["wall_s"] == 20.0
     assert medians["mean_time_to_admission_s"] == {"small": 3.0}
     assert medians["controller_peak_rss_mib"] == 100.0
+
+
+def _cq_states() -> dict:
+    """Two ClusterQueues whose status said 30 and 10 cpu for 2 s in a 4 s window."""
+    from bench.baseline_cq import ClusterQueueEvent, ClusterQueueState
+
+    def state(name: str, used_cpu_s: float) -> ClusterQueueState:
+        last = ClusterQueueEvent(name, "all", usage_mcpu=0, nominal_mcpu=20_000, pending=0, reserving=0, active=True)
+        return ClusterQueueState(first_event_at=0.0, last_event_at=4.0, last=last, used_mcpu_s=used_cpu_s * 1000)
+
+    return {"a": state("a", 60.0), "b": state("b", 20.0)}
+
+
+def test_summary_carries_kueues_utilisation_and_time_to_admission_from_the_first_watch_event() -> None:
+    shape = load_shape("baseline").scaled(0.001)
+    small = _record("small", 1, created=0.0, admitted=2.0, finished=3.0)
+    small.first_seen_at = 0.5
+    small.evicted_transitions = 3
+    summary = summarise([small, _record("large", 20, created=0.0, admitted=1.0, finished=2.0)], shape, _cq_states())
+    # (60 + 20) cpu-s / 4 s = 20 cpu average over 40 cpu nominal
+    assert summary["cq_utilisation_kueue_pct"] == 50.0
+    assert summary["cq_classes_kueue"]["all"]["cluster_queues"] == 2
+    assert summary["classes"]["small"]["mean_time_to_admission_s"] == 2.0
+    assert summary["classes"]["small"]["mean_time_to_admission_from_watch_s"] == 1.5
+    assert summary["classes"]["small"]["evicted_transitions"] == 3
+    assert summary["classes"]["large"]["mean_time_to_admission_from_watch_s"] is None, "never watched"
+    without = summarise([small], shape)
+    assert without["cq_utilisation_kueue_pct"] is None and without["cq_classes_kueue"] == {}
+
+
+def test_printed_block_names_both_utilisations_and_puts_the_anchor_beside_kueues() -> None:
+    shape = load_shape("baseline").scaled(0.001)
+    record = _record("small", 1, created=0.0, admitted=2.0, finished=4.0)
+    record.first_seen_at = 1.0
+    result = {
+        "variant": "kueue-qps@old", "qps": 50.0, "burst": 100, "scale": 0.001,
+        **summarise([record], shape, _cq_states()), "cq_recording_complete": False,
+    }
+    lines = format_run(result, shape).splitlines()
+    kueue_row = next(line for line in lines if line.startswith("ClusterQueue utilisation, Kueue's definition"))
+    ours_row = next(line for line in lines if line.startswith("ClusterQueue utilisation, workload time"))
+    assert kueue_row.split()[-4:] == ["50.0", "%", "55.9", "%"]
+    assert "not published" in ours_row
+    assert any(line.startswith("[1] ClusterQueue status usage") and "cut off" in line for line in lines)
+    assert any(line.startswith("[2]") and "600 cpu nominal x wall" in line for line in lines)
+    small_row = next(line for line in lines if line.startswith("mean time to admission small [3]"))
+    assert small_row.split()[-4:] == ["1.00", "s", "215.5", "s"]
+    assert "kueue-qps@old" in lines[0]
+
+
+def test_medians_include_kueues_utilisation_and_watch_based_waits() -> None:
+    def run(util: float | None, wait: float) -> dict:
+        return {"wall_s": 1.0, "cq_utilisation_pct": 1.0, "cq_utilisation_kueue_pct": util,
+                "classes": {"small": {"mean_time_to_admission_s": wait, "mean_time_to_admission_from_watch_s": wait,
+                                      "evicted_transitions": 2}}}
+
+    medians = median_of_runs([run(40.0, 1.0), run(None, 3.0), run(44.0, 2.0)])
+    assert medians["cq_utilisation_kueue_pct"] == 42.0, "missing figures are left out, not counted as zero"
+    assert medians["mean_time_to_admission_from_watch_s"] == {"small": 2.0}
+    assert medians["evicted_transitions"] == {"small": 2}

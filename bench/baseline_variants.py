@@ -1,0 +1,105 @@
+"""Which controllers a baseline run compares, and in which order the runs go.
+
+A *variant* is a client rate limit (``kueue-qps``: QPS 50 / burst 100 as Kueue's run;
+``unthrottled``) and a source tree. By default the controller is this checkout's. For A/B
+comparisons ``--controller-src [LABEL=]DIR`` adds, for every chosen rate limit, a variant whose
+controller comes from another checkout (typically ``git worktree add --detach DIR <commit>``);
+it is named ``<rate limit>@<LABEL>`` (LABEL defaults to the tree's short commit, else the
+directory name), so the printed blocks and the JSON summary tell the two apart.
+
+The machine is shared and noisy, so runs of different variants must not be grouped in time: a
+drift (another job starting, the apiserver's etcd compacting) would then hit one variant only.
+:func:`plan_runs` interleaves them — A, B, A, B, ... — round by round.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .controller_process import check_source_tree
+
+UNTHROTTLED_QPS = 100_000.0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One controller configuration; ``source_tree`` None means this checkout."""
+
+    name: str
+    qps: float
+    burst: int
+    source_tree: Path | None = None
+
+
+VARIANTS = {
+    "kueue-qps": Variant("kueue-qps", 50.0, 100),
+    "unthrottled": Variant("unthrottled", UNTHROTTLED_QPS, 200_000),
+}
+# A controller this program did not start: its rate limit is whatever it was started with.
+EXTERNAL = Variant("external-controller", 0.0, 0)
+
+
+@dataclass(frozen=True)
+class SourceTree:
+    label: str
+    path: Path
+
+
+def _git(path: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def describe_tree(path: Path) -> dict[str, Any]:
+    """Where a controller's code came from: the tree, its commit and whether it has local
+    changes (None when it is not a git checkout), recorded with every run."""
+    commit = _git(path, "rev-parse", "--short", "HEAD")
+    dirty = None
+    if commit is not None:
+        status = _git(path, "status", "--porcelain", "--untracked-files=no", "--", "controller", "pykueue")
+        dirty = bool(status) if status is not None else None
+    return {"tree": str(path), "commit": commit, "dirty": dirty}
+
+
+def parse_source_tree(spec: str) -> SourceTree:
+    """``DIR`` or ``LABEL=DIR``; the label defaults to the tree's short commit, else its name.
+    Raises ValueError naming the flag for a missing tree or an unusable label."""
+    label, sep, directory = spec.partition("=")
+    if not sep or "/" in label:
+        label, directory = "", spec
+    path = check_source_tree(Path(directory))
+    if not label:
+        label = _git(path, "rev-parse", "--short", "HEAD") or path.name
+    if not label or any(ch in label for ch in " ,@"):
+        raise ValueError(f"--controller-src {spec}: label {label!r} must be non-empty without spaces, ',' or '@'")
+    return SourceTree(label, path)
+
+
+def choose_variants(names: Sequence[str], trees: Sequence[SourceTree]) -> list[Variant]:
+    """Every chosen rate limit with this checkout's controller, each followed by the same rate
+    limit with every other source tree's. Raises ValueError for unknown names or repeated labels."""
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown or not names:
+        raise ValueError(f"--variants: unknown {unknown} (known: {', '.join(VARIANTS)})")
+    labels = [tree.label for tree in trees]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"--controller-src: labels must differ, got {labels}")
+    chosen = []
+    for name in dict.fromkeys(names):
+        base = VARIANTS[name]
+        chosen.append(base)
+        chosen += [replace(base, name=f"{base.name}@{tree.label}", source_tree=tree.path) for tree in trees]
+    return chosen
+
+
+def plan_runs(variants: Sequence[Variant], repeat: int) -> list[tuple[Variant, int]]:
+    """``repeat`` rounds, each running every variant once, in order: A, B, A, B, ...
+    (the int is the run's index within its variant)."""
+    return [(variant, index) for index in range(repeat) for variant in variants]

@@ -1,0 +1,152 @@
+"""A/B runs: variants from other source trees, their names, and interleaved run order."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bench import baseline
+from bench.baseline_variants import (
+    VARIANTS,
+    SourceTree,
+    choose_variants,
+    describe_tree,
+    parse_source_tree,
+    plan_runs,
+)
+from bench.controller_process import ControllerProcess, check_source_tree, controller_environment
+
+# A stand-in controller: answers /readyz on --health-addr and writes where its packages came
+# from, so the test can tell which tree's code ran.
+FAKE_MAIN = textwrap.dedent(
+    """
+    import argparse, http.server, json, os, sys
+    import controller, pykueue
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--health-addr")
+    args, _ = parser.parse_known_args()
+    with open(os.environ["FAKE_CONTROLLER_REPORT"], "w") as out:
+        json.dump({"controller": controller.__file__, "pykueue": pykueue.__file__, "cwd": os.getcwd(),
+                   "argv": sys.argv[1:]}, out)
+
+    class Ready(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *_):
+            pass
+
+    host, port = args.health_addr.rsplit(":", 1)
+    http.server.HTTPServer((host, int(port)), Ready).serve_forever()
+    """
+)
+
+
+def fake_tree(root: Path) -> Path:
+    (root / "controller").mkdir(parents=True)
+    (root / "pykueue").mkdir()
+    (root / "controller" / "__init__.py").write_text("")
+    (root / "controller" / "main.py").write_text(FAKE_MAIN)
+    (root / "pykueue" / "__init__.py").write_text("")
+    return root
+
+
+def test_the_controller_of_another_tree_runs_with_that_trees_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = fake_tree(tmp_path / "old-tree")
+    report = tmp_path / "report.json"
+    monkeypatch.setenv("FAKE_CONTROLLER_REPORT", str(report))
+    process = ControllerProcess(
+        "/nonexistent/kubeconfig", qps=50.0, burst=100, workdir=tmp_path, label="kueue-qps@old-0", source_tree=tree
+    )
+    process.start()
+    try:
+        assert process.alive()
+        seen = json.loads(report.read_text())
+    finally:
+        process.stop()
+    assert seen["controller"] == str(tree / "controller" / "__init__.py")
+    assert seen["pykueue"] == str(tree / "pykueue" / "__init__.py"), "the tree shadows this checkout's install"
+    assert seen["cwd"] == str(tree)
+    assert seen["argv"][seen["argv"].index("--qps") + 1] == "50.0"
+    assert not process.alive()
+
+
+def test_the_environment_puts_the_tree_first_on_pythonpath(tmp_path: Path) -> None:
+    assert controller_environment(tmp_path, {"PYTHONPATH": "/elsewhere", "X": "1"}) == {
+        "PYTHONPATH": f"{tmp_path}:/elsewhere", "X": "1"
+    }
+    assert controller_environment(tmp_path, {})["PYTHONPATH"] == str(tmp_path)
+    assert controller_environment(None, {"X": "1"}) == {"X": "1"}
+
+
+def test_a_tree_that_is_not_a_checkout_is_refused_with_the_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a directory"):
+        check_source_tree(tmp_path / "absent")
+    (tmp_path / "controller").mkdir()
+    with pytest.raises(ValueError, match=r"--controller-src .*controller/main.py is missing"):
+        check_source_tree(tmp_path)
+
+
+def test_labels_come_from_the_spec_else_the_trees_commit_else_its_name(tmp_path: Path) -> None:
+    plain = fake_tree(tmp_path / "plain")
+    assert parse_source_tree(f"old={plain}") == SourceTree("old", plain.resolve())
+    assert parse_source_tree(str(plain)) == SourceTree("plain", plain.resolve())
+    repo = fake_tree(tmp_path / "repo")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "tree"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True)
+    assert parse_source_tree(str(repo)).label == commit.stdout.strip()
+    assert describe_tree(repo) == {"tree": str(repo), "commit": commit.stdout.strip(), "dirty": False}
+    (repo / "controller" / "main.py").write_text("# changed\n")
+    assert describe_tree(repo)["dirty"] is True
+    assert describe_tree(plain)["commit"] is None
+    with pytest.raises(ValueError, match="label 'a b'"):
+        parse_source_tree(f"a b={plain}")
+
+
+def test_each_rate_limit_is_followed_by_its_other_tree_variants_and_runs_interleave(tmp_path: Path) -> None:
+    old, new = SourceTree("old", tmp_path / "o"), SourceTree("wip", tmp_path / "w")
+    variants = choose_variants(["kueue-qps", "unthrottled"], [old, new])
+    assert [v.name for v in variants] == [
+        "kueue-qps", "kueue-qps@old", "kueue-qps@wip", "unthrottled", "unthrottled@old", "unthrottled@wip"
+    ]
+    assert variants[1].qps == VARIANTS["kueue-qps"].qps and variants[1].source_tree == old.path
+    assert variants[0].source_tree is None
+    order = plan_runs(choose_variants(["kueue-qps"], [old]), repeat=3)
+    assert [(v.name, i) for v, i in order] == [
+        ("kueue-qps", 0), ("kueue-qps@old", 0), ("kueue-qps", 1), ("kueue-qps@old", 1),
+        ("kueue-qps", 2), ("kueue-qps@old", 2),
+    ]
+
+
+def test_bad_variant_choices_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"unknown \['fast'\]"):
+        choose_variants(["fast"], [])
+    with pytest.raises(ValueError, match="labels must differ"):
+        choose_variants(["kueue-qps"], [SourceTree("x", Path("/a")), SourceTree("x", Path("/b"))])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--controller-src", "/nonexistent/tree"], "--controller-src /nonexistent/tree: not a directory"),
+        (["--controller-pid", "1", "--controller-src", "."], "cannot be combined"),
+        (["--repeat", "0"], "--repeat: must be at least 1"),
+        (["--variants", "nope"], "--variants: unknown ['nope']"),
+    ],
+)
+def test_the_command_line_refuses_bad_options_before_touching_a_cluster(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert baseline.main(argv) == 2
+    assert message in capsys.readouterr().err
