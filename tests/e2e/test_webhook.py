@@ -1,9 +1,11 @@
 """The webhook through the real apiserver: kubectl sees its denials, patches, and warnings.
 
-Some rules are enforced twice — by the CRD schema (patterns, list-map keys, CEL) and by the webhook
-— and the apiserver applies the schema first; those tests assert what the user sees whichever
-layer answers. Rules only the webhook can check (names of this queue's flavors, the option-name
-bound, Job state) assert the webhook's own denial.
+The apiserver applies the CRD schema (patterns, lengths, CEL) before it calls validating webhooks,
+so each test asserts which layer answers. The seed-000 rules SPEC §3/§6 give to the webhook
+(StrictFIFO with concurrentAdmission, unique option names) are deliberately absent from the CRD and
+assert the webhook's own denial; so do the rules only the webhook can check (names of this queue's
+flavors, the option-name bound, Job state). A malformed option name is still caught by the CRD's
+pattern, and that test says so.
 """
 
 from __future__ import annotations
@@ -68,32 +70,67 @@ def cluster_queues(cluster: Any) -> Iterator[list[str]]:
         cluster.kubectl("delete", "clusterqueue", name, "--ignore-not-found", "--wait=false", check=False)
 
 
-def test_strict_fifo_with_concurrent_admission_is_rejected(cluster: Any, webhook: WebhookHandle) -> None:
-    cq = concurrent_cq(unique("strict"))
+STRICT_FIFO_DENIAL = (
+    'spec.concurrentAdmission: Invalid value: "object": concurrentAdmission is not supported with '
+    "queueingStrategy StrictFIFO"
+)
+
+
+def test_strict_fifo_with_concurrent_admission_is_rejected_by_the_webhook(
+    cluster: Any, webhook: WebhookHandle, cluster_queues: list[str]
+) -> None:
+    name = unique("strict")
+    cluster_queues.append(name)  # removed again should the denial ever regress
+    cq = concurrent_cq(name)
     cq["spec"]["queueingStrategy"] = "StrictFIFO"
     result = kubectl_apply(cluster, cq)
     assert result.returncode != 0
-    assert "spec.concurrentAdmission: Invalid value" in result.stderr
-    assert "concurrentAdmission is not supported with queueingStrategy StrictFIFO" in result.stderr
+    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+    assert STRICT_FIFO_DENIAL in result.stderr, result.stderr
 
 
-def test_duplicate_option_names_are_rejected(cluster: Any, webhook: WebhookHandle) -> None:
+def test_switching_a_concurrent_queue_to_strict_fifo_is_rejected_by_the_webhook(
+    cluster: Any, webhook: WebhookHandle, cluster_queues: list[str]
+) -> None:
+    name = unique("to-strict")
+    cluster_queues.append(name)
+    assert kubectl_apply(cluster, concurrent_cq(name)).returncode == 0
+    result = cluster.kubectl(
+        "patch", "clusterqueue", name, "--type=merge", "-p", '{"spec":{"queueingStrategy":"StrictFIFO"}}', check=False
+    )
+    assert result.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+    assert STRICT_FIFO_DENIAL in result.stderr, result.stderr
+    stored = json.loads(cluster.kubectl("get", "clusterqueue", name, "-o", "json").stdout)
+    assert stored["spec"]["queueingStrategy"] == "BestEffortFIFO"
+
+
+def test_duplicate_option_names_are_rejected_by_the_webhook(
+    cluster: Any, webhook: WebhookHandle, cluster_queues: list[str]
+) -> None:
+    name = unique("dup")
+    cluster_queues.append(name)
     options = [
         {"name": "spot", "allowedResourceFlavors": ["spot"]},
         {"name": "spot", "allowedResourceFlavors": ["reservation"]},
     ]
-    result = kubectl_apply(cluster, concurrent_cq(unique("dup"), explicitOptions=options))
+    result = kubectl_apply(cluster, concurrent_cq(name, explicitOptions=options))
     assert result.returncode != 0
-    # The CRD's list-map key catches it first; the webhook would say the same for the same field.
-    assert "spec.concurrentAdmission.explicitOptions[1]" in result.stderr, result.stderr
-    assert "Duplicate value" in result.stderr, result.stderr
+    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+    # SPEC §3's wording: the key field and the value, not the apiserver's dump of the whole item.
+    assert 'spec.concurrentAdmission.explicitOptions[1].name: Duplicate value: "spot"' in result.stderr, result.stderr
 
 
-def test_malformed_option_name_is_rejected(cluster: Any, webhook: WebhookHandle) -> None:
+def test_malformed_option_name_is_rejected_by_the_crd_schema(cluster: Any, webhook: WebhookHandle) -> None:
     options = [{"name": "Spot_1", "allowedResourceFlavors": ["spot"]}]
     result = kubectl_apply(cluster, concurrent_cq(unique("bad"), explicitOptions=options))
     assert result.returncode != 0
-    assert 'spec.concurrentAdmission.explicitOptions[0].name: Invalid value: "Spot_1"' in result.stderr
+    # The CRD's DNS-label pattern answers before the webhook is called.
+    assert CQ_WEBHOOK_DENIAL not in result.stderr, result.stderr
+    assert (
+        'spec.concurrentAdmission.explicitOptions[0].name: Invalid value: "Spot_1": '
+        "spec.concurrentAdmission.explicitOptions[0].name in body should match"
+    ) in result.stderr, result.stderr
 
 
 def test_option_name_too_long_for_option_workloads_is_rejected_by_the_webhook(
@@ -375,6 +412,12 @@ def _two_flavor_queue(name: str) -> SeedClusterQueueBuilder:
 
 
 WEBHOOK_ONLY_CLUSTER_QUEUE_RULES: list[tuple[str, Callable[[str], Obj], list[str]]] = [
+    (
+        # allowedResourceFlavors is an atomic list: the apiserver does not de-duplicate it.
+        "allowed flavors of an option are unique",
+        lambda name: _two_flavor_queue(name).option("any", "spot", "reservation", "spot").obj(),
+        ['spec.concurrentAdmission.explicitOptions[0].allowedResourceFlavors[2]: Duplicate value: "spot"'],
+    ),
     (
         "RemoveBelowTarget target is a flavor of the queue",
         lambda name: _two_flavor_queue(name).concurrent("RemoveBelowTarget", target="gpu").obj(),
