@@ -8,13 +8,17 @@ engine back to a stale state), feeds the engine, and runs ``schedule()`` while t
 when a cycle admits nothing it sleeps until the next event (or a short idle tick for the engine's
 timers: requeue batching and ``requeueAt`` backoffs).
 
-Writes follow assume-then-write: the engine has already assumed each reservation; the loop
-patches ``status.admission`` (resourceVersion-guarded, on a small thread pool) and then calls
-``confirm`` or ``rollback`` from the loop thread. A 409 is retried once against a fresh GET.
+Writes follow assume-then-write, as Kueue's: the engine has already assumed each reservation;
+the loop hands the ``status.admission`` patch (resourceVersion-guarded) to a thread pool and goes
+on with the next cycle. Outcomes come back through :class:`controller.core.inflight.InFlightWrites`
+and are applied on the loop thread (``confirm``/``rollback``, ``eviction_failed``,
+``preemption_failed``), so the engine is only ever touched by one thread. A 409 is retried once
+against a fresh GET.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -45,6 +49,7 @@ from .cycle_patches import (
 )
 from .events import EventSink
 from .indexes import ApiClient, InformerLike, cached_keys
+from .inflight import InFlightWrites
 from .pending_writer import PendingReasonWriter
 from .plan import EVENT_NORMAL, EventSpec
 
@@ -67,11 +72,17 @@ KINDS = (
 # Safety net only: the loop sleeps until the next event or the engine's next timer.
 IDLE_TICK_SECONDS = 5.0
 METRICS_INTERVAL_SECONDS = 1.0
-# Admission writes in flight at once. Each is one API round trip and a cycle waits for all of
-# its writes, so this bounds admissions per second at about WRITE_THREADS / latency; 4 capped
-# the scheduler baseline at the apiserver's latency, not at the client's QPS (Kueue issues each
-# admission write from its own goroutine). docs/performance.md has the measurements.
+# Threads sending admission writes (reservations, preemptions, evictions). Each write is one API
+# round trip (plus the client's rate-limit wait); 4 capped the scheduler baseline at the
+# apiserver's latency (Kueue issues each admission write from its own goroutine).
+# docs/performance.md has the measurements.
 WRITE_THREADS = 16
+# Writes whose outcome the loop has not applied yet. At the cap the loop stops running cycles
+# and waits for completions (backpressure): every write in flight holds assumed quota, and
+# deciding far ahead of what the client's QPS can write only makes decisions older.
+MAX_WRITES_IN_FLIGHT = 64
+# How long sequential admission (blockAdmission) waits for a cycle's write before moving on.
+SEQUENTIAL_WRITE_TIMEOUT_SECONDS = 60.0
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -91,6 +102,7 @@ class SchedulerLoop:
         engine_factory: Callable[[], Engine] = Engine,
         clock: Callable[[], float] = time.time,
         write_threads: int = WRITE_THREADS,
+        max_in_flight: int = MAX_WRITES_IN_FLIGHT,
         block_admission: bool = False,
     ) -> None:
         missing = [kind for kind in KINDS if kind not in informers]
@@ -105,6 +117,10 @@ class SchedulerLoop:
         self._changes: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._accepting = False
+        # Set when leadership ends: writes still queued or retrying give up (the next leader
+        # decides again from the API).
+        self._abandon = threading.Event()
+        self.writes = InFlightWrites(max_in_flight, self.wake)
         self.engine: Engine | None = None
         self._applied_rv: dict[tuple[str, str], str] = {}
         self._reserved_seen: dict[str, dict[str, Any]] = {}  # see handler_for
@@ -147,9 +163,8 @@ class SchedulerLoop:
         """Lead: build a fresh engine from the caches and schedule until ``stop`` is set."""
         engine = self.start_engine()
         self.pending_reasons.start()
-        with ThreadPoolExecutor(
-            max_workers=self._write_threads, thread_name_prefix="admission-write"
-        ) as pool:
+        pool = ThreadPoolExecutor(max_workers=self._write_threads, thread_name_prefix="admission-write")
+        try:
             while not stop.is_set():
                 try:
                     result = self.step(engine, pool)
@@ -157,16 +172,27 @@ class SchedulerLoop:
                     # Nothing may kill the admission thread: log, wait, try again.
                     log.exception("scheduler step failed")
                     result = None
-                if result is None or (not result.admitted_anything and self._changes.empty()):
+                if self.writes.full():
+                    self._wait_for_wake()  # backpressure: the next completion wakes us
+                elif result is None or (not result.admitted_anything and self._changes.empty()):
                     self._wait(engine)
-        self.pending_reasons.stop()
-        self._accepting = False
-        self.engine = None
+        finally:
+            # No outcome is applied after this point: the engine is dropped, writes not started
+            # are cancelled and running ones give up before any retry (all are
+            # resourceVersion-guarded, and the next leader reads what did land).
+            self._abandon.set()
+            self._accepting = False
+            self.engine = None
+            self.writes.reset()
+            self.pending_reasons.stop()
+            pool.shutdown(wait=True, cancel_futures=True)
         log.info("scheduler stopped")
 
     def start_engine(self) -> Engine:
         """Accept events from now on and fill a fresh engine from every informer's cache."""
         self._accepting = True
+        self._abandon.clear()
+        self.writes.reset()
         self._applied_rv.clear()
         self._reserved_seen.clear()
         engine = self.engine = self._engine_factory()
@@ -181,9 +207,15 @@ class SchedulerLoop:
         return engine
 
     def step(self, engine: Engine, pool: ThreadPoolExecutor) -> CycleResult | None:
-        """Feed pending changes, run one cycle and write its decisions (None if the cycle failed)."""
+        """Apply finished writes, feed pending changes, run one cycle and hand its decisions to
+        ``pool``. Returns None when no cycle ran (at the cap on writes in flight, admission
+        blocked, or the cycle failed). The cycle's writes may still be in flight on return
+        (:meth:`settle` waits for them)."""
+        self.writes.apply_completed()
         self._drain(engine)
-        if self._block_admission and self._not_ready:
+        if self.writes.full():
+            return None  # backpressure: wait for completions, not for more decisions
+        if self._block_admission and (self._not_ready or len(self.writes)):
             return None  # woken again by the PodsReady (or Finished) event that unblocks us
         try:
             result = engine.schedule(self._clock())
@@ -194,11 +226,19 @@ class SchedulerLoop:
             return None
         self.cycles += 1
         self._apply(engine, result, pool)
+        if self._block_admission:
+            # Sequential admission: the decision's outcome is known before the next cycle.
+            self.writes.settle(SEQUENTIAL_WRITE_TIMEOUT_SECONDS)
         try:
             self._observe(engine, result)
         except Exception:
             log.exception("recording scheduler metrics failed")
         return result
+
+    def settle(self, timeout: float = 10.0) -> bool:
+        """Loop thread (or a test driving :meth:`step`): wait until every admission write in
+        flight has finished and its outcome is applied to the engine; False on timeout."""
+        return self.writes.settle(timeout)
 
     def _wait(self, engine: Engine) -> None:
         """Sleep until an informer event, the engine's next timer, or the safety tick."""
@@ -211,6 +251,12 @@ class SchedulerLoop:
         if due is not None:
             timeout = min(timeout, max(0.0, due - self._clock()))
         self._wake.wait(timeout)
+        self._wake.clear()
+
+    def _wait_for_wake(self) -> None:
+        """At the cap on writes in flight: sleep until a completion (or an event) wakes the loop.
+        The engine's timers are not waited for: no cycle may run before a completion anyway."""
+        self._wake.wait(IDLE_TICK_SECONDS)
         self._wake.clear()
 
     def wake(self) -> None:
@@ -323,44 +369,83 @@ class SchedulerLoop:
     # --- applying a cycle ----------------------------------------------------------------------------
 
     def _apply(self, engine: Engine, result: CycleResult, pool: ThreadPoolExecutor) -> None:
+        """Hand the cycle's writes to ``pool``; their outcomes are applied by a later step.
+
+        Order matters only per workload (a later write on the same workload waits for the earlier
+        one, :class:`InFlightWrites`); a concurrent-admission migration writes the displaced
+        sibling's eviction and then the preferred option's reservation inside one job."""
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
         for eviction in result.evictions:
-            if not self._evict(eviction, now):
-                engine.eviction_failed(eviction)
+            self.writes.submit(
+                pool,
+                (eviction.workload,),
+                functools.partial(self._evict, eviction, now),
+                functools.partial(self._eviction_done, engine, eviction),
+            )
         for preemption in result.preemptions:
-            if not self._preempt(preemption, now):
-                engine.preemption_failed(preemption.victim)
+            self.writes.submit(
+                pool,
+                (preemption.victim,),
+                functools.partial(self._preempt, preemption, now),
+                functools.partial(self._preemption_done, engine, preemption.victim),
+            )
         reservations = result.reservations
         if self._block_admission and len(reservations) > 1:
             # Sequential admission: keep the first decision, give the others back to the queue.
             for extra in reservations[1:]:
                 engine.rollback(extra.workload)
             reservations = reservations[:1]
-        futures = {r.workload: pool.submit(self._reserve, r, now) for r in reservations}
-        admits_with_checks = {r.workload: bool(r.admission_checks) for r in reservations}
+        for reservation in reservations:
+            keys = (reservation.workload,)
+            if reservation.displaces is not None:
+                keys += (reservation.displaces.workload,)
+            self.writes.submit(
+                pool,
+                keys,
+                functools.partial(self._reserve, reservation, now),
+                functools.partial(self._reservation_done, engine, reservation),
+            )
         for reason in result.pending:
             self.pending_reasons.submit(reason.workload, reason.reason, reason.message)
-        for key, future in futures.items():
-            ok = False
-            try:
-                ok = future.result()
-            except Exception:
-                log.exception("admission write failed", extra={"workload": key})
-            if ok:
-                engine.confirm(key)
-                if self._block_admission and not admits_with_checks.get(key, True):
-                    self._not_ready.add(key)  # admitted by this write; its pods are not ready yet
-            else:
-                engine.rollback(key)
 
-    def _evict(self, eviction: Eviction, now: datetime) -> bool:
-        """A HoldAndDrain eviction; False only when the write failed. A failure must not end the
-        step: the cycle's reservations, already assumed in the engine, still need their write and
-        their confirm or rollback."""
+    # --- outcomes, applied on the loop thread ------------------------------------------------------
+
+    @staticmethod
+    def _eviction_done(engine: Engine, eviction: Eviction, ok: bool) -> None:
+        if not ok:
+            engine.eviction_failed(eviction)
+
+    @staticmethod
+    def _preemption_done(engine: Engine, victim: str, ok: bool) -> None:
+        if not ok:
+            engine.preemption_failed(victim)
+
+    def _reservation_done(self, engine: Engine, reservation: Reservation, ok: bool) -> None:
+        """Confirm or roll back. The informer may already have delivered our own write's echo:
+        then the engine holds the written reservation and both calls leave it alone."""
+        key = reservation.workload
+        if not ok:
+            engine.rollback(key)
+            return
+        engine.confirm(key)
+        if self._block_admission and not reservation.admission_checks:
+            # Admitted by this write; its pods are not ready yet unless the cache already says so.
+            cached = self._informers["workloads"].store.get(key)
+            if cached is not None and wv.is_admitted(cached):
+                self._track_pods_ready(key, cached)
+            else:
+                self._not_ready.add(key)
+
+    # --- writes, on the pool's threads ----------------------------------------------------------------
+
+    def _evict(self, eviction: Eviction, now: datetime, after_other_write: bool = False) -> bool:
+        """A HoldAndDrain eviction; False only when the write failed (the engine emits it again)."""
         try:
             self._write(
                 eviction.workload,
                 lambda wl: eviction_patch(wl, reason=eviction.reason, message=eviction.message, now=now),
+                fresh_first=after_other_write,
+                recheck_stale=True,
             )
         except ApiError as err:
             log.warning("eviction write failed", extra={"workload": eviction.workload, "error": str(err)})
@@ -377,15 +462,31 @@ class SchedulerLoop:
         namespace, name = _split(key)
         return self._client.get(WORKLOADS, name, namespace)
 
-    def _write(self, key: str, build: Callable[[dict[str, Any]], CyclePatch | None]) -> dict[str, Any] | None:
+    def _write(
+        self,
+        key: str,
+        build: Callable[[dict[str, Any]], CyclePatch | None],
+        *,
+        fresh_first: bool = False,
+        recheck_stale: bool = False,
+    ) -> dict[str, Any] | None:
         """Build and send a patch for ``key``; on 409 rebuild from a fresh GET once. Returns the
-        written object (None when the decision no longer applied or the object is gone)."""
-        for fresh in (False, True):
+        written object (None when the decision no longer applied or the object is gone).
+
+        ``fresh_first``: start from a GET (an earlier write on this workload just landed and the
+        cache has probably not seen it). ``recheck_stale``: a decision that does not apply to the
+        *cached* object is checked once more against a GET before giving up — for evictions, whose
+        target may hold a reservation we wrote that the cache does not show yet."""
+        for fresh in (True, True) if fresh_first else (False, True):
+            if self._abandon.is_set():
+                return None
             wl = self._current(key, fresh)
             if wl is None:
                 return None
             built = build(wl)
             if built is None:
+                if recheck_stale and not fresh:
+                    continue
                 return None
             namespace, name = _split(key)
             try:
@@ -399,9 +500,12 @@ class SchedulerLoop:
             return written
         return None
 
-    def _reserve(self, reservation: Reservation, now: datetime) -> bool:
+    def _reserve(self, reservation: Reservation, now: datetime, after_other_write: bool = False) -> bool:
+        """The reservation write (after the displaced sibling's eviction, for a migration)."""
         wl_before = self._informers["workloads"].store.get(reservation.workload)
-        if reservation.displaces is not None and not self._displace(reservation.displaces, now):
+        if reservation.displaces is not None and not self._displace(
+            reservation.displaces, now, after_other_write
+        ):
             return False
         try:
             written = self._write(
@@ -414,6 +518,7 @@ class SchedulerLoop:
                     message=reservation.message,
                     now=now,
                 ),
+                fresh_first=after_other_write,
             )
         except ApiError as err:
             log.warning("admission write failed", extra={"workload": reservation.workload, "error": str(err)})
@@ -439,13 +544,16 @@ class SchedulerLoop:
         )
         return True
 
-    def _displace(self, eviction: Eviction, now: datetime) -> bool:
+    def _displace(self, eviction: Eviction, now: datetime, after_other_write: bool = False) -> bool:
         """Concurrent-admission migration: evict the sibling option and clear its reservation
         before the preferred option's reservation is written (never two holding quota)."""
         before = self._informers["workloads"].store.get(eviction.workload)
         try:
             written = self._write(
-                eviction.workload, lambda wl: migration_patch(wl, message=eviction.message, now=now)
+                eviction.workload,
+                lambda wl: migration_patch(wl, message=eviction.message, now=now),
+                fresh_first=after_other_write,
+                recheck_stale=True,
             )
         except ApiError as err:
             log.warning("migration eviction failed", extra={"workload": eviction.workload, "error": str(err)})
@@ -460,7 +568,7 @@ class SchedulerLoop:
             log.info("option displaced by migration", extra={"workload": eviction.workload})
         return True
 
-    def _preempt(self, preemption: Preemption, now: datetime) -> bool:
+    def _preempt(self, preemption: Preemption, now: datetime, after_other_write: bool = False) -> bool:
         """Evict one victim; False only when the write failed (the engine may pick it again).
         A victim that no longer holds quota or is already evicted needs nothing: True."""
         try:
@@ -473,6 +581,8 @@ class SchedulerLoop:
                     message=preemption.message,
                     now=now,
                 ),
+                fresh_first=after_other_write,
+                recheck_stale=True,
             )
         except ApiError as err:
             log.warning("preemption write failed", extra={"victim": preemption.victim, "error": str(err)})

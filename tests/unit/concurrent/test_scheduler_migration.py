@@ -51,7 +51,9 @@ class Harness:
 
     def step(self) -> CycleResult | None:
         self.now += 2.0  # past the engine's requeue batching period
-        return self.loop.step(self.engine, self.pool)
+        result = self.loop.step(self.engine, self.pool)
+        assert self.loop.settle(5), "admission writes finished and applied"
+        return result
 
     def holders(self) -> set[str]:
         return {

@@ -9,6 +9,8 @@ caches). Failures can be injected per call.
 from __future__ import annotations
 
 import copy
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from controller.runtime.store import Store, object_key
@@ -100,3 +102,65 @@ class FakeApi:
         """Deliver every write the (lagging) caches have not seen yet."""
         for (plural, _), obj in self.objects.items():
             self.informers[plural].store.upsert(copy.deepcopy(obj))
+
+
+class WriteGate:
+    """Wraps a :class:`FakeApi` so that status writes can be held in flight and released one by one.
+
+    While :meth:`hold` is on, each ``patch_status`` waits at the gate, either before it reaches the
+    API (``after=False``: nothing written yet) or after the write landed and its watch echo reached
+    the cache (``after=True``: only the caller's completion is held back). Everything else passes
+    straight through to the wrapped API. ``only(name, patch)`` narrows which writes are held
+    (e.g. reservations, not pending reasons).
+    """
+
+    def __init__(self, api: FakeApi) -> None:
+        self.api = api
+        self._cond = threading.Condition()
+        self._holding = False
+        self._after = False
+        self._permits = 0
+        self._only: Callable[[str, dict[str, Any]], bool] | None = None
+        self.arrived = 0  # writes that reached the gate while holding
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.api, name)
+
+    def hold(self, *, after: bool = False, only: Callable[[str, dict[str, Any]], bool] | None = None) -> None:
+        with self._cond:
+            self._holding, self._after, self._permits, self.arrived = True, after, 0, 0
+            self._only = only
+
+    def release(self, count: int = 1) -> None:
+        with self._cond:
+            self._permits += count
+            self._cond.notify_all()
+
+    def open(self) -> None:
+        with self._cond:
+            self._holding = False
+            self._cond.notify_all()
+
+    def wait_arrived(self, count: int, timeout: float = 5.0) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self.arrived >= count, timeout)
+
+    def _pass_gate(self, name: str, patch: dict[str, Any]) -> None:
+        with self._cond:
+            if not self._holding or (self._only is not None and not self._only(name, patch)):
+                return
+            self.arrived += 1
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: not self._holding or self._permits > 0, 10)
+            if self._holding and self._permits > 0:
+                self._permits -= 1
+
+    def patch_status(
+        self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        if self._after:
+            written = self.api.patch_status(res, name, patch, namespace, **kw)
+            self._pass_gate(name, patch)
+            return written
+        self._pass_gate(name, patch)
+        return self.api.patch_status(res, name, patch, namespace, **kw)

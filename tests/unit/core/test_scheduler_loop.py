@@ -12,11 +12,13 @@ from controller.core.events import RecordingEvents
 from controller.core.scheduler import KINDS, SchedulerLoop
 from pykueue.kube.errors import ServerError
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
-from tests.unit.core.fakes import FakeApi, FakeInformer
+from tests.unit.core.fakes import FakeApi, FakeInformer, WriteGate
 
 
 class Harness:
-    def __init__(self, cpu: str = "2", block_admission: bool = False, **cq_calls: tuple) -> None:
+    def __init__(
+        self, cpu: str = "2", block_admission: bool = False, max_in_flight: int = 64, **cq_calls: tuple
+    ) -> None:
         self.informers = {kind: FakeInformer() for kind in KINDS}
         self.api = FakeApi(self.informers)
         self.events = RecordingEvents()
@@ -27,12 +29,14 @@ class Harness:
             getattr(cq, call)(*args)
         self.api.put("clusterqueues", cq.obj())
         self.api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").obj())
+        self.gate = WriteGate(self.api)  # passes writes straight through unless told to hold them
         self.loop = SchedulerLoop(
-            self.api,
+            self.gate,
             self.informers,
             self.events,
             clock=lambda: 1_800_000_000.0,
             block_admission=block_admission,
+            max_in_flight=max_in_flight,
         )
         self.pool = ThreadPoolExecutor(max_workers=2)
         self.engine = None
@@ -48,13 +52,20 @@ class Harness:
         self.engine = self.loop.start_engine()
         self.loop.pending_reasons.start()
 
+    def step_nowait(self):
+        """One step; its admission writes may still be in flight on return."""
+        assert self.engine is not None
+        return self.loop.step(self.engine, self.pool)
+
     def step(self):
         assert self.engine is not None
         result = self.loop.step(self.engine, self.pool)
+        assert self.loop.settle(5), "admission writes finished and applied"
         assert self.loop.pending_reasons.flush(5), "pending reasons written"
         return result
 
     def close(self) -> None:
+        self.gate.open()
         self.loop.pending_reasons.stop()
         self.pool.shutdown()
 
