@@ -4,14 +4,19 @@
 # hack/kind-e2e.sh calls these steps after it has made a kind cluster and loaded the image; they
 # need no Docker, so they also run against the local cluster (tests/e2e/test_chart.py does).
 #
-# usage: hack/e2e-deploy.sh test-crds|install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]
+# usage: hack/e2e-deploy.sh test-crds|install-kwok|install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]
+#
+# install-kwok deploys kwok into kube-system (hack/localcluster/incluster_kwok.py renders it from
+# the local cluster's own Stages), keeps the cluster's DaemonSets off its simulated nodes and
+# creates the default simulated node pools, so the tests' Jobs run on simulated nodes as they do
+# on the local cluster.
 #
 # Environment (defaults in brackets):
 #   KUBECONFIG         cluster to use (required)
 #   RELEASE            Helm release name [pykueue]
 #   NAMESPACE          release namespace [pykueue-system]
 #   IMAGE              image reference for both programs [pykueue:e2e]
-#   HELM_VALUES        extra values file for helm install, optional
+#   HELM_VALUES        extra values files for helm install (comma-separated), optional
 #   HELM_SET           extra comma-separated --set pairs for helm install, optional
 #   WAIT_TIMEOUT       seconds to wait for rollouts and the webhook [180]
 #   ARTIFACTS          where logs are collected [_out/e2e-artifacts]
@@ -66,6 +71,17 @@ cmd_test_crds() {
   for f in "${files[@]}"; do args+=(-f "$f"); done
   k apply --server-side --force-conflicts "${args[@]}"
   k wait --for=condition=Established --timeout="${WAIT_TIMEOUT}s" "${args[@]}"
+}
+
+cmd_install_kwok() {
+  local step
+  log "installing kwok into kube-system"
+  (cd "$root" && "$PYTHON" -m hack.localcluster.install_kwok manifests) \
+    | k apply --server-side --force-conflicts --field-manager=pykueue-e2e -f -
+  k -n kube-system rollout status deployment/kwok-controller --timeout "${WAIT_TIMEOUT}s"
+  for step in patch-daemonsets default-nodes; do
+    (cd "$root" && "$PYTHON" -m hack.localcluster.install_kwok "$step" --kubeconfig "$KUBECONFIG")
+  done
 }
 
 cmd_install() {
@@ -133,6 +149,9 @@ cmd_logs() {
     k -n "$NAMESPACE" logs "$pod" --all-containers --prefix >"$ARTIFACTS/${pod#pod/}.log" 2>&1 || true
     k -n "$NAMESPACE" logs "$pod" --all-containers --prefix --previous >"$ARTIFACTS/${pod#pod/}.previous.log" 2>/dev/null || true
   done
+  # The in-cluster kwok (install-kwok), when there is one, and the nodes it plays.
+  k get nodes -o wide --show-labels >"$ARTIFACTS/nodes.txt" 2>&1 || true
+  k -n kube-system logs deployment/kwok-controller --all-containers >"$ARTIFACTS/kwok-controller.log" 2>/dev/null || true
 }
 
 cmd_uninstall() {
@@ -140,10 +159,11 @@ cmd_uninstall() {
 }
 
 step=${1:-}
-[ -n "$step" ] || die "usage: $0 test-crds|install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]"
+[ -n "$step" ] || die "usage: $0 test-crds|install-kwok|install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]"
 shift
 case "$step" in
   test-crds) cmd_test_crds ;;
+  install-kwok) cmd_install_kwok ;;
   install) cmd_install ;;
   wait-rollout) cmd_wait_rollout ;;
   wait-webhook) cmd_wait_webhook ;;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end on kind (needs Docker and kind): create a cluster with two labelled workers, build
-# the image and load it into the nodes, install the chart, wait until the webhook answers, run
-# tests/e2e against the cluster, collect logs, and delete the cluster whatever happened.
+# End-to-end on kind (needs Docker and kind): create a cluster with two workers for pykueue itself,
+# build the image and load it into the nodes, deploy kwok and its simulated nodes (where the
+# tests' pods run), install the chart, wait until the webhook answers, run tests/e2e against the
+# cluster, collect logs, and delete the cluster whatever happened.
 #
 # usage: hack/kind-e2e.sh [pytest args...]
 #
@@ -12,6 +13,7 @@
 #   IMAGE              tag of the image built and loaded [pykueue:e2e]
 #   ARTIFACTS          where logs end up [_out/e2e-artifacts]
 #   E2E_DEPLOY         the deploy-steps script [hack/e2e-deploy.sh]
+#   HELM_VALUES        more values files, comma-separated, after hack/kind-values.yaml
 # plus everything hack/e2e-deploy.sh reads (RELEASE, NAMESPACE, HELM_VALUES, WAIT_TIMEOUT, ...).
 set -euo pipefail
 
@@ -22,7 +24,9 @@ KIND_CLUSTER_NAME=${KIND_CLUSTER_NAME:-pykueue-e2e}
 IMAGE=${IMAGE:-pykueue:e2e}
 ARTIFACTS=${ARTIFACTS:-$root/_out/e2e-artifacts}
 E2E_DEPLOY=${E2E_DEPLOY:-$here/e2e-deploy.sh}
-export IMAGE ARTIFACTS
+# pykueue's pods go to the tainted workers of kind-config.yaml, never to a simulated node.
+HELM_VALUES=$here/kind-values.yaml${HELM_VALUES:+,$HELM_VALUES}
+export IMAGE ARTIFACTS HELM_VALUES
 
 die() { printf 'kind-e2e: %s\n' "$*" >&2; exit 1; }
 log() { printf 'kind-e2e: %s\n' "$*" >&2; }
@@ -66,6 +70,7 @@ trap 'exit 130' INT TERM
 create_cluster
 build_and_load_image
 "$E2E_DEPLOY" test-crds
+"$E2E_DEPLOY" install-kwok
 "$E2E_DEPLOY" install
 "$E2E_DEPLOY" wait-rollout
 "$E2E_DEPLOY" wait-webhook

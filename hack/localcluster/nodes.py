@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .components import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE
@@ -65,3 +65,21 @@ def node_list(
         for i in range(count)
     ]
     return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def is_kwok_managed(node: Mapping[str, Any]) -> bool:
+    """Whether kwok (local process or in-cluster Deployment) plays `node`: it carries kwok's annotation."""
+    annotations = node.get("metadata", {}).get("annotations") or {}
+    return annotations.get(KWOK_NODE_ANNOTATION) == KWOK_NODE_ANNOTATION_VALUE
+
+
+def ready_node_names(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Names of the nodes (as returned by the API) whose Ready condition is True."""
+    return {
+        node["metadata"]["name"]
+        for node in nodes
+        if any(
+            condition.get("type") == "Ready" and condition.get("status") == "True"
+            for condition in node.get("status", {}).get("conditions") or []
+        )
+    }

@@ -4,7 +4,9 @@ The real script needs Docker; what can be checked without it is the part most li
 quietly: the order of the steps, that the cluster is deleted whatever fails, that logs are
 collected first, and that a missing Docker is reported plainly. The stand-ins only record how they
 were called (and fail on request); hack/e2e-deploy.sh itself runs for real in
-tests/e2e/test_chart.py.
+tests/e2e/test_chart.py, except its install-kwok step, whose order and failure handling are checked
+here with stand-ins for kubectl and python (its manifests and nodes run for real in
+tests/e2e/test_kind_kwok.py).
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hack.localcluster.incluster_kwok import SYSTEM_NODE_TAINT_KEY
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "hack" / "kind-e2e.sh"
+DEPLOY_SCRIPT = ROOT / "hack" / "e2e-deploy.sh"
 
 RECORDER = """#!/bin/bash
 echo "{name} $*" >>"$CALLS"
+echo "{name} HELM_VALUES=${{HELM_VALUES:-}}" >>"$CALLS.env"
 case " $* " in *" $FAIL_ON "*) exit 3 ;; esac
 exit 0
 """
@@ -76,6 +82,7 @@ def test_happy_path_runs_every_step_in_order_and_deletes_the_cluster(tmp_path: P
         "docker build -t",
         "kind load docker-image",
         "e2e-deploy test-crds",
+        "e2e-deploy install-kwok",
         "e2e-deploy install",
         "e2e-deploy wait-rollout",
         "e2e-deploy wait-webhook",
@@ -89,10 +96,22 @@ def test_happy_path_runs_every_step_in_order_and_deletes_the_cluster(tmp_path: P
     assert "--name pykueue-e2e" in create
     assert run.calls[2] == f"docker build -t pykueue:e2e {ROOT}"
     assert run.calls[3] == "kind load docker-image pykueue:e2e --name pykueue-e2e"
-    assert run.calls[8] == "e2e-deploy test -k chart", "pytest arguments are passed through"
+    assert run.calls[9] == "e2e-deploy test -k chart", "pytest arguments are passed through"
+    assert run.calls.index("e2e-deploy install-kwok") < run.calls.index("e2e-deploy test -k chart")
 
 
-@pytest.mark.parametrize("failing", ["create", "build", "wait-webhook", "test"])
+def test_the_chart_gets_the_kind_placement_values_first(tmp_path: Path) -> None:
+    kind_values = f"{ROOT}/hack/kind-values.yaml"
+    run_script(tmp_path)
+    env = (tmp_path / "calls.log.env").read_text().splitlines()
+    assert f"e2e-deploy HELM_VALUES={kind_values}" in env
+    (tmp_path / "calls.log.env").unlink()
+    run_script(tmp_path, extra_env={"HELM_VALUES": "/mine.yaml"})
+    env = (tmp_path / "calls.log.env").read_text().splitlines()
+    assert f"e2e-deploy HELM_VALUES={kind_values},/mine.yaml" in env, "the user's values come last and win"
+
+
+@pytest.mark.parametrize("failing", ["create", "build", "install-kwok", "wait-webhook", "test"])
 def test_a_failure_anywhere_still_collects_logs_and_deletes_the_cluster(tmp_path: Path, failing: str) -> None:
     run = run_script(tmp_path, fail_on=failing)
     assert run.returncode != 0
@@ -102,6 +121,8 @@ def test_a_failure_anywhere_still_collects_logs_and_deletes_the_cluster(tmp_path
         assert not any(call.startswith(("docker build", "e2e-deploy install")) for call in run.calls)
     if failing == "wait-webhook":
         assert "e2e-deploy test" not in run.calls, "no tests against a dead webhook"
+    if failing == "install-kwok":
+        assert "e2e-deploy install" not in run.calls, "no tests without simulated nodes"
 
 
 def test_keep_cluster_leaves_it_running(tmp_path: Path) -> None:
@@ -118,12 +139,84 @@ def test_without_docker_it_says_so_and_touches_nothing(tmp_path: Path) -> None:
     assert run.calls == []
 
 
-def test_kind_config_labels_one_worker_per_flavor() -> None:
+def test_kind_workers_are_reserved_for_pykueue_and_the_chart_goes_there() -> None:
+    """Test pods must land on simulated nodes (kwok finishes them); only the chart's pods and kwok
+    tolerate the workers' taint, and the chart's pods select them."""
     config = yaml.safe_load((ROOT / "hack" / "kind-config.yaml").read_text())
     roles = [node["role"] for node in config["nodes"]]
     assert roles.count("control-plane") == 1
-    workers = [node.get("labels", {}) for node in config["nodes"] if node["role"] == "worker"]
-    assert sorted(labels["instance-type"] for labels in workers) == ["on-demand", "spot"]
+    workers = [node for node in config["nodes"] if node["role"] == "worker"]
+    assert len(workers) == 2, "the webhook's two replicas spread over two nodes"
+    taint = {"key": SYSTEM_NODE_TAINT_KEY, "value": "true", "effect": "NoSchedule"}
+    for worker in workers:
+        [patch] = [yaml.safe_load(p) for p in worker["kubeadmConfigPatches"]]
+        assert patch["kind"] == "JoinConfiguration"
+        assert patch["nodeRegistration"]["taints"] == [taint]
+        assert "instance-type" not in worker["labels"], "no test flavor may select a real worker"
+    values = yaml.safe_load((ROOT / "hack" / "kind-values.yaml").read_text())
+    for program in ("controller", "webhook"):
+        assert values[program]["nodeSelector"].items() <= workers[0]["labels"].items()
+        assert values[program]["tolerations"] == [
+            {"key": SYSTEM_NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+        ]
+
+
+# --- hack/e2e-deploy.sh install-kwok, with stand-ins for kubectl and python -----------------------
+
+
+def run_install_kwok(tmp_path: Path, fail_on: str = "never-fails") -> Run:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("kubectl", "python", "helm"):
+        path = bin_dir / tool
+        path.write_text(RECORDER.format(name=tool))
+        path.chmod(0o755)
+    calls = tmp_path / "calls.log"
+    calls.touch()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "CALLS": str(calls),
+        "FAIL_ON": fail_on,
+        "KUBECONFIG": str(tmp_path / "kubeconfig"),
+        "KUBECTL": str(bin_dir / "kubectl"),
+        "HELM": str(bin_dir / "helm"),
+        "PYTHON": str(bin_dir / "python"),
+    }
+    result = subprocess.run(
+        ["bash", str(DEPLOY_SCRIPT), "install-kwok"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return Run(result.returncode, calls.read_text().splitlines(), result.stderr)
+
+
+def test_install_kwok_applies_the_rendered_kwok_then_waits_then_adds_nodes(tmp_path: Path) -> None:
+    run = run_install_kwok(tmp_path)
+    assert run.returncode == 0, run.stderr
+    kubeconfig = tmp_path / "kubeconfig"
+    # The two ends of one pipe start together, in either order.
+    render, apply = sorted(run.calls[:2], reverse=True)
+    assert render == "python -m hack.localcluster.install_kwok manifests"
+    assert apply.startswith("kubectl apply --server-side")
+    assert apply.endswith("-f -"), "the rendered manifests are piped in"
+    assert run.calls[2] == "kubectl -n kube-system rollout status deployment/kwok-controller --timeout 180s"
+    assert run.calls[3:] == [
+        f"python -m hack.localcluster.install_kwok patch-daemonsets --kubeconfig {kubeconfig}",
+        f"python -m hack.localcluster.install_kwok default-nodes --kubeconfig {kubeconfig}",
+    ]
+
+
+@pytest.mark.parametrize("failing", ["manifests", "rollout", "patch-daemonsets"])
+def test_install_kwok_stops_at_the_first_failure(tmp_path: Path, failing: str) -> None:
+    run = run_install_kwok(tmp_path, fail_on=failing)
+    assert run.returncode != 0
+    assert not any("default-nodes" in call for call in run.calls), "no nodes without a working kwok"
+    if failing == "manifests":
+        assert not any("rollout" in call for call in run.calls), "a failed rendering is not waited on"
 
 
 def test_scripts_pass_shellcheck() -> None:
