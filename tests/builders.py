@@ -907,3 +907,32 @@ class TaintedFlavorBuilder(ResourceFlavorBuilder):
             {"key": key, "operator": "Equal", "value": value, "effect": effect}
         )
         return self
+
+
+# =================================================================================================
+# apps/v1 DaemonSet (kind path: keeping node agents off simulated nodes)
+# =================================================================================================
+
+
+class DaemonSetBuilder(_Builder):
+    """``DaemonSetBuilder("agent", "ns").tolerate_everything().obj()``: one pause container per node."""
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        labels = {"app": name}
+        self._obj: Obj = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "selector": {"matchLabels": dict(labels)},
+                "template": {
+                    "metadata": {"labels": dict(labels)},
+                    "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}]},
+                },
+            },
+        }
+
+    def tolerate_everything(self) -> Self:
+        """Like kindnet and kube-proxy: no taint keeps these pods away."""
+        self._obj["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
+        return self
