@@ -24,8 +24,9 @@ _E2E_DIR = Path(__file__).parent
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "needs_local_cluster: restarts or compacts the control plane, so it needs the local cluster "
-        "(runs on the local cluster; skipped, with the reason, when PYKUEUE_KUBECONFIG points elsewhere)",
+        "needs_local_cluster: controls the local cluster's processes (restarts or compacts the control "
+        "plane, or restarts the controller or webhook on another Configuration), so it needs the local "
+        "cluster (runs there; skipped, with the reason, when PYKUEUE_KUBECONFIG points elsewhere)",
     )
 
 
@@ -33,8 +34,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     external = os.environ.get("PYKUEUE_KUBECONFIG")
     # Only an explicitly chosen external cluster skips these; the default local run executes them.
     needs_local = pytest.mark.skip(
-        reason=f"needs control over the control plane (apiserver restart, etcd compaction), which the "
-        f"external cluster PYKUEUE_KUBECONFIG={external} does not give; unset it to run on a local cluster"
+        reason=f"needs control over the local cluster's processes (apiserver restart, etcd compaction, "
+        f"restarting the controller or webhook on another Configuration), which the external cluster "
+        f"PYKUEUE_KUBECONFIG={external} does not give; unset it to run on a local cluster"
     )
     for item in items:
         if _E2E_DIR in Path(str(item.path)).parents:

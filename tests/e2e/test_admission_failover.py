@@ -1,16 +1,22 @@
 """Two leader-electing replicas: only the leader admits; kill -9 it while admissions flow and the
-standby takes over within the lease time, admitting the rest exactly once."""
+standby takes over within the lease time, admitting the rest exactly once.
+
+The replicas are local controller processes started in place of the suite's controller, which
+only the local cluster allows (the chart runs its own), so the module needs the local cluster."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
 from kubernetes import client as k8s
 
 from tests.e2e.fixtures.controller import ControllerHandle
 from tests.e2e.helpers.invariants import check_cluster
 from tests.e2e.helpers.kueue import KueueApi, condition, is_admitted, is_true, make_queues, submit
 from tests.e2e.helpers.wait import wait_for
+
+pytestmark = pytest.mark.needs_local_cluster
 
 LEASE_NAME = "pykueue-controller-leader"
 WORKLOADS = 60

@@ -1,10 +1,16 @@
 """waitForPodsReady from the controller's Configuration: a workload whose pods never become ready
 is evicted with PodsReadyTimeout, requeued after an exponential backoff, and deactivated past
-the requeuing limit; blockAdmission admits one workload at a time until its pods are ready."""
+the requeuing limit; blockAdmission admits one workload at a time until its pods are ready.
+
+Every test restarts the controller on a waitForPodsReady Configuration, which only the local
+cluster's controller process allows (the chart's controller is configured at install time), so the
+module needs the local cluster."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from tests.e2e.fixtures.controller import ControllerHandle, configuration, wait_for_pods_ready
 from tests.e2e.helpers.kueue import (
@@ -18,6 +24,8 @@ from tests.e2e.helpers.kueue import (
     submit,
 )
 from tests.e2e.helpers.wait import wait_for
+
+pytestmark = pytest.mark.needs_local_cluster
 
 
 def test_pods_ready_timeout_evicts_requeues_with_backoff_then_deactivates(

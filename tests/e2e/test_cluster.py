@@ -131,6 +131,7 @@ def _status_of(call: Callable[[], Any]) -> int | None:
 def test_restarting_the_apiserver_ends_watches_and_keeps_objects(
     cluster: LocalCluster, kube: k8s.ApiClient, namespace: str
 ) -> None:
+    """Restarts kube-apiserver, a process only the local cluster controls."""
     core = k8s.CoreV1Api(kube)
     core.create_namespaced_config_map(namespace, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name="kept")))
     rv = core.list_namespaced_config_map(namespace).metadata.resource_version
@@ -158,6 +159,7 @@ def test_restarting_the_apiserver_ends_watches_and_keeps_objects(
 def test_compacting_etcd_expires_older_resource_versions(
     cluster: LocalCluster, kube: k8s.ApiClient, namespace: str
 ) -> None:
+    """Compacts etcd and restarts kube-apiserver, processes only the local cluster controls."""
     core = k8s.CoreV1Api(kube)
     for i in range(3):
         core.create_namespaced_config_map(

@@ -32,6 +32,8 @@ def _make(target: str, env: dict[str, str], timeout: float) -> subprocess.Comple
 
 @pytest.mark.needs_local_cluster
 def test_make_demo_queues_jobs_admits_them_and_they_finish(cluster) -> None:
+    """`make demo` brings up a local cluster of its own from the pinned control-plane binaries; a run against
+    another cluster (kind) is not meant to build and start those."""
     env = {**os.environ, "PYKUEUE_CLUSTER_NAME": f"{cluster.name}-demo"}
     env.pop("PYKUEUE_KUBECONFIG", None)
     try:

@@ -132,6 +132,7 @@ def test_store_converges_after_creates_updates_and_deletes(
 def test_informer_recovers_after_apiserver_restart(
     cluster: Any, client: KubeClient, namespace: str, informer_factory
 ) -> None:
+    """Restarts kube-apiserver, a process only the local cluster controls."""
     client.create(CONFIG_MAPS, cm("stays", namespace))
     client.create(CONFIG_MAPS, cm("goes", namespace))
     informer, tracker = informer_factory(namespace)
@@ -218,6 +219,7 @@ class PartitionedSource:
 def test_informer_relists_after_compaction_and_reports_vanished_objects(
     cluster: Any, client: KubeClient, namespace: str, informer_factory
 ) -> None:
+    """Compacts etcd (and restarts kube-apiserver), processes only the local cluster controls."""
     for name in ("keep", "changed", "deleted-1", "deleted-2"):
         client.create(CONFIG_MAPS, cm(name, namespace))
     source = PartitionedSource(client)

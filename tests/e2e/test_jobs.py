@@ -291,9 +291,12 @@ def test_deleting_a_job_removes_its_workload_and_frees_quota(
     wait_for(lambda: jobs.succeeded("next"), message="next completes")
 
 
+@pytest.mark.needs_local_cluster
 def test_pods_that_never_start_are_evicted_after_the_timeout_and_requeued_with_backoff(
     jobs: Jobs, kueue: KueueApi, namespace: str, controller: ControllerHandle
 ) -> None:
+    """It restarts the controller on another Configuration, which only the local cluster's controller process
+    allows (the chart's controller is configured at install time), so it needs the local cluster."""
     config = configuration(waitForPodsReady=wait_for_pods_ready(timeout="5s", backoff_base_seconds=2))
     with controller.configured(config):
         # No node carries this flavor's label: the pods are created but can never be scheduled.
@@ -364,9 +367,12 @@ def test_default_local_queue_adopts_jobs_without_a_queue_label(
     wait_for(lambda: jobs.succeeded("unlabelled"), message="it runs through the default queue")
 
 
+@pytest.mark.needs_local_cluster
 def test_manage_jobs_without_queue_name_suspends_a_job_that_arrived_running(
     jobs: Jobs, namespace: str, controller: ControllerHandle
 ) -> None:
+    """It restarts the controller on another Configuration, which only the local cluster's controller process
+    allows (the chart's controller is configured at install time), so it needs the local cluster."""
     selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
     config = configuration(manageJobsWithoutQueueName=True, managedJobsNamespaceSelector=selector)
     with controller.configured(config):
@@ -384,9 +390,12 @@ def test_manage_jobs_without_queue_name_suspends_a_job_that_arrived_running(
         jobs.delete("unqueued")
 
 
+@pytest.mark.needs_local_cluster
 def test_requeuing_limit_deactivates_the_workload_and_leaves_the_job_suspended(
     jobs: Jobs, kueue: KueueApi, namespace: str, controller: ControllerHandle
 ) -> None:
+    """It restarts the controller on another Configuration, which only the local cluster's controller process
+    allows (the chart's controller is configured at install time), so it needs the local cluster."""
     config = configuration(
         waitForPodsReady=wait_for_pods_ready(timeout="4s", backoff_base_seconds=1, backoff_limit_count=1)
     )

@@ -271,9 +271,11 @@ def test_parent_workloads_are_written_only_by_the_controller(
         "spec.workloadMode.type: Forbidden: Parent workloads are managed by the pykueue controller "
         f"({webhook.controller_username}); user 'alice' may not create or change them"
     ) in as_user.stderr
+    # As the identity the webhook trusts as the controller: the test's own user on the local cluster,
+    # the chart's controller service account on kind (impersonated with the admin's rights).
     as_controller = kubectl_apply(
-        cluster, parent
-    )  # the fixture runs the webhook with our identity as controller
+        cluster, parent, f"--as={webhook.controller_username}", "--as-group=system:masters"
+    )
     assert as_controller.returncode == 0, as_controller.stderr
 
 
@@ -512,9 +514,12 @@ def test_pod_sets_are_immutable_while_the_workload_holds_quota(
 MANAGED_NAMESPACE_LABEL = "pykueue.dev/e2e-manage-unqueued"
 
 
+@pytest.mark.needs_local_cluster
 def test_manage_jobs_without_queue_name_suspends_unlabelled_jobs_in_selected_namespaces(
     cluster: Any, webhook: WebhookHandle, namespace: str
 ) -> None:
+    """It restarts the webhook on another Configuration, which only the local webhook process allows (the
+    chart's webhook is configured at install time), so it needs the local cluster."""
     unselected = unique("e2e-unselected")
     cluster.kubectl("create", "namespace", unselected)
     try:
