@@ -179,6 +179,14 @@ def _job(cluster: Any, namespace: str, name: str) -> Obj:
 
 def test_queued_job_is_stored_suspended(cluster: Any, webhook: WebhookHandle, namespace: str) -> None:
     job = JobBuilder("queued", namespace).queue("team-a").requests(cpu="1").obj()
+    assert "suspend" not in job["spec"]
+    # A server-side dry run reaches the admission chain but never the controller (which would also
+    # suspend a queued Job once stored): so `suspend: true` here is the mutating webhook's doing.
+    dry_run = cluster.kubectl(
+        "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(job), check=False
+    )
+    assert dry_run.returncode == 0, dry_run.stderr
+    assert json.loads(dry_run.stdout)["spec"]["suspend"] is True
     result = kubectl_apply(cluster, job)
     assert result.returncode == 0, result.stderr
     assert _job(cluster, namespace, "queued")["spec"]["suspend"] is True
@@ -308,12 +316,17 @@ def test_certificate_rotation_keeps_requests_succeeding(cluster: Any, webhook: W
     probe = concurrent_cq(unique("probe"))
     outcomes: list[int] = []
 
-    def rotated() -> bool:
+    def admitted_through_the_webhook() -> None:
+        """A server dry run of the probe; the finalizer shows the mutating webhook answered it."""
         result = cluster.kubectl(
             "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
         )
         outcomes.append(result.returncode)
         assert result.returncode == 0, f"a request failed during rotation: {result.stderr}"
+        assert json.loads(result.stdout)["metadata"].get("finalizers") == ["kueue.x-k8s.io/resource-in-use"]
+
+    def rotated() -> bool:
+        admitted_through_the_webhook()
         new_ca = secret_ca()
         if not new_ca or new_ca == old_ca:
             return False
@@ -326,11 +339,14 @@ def test_certificate_rotation_keeps_requests_succeeding(cluster: Any, webhook: W
     wait_for(rotated, timeout=60, interval=0.5, message="a new certificate is issued, injected and served")
     # Requests keep succeeding on the new certificate, and the old CA is still trusted meanwhile.
     for _ in range(5):
-        result = cluster.kubectl(
-            "create", "--dry-run=server", "-f", "-", input=json.dumps(probe), check=False
-        )
-        assert result.returncode == 0, result.stderr
+        admitted_through_the_webhook()
     assert set(outcomes) == {0}
+    # The validating webhook answers on the new certificate too.
+    strict = concurrent_cq(unique("probe-strict"))
+    strict["spec"]["queueingStrategy"] = "StrictFIFO"
+    denied = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(strict), check=False)
+    assert denied.returncode != 0
+    assert CQ_WEBHOOK_DENIAL in denied.stderr, denied.stderr
     assert all(base64.b64decode(old_ca) in base64.b64decode(bundle) for bundle in bundles())
     assert webhook.alive()
 
