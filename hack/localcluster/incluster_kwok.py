@@ -19,6 +19,7 @@ played by kwok, not run): the Deployment requires a node without the simulated-n
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -37,6 +38,7 @@ KWOK_IMAGE_REPOSITORY = "registry.k8s.io/kwok/kwok"
 KWOK_HEALTH_PORT = 10247
 STAGES_MOUNT_DIR = "/etc/kwok"
 STAGES_FILE_NAME = "kwok-stages.yaml"
+STAGES_HASH_ANNOTATION = "pykueue.dev/kwok-stages-sha256"
 # Pod IPs kwok hands out in a real cluster: outside kind's pod (10.244.0.0/16) and service
 # (10.96.0.0/12) subnets, so a simulated pod's IP never shadows a real one.
 INCLUSTER_POD_CIDR = "10.252.0.0/16"
@@ -155,7 +157,7 @@ def _config_map(stages_yaml: str) -> Obj:
     }
 
 
-def _deployment(image: str) -> Obj:
+def _deployment(image: str, stages_yaml: str) -> Obj:
     probe = {"httpGet": {"path": "/healthz", "port": KWOK_HEALTH_PORT, "scheme": "HTTP"}}
     container = {
         "name": "kwok",
@@ -192,7 +194,11 @@ def _deployment(image: str) -> Obj:
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": dict(LABELS)},
             "template": {
-                "metadata": {"labels": dict(LABELS)},
+                "metadata": {
+                    "labels": dict(LABELS),
+                    # kwok reads its Stages once at start: a changed file must roll a new pod.
+                    "annotations": {STAGES_HASH_ANNOTATION: hashlib.sha256(stages_yaml.encode()).hexdigest()},
+                },
                 "spec": {
                     "serviceAccountName": KWOK_NAME,
                     "securityContext": {
@@ -229,7 +235,7 @@ def kwok_manifests(stages_yaml: str | None = None, *, image: str | None = None) 
     `stages_yaml` defaults to the local cluster's own Stage file, read as it is on disk.
     """
     stages = stages_yaml if stages_yaml is not None else KWOK_STAGES.read_text()
-    return [*_rbac(), _config_map(stages), _deployment(image or kwok_image())]
+    return [*_rbac(), _config_map(stages), _deployment(image or kwok_image(), stages)]
 
 
 def render(objects: Iterable[Obj]) -> str:

@@ -182,3 +182,14 @@ def test_a_daemonset_already_kept_off_needs_no_patch() -> None:
     assert patch is not None
     patched = daemonset(patch["spec"]["template"]["spec"]["affinity"])
     assert daemonset_patch(patched) is None
+
+
+def test_a_changed_stage_file_rolls_a_new_kwok_pod() -> None:
+    """kwok reads --config once; the pod template carries the file's hash so an apply restarts it."""
+
+    def template_annotations(stages: str) -> Obj:
+        return by_kind(kwok_manifests(stages))["Deployment"]["spec"]["template"]["metadata"]["annotations"]
+
+    same = template_annotations(KWOK_STAGES.read_text())
+    assert same == template_annotations(KWOK_STAGES.read_text())
+    assert template_annotations(KWOK_STAGES.read_text() + "\n# changed\n") != same
