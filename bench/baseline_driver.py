@@ -10,7 +10,9 @@ Three parts, each on its own threads so the driver is never the bottleneck it me
   its ``Evicted`` condition (what Kueue's recorder counts as an eviction) and when it finished;
 * **runner** — when a workload is admitted, a timer fires ``runtime_ms`` later and a pool
   appends ``Finished=True`` to its conditions (a JSON patch, so no read-modify-write race with
-  the controller's own status patches). An eviction before that cancels the timer; the next
+  the controller's own status patches). An eviction before that — ``Evicted=True``, even while
+  the workload still holds its reservation and ``Admitted=True`` — cancels the timer, as Kueue's
+  runner never marks an evicted workload Finished (it completes the eviction instead); the next
   admission starts a new one. The lag between due time and patch is recorded too.
 
 All times are ``time.monotonic()`` seconds of this process; admission is "when the watch event
@@ -56,6 +58,7 @@ class WorkloadRecord:
     evictions: int = 0  # admissions lost (Admitted True -> not True)
     evicted_transitions: int = 0  # Evicted condition rising to True (Kueue's eviction count)
     evicted_now: bool = False
+    finish_held: bool = False  # admitted, but Evicted=True: no finish until readmitted
     used_cpu_seconds: float = 0.0
     create_failed: bool = False
     token: int = 0  # bumped on every admission change; a stale finish timer compares unequal
@@ -141,10 +144,23 @@ class Recorder:
                 if record.first_admitted_at is None:
                     record.first_admitted_at = now
                 record.token += 1
-                schedule = (now + record.runtime_s, record.token)
+                record.finish_held = evicted
+                if not evicted:
+                    schedule = (now + record.runtime_s, record.token)
+            elif admitted and evicted and not record.finish_held:
+                # Being evicted while the quota is still held: a finish now would let the
+                # eviction end as a success, which Kueue's runner never allows.
+                record.finish_held = True
+                record.token += 1
+            elif admitted and not evicted and record.finish_held and record.admitted_since is not None:
+                # The eviction was withdrawn while still admitted: the run goes on where it was.
+                record.finish_held = False
+                record.token += 1
+                schedule = (record.admitted_since + record.runtime_s, record.token)
             elif not admitted and record.admitted_since is not None:
                 self._end_admission(record, now)
                 record.evictions += 1
+                record.finish_held = False
                 record.token += 1
         if schedule is not None:
             self._on_admitted(key, *schedule)

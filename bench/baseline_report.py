@@ -146,9 +146,15 @@ UTILISATION_OURS = "ClusterQueue utilisation, workload time"
 
 
 def _recording_note(result: dict[str, Any]) -> str:
+    """How much the Kueue-definition figure rests on: the integral is only as fine as the
+    controller's ClusterQueue status writes, so their number is printed with it."""
+    classes = result.get("cq_classes_kueue") or {}
+    events = sum(c.get("status_events", 0) for c in classes.values())
+    queues = sum(c.get("cluster_queues", 0) for c in classes.values())
+    note = f"; {events} status events of {queues} ClusterQueues" if queues else "; no ClusterQueue events"
     if result.get("cq_recording_complete") is False:
-        return " (recording cut off before every ClusterQueue was idle)"
-    return ""
+        note += ", recording cut off before every ClusterQueue was idle"
+    return note
 
 
 def format_run(result: dict[str, Any], shape: Shape) -> str:

@@ -6,6 +6,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from bench.baseline_driver import FinishRunner, Generator, Recorder, WorkloadRecord, creation_timeline
 from bench.baseline_shape import Names, load_shape
 from tests.builders import WorkloadBuilder
@@ -172,3 +174,58 @@ def test_recorder_notes_the_first_watch_event_and_counts_evicted_condition_rises
     assert record.first_admitted_at == 102.0
     assert record.evicted_transitions == 2
     assert record.evictions == 1, "only one admission was lost"
+
+
+def _being_evicted(name: str) -> dict[str, Any]:
+    """Evicted, but the reservation not yet cleared: still ``Admitted=True``."""
+    return WorkloadBuilder(name, "ns").condition("QuotaReserved", True, "QuotaReserved").condition(
+        "Admitted", True, "Admitted"
+    ).condition("Evicted", True, "Preempted").obj()
+
+
+def test_an_evicted_workload_is_never_finished_while_it_still_holds_its_reservation() -> None:
+    """As Kueue's runner: Evicted=True cancels the finish timer even before the reservation is
+    cleared, so a preempted workload goes back to its queue instead of ending as a success."""
+    clock = FakeClock()
+    scheduled: list[tuple[tuple[str, str], float, int]] = []
+    recorder = Recorder(lambda key, due, token: scheduled.append((key, due, token)), clock=clock)
+    recorder.expect(("ns", "wl"), WorkloadRecord("small", cpu=1, runtime_s=0.2))
+    clock.now = 100.0
+    recorder.observe(_admitted("wl"))
+    assert scheduled == [(("ns", "wl"), 100.2, 1)]
+    clock.now = 100.1
+    recorder.observe(_being_evicted("wl"))
+    assert recorder.token(("ns", "wl")) == 2, "the finish timer due at 100.2 is stale now"
+    recorder.observe(_being_evicted("wl"))
+    assert recorder.token(("ns", "wl")) == 2 and len(scheduled) == 1
+    clock.now = 100.5
+    recorder.observe(_evicted("wl"))  # reservation cleared
+    clock.now = 101.0
+    recorder.observe(_admitted("wl"))  # readmitted: Evicted flipped back to False
+    assert scheduled[-1] == (("ns", "wl"), 101.2, 4)
+    (record,) = recorder.snapshot()
+    assert (record.evictions, record.evicted_transitions) == (1, 1)
+    assert record.used_cpu_seconds == pytest.approx(0.5)
+
+
+def test_a_withdrawn_eviction_resumes_the_run_where_it_was() -> None:
+    clock = FakeClock()
+    scheduled: list[tuple[tuple[str, str], float, int]] = []
+    recorder = Recorder(lambda key, due, token: scheduled.append((key, due, token)), clock=clock)
+    recorder.expect(("ns", "wl"), WorkloadRecord("large", cpu=20, runtime_s=1.0))
+    clock.now = 10.0
+    recorder.observe(_admitted("wl"))
+    clock.now = 10.4
+    recorder.observe(_being_evicted("wl"))
+    clock.now = 10.6
+    recorder.observe(_admitted("wl"))
+    assert scheduled == [(("ns", "wl"), 11.0, 1), (("ns", "wl"), 11.0, 3)], "due at admission + runtime"
+
+
+def test_a_workload_first_seen_admitted_and_evicted_waits_for_its_readmission() -> None:
+    scheduled: list[Any] = []
+    recorder = Recorder(lambda *args: scheduled.append(args), clock=FakeClock())
+    recorder.expect(("ns", "wl"), WorkloadRecord("small", cpu=1, runtime_s=0.2))
+    recorder.observe(_being_evicted("wl"))
+    assert scheduled == []
+    assert recorder.snapshot()[0].first_admitted_at == 100.0

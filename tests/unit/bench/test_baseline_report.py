@@ -118,7 +118,8 @@ def test_printed_block_names_both_utilisations_and_puts_the_anchor_beside_kueues
     ours_row = next(line for line in lines if line.startswith("ClusterQueue utilisation, workload time"))
     assert kueue_row.split()[-4:] == ["50.0", "%", "55.9", "%"]
     assert "not published" in ours_row
-    assert any(line.startswith("[1] ClusterQueue status usage") and "cut off" in line for line in lines)
+    footnote = next(line for line in lines if line.startswith("[1] ClusterQueue status usage"))
+    assert footnote.endswith("2 status events of 2 ClusterQueues, recording cut off before every ClusterQueue was idle")
     assert any(line.startswith("[2]") and "600 cpu nominal x wall" in line for line in lines)
     small_row = next(line for line in lines if line.startswith("mean time to admission small [3]"))
     assert small_row.split()[-4:] == ["1.00", "s", "215.5", "s"]
