@@ -506,6 +506,7 @@ def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path:
         artifacts = tmp_path / "artifacts"
         assert "pykueue-webhook" in (artifacts / "objects.txt").read_text()
         assert any(path.name.startswith("pykueue-controller-") for path in artifacts.glob("*.log"))
+        assert "kwok-on-demand-0" in (artifacts / "nodes.txt").read_text(), "the nodes are collected too"
 
         uninstalled = deploy_step("uninstall", env)
         assert uninstalled.returncode == 0, uninstalled.stderr
@@ -528,7 +529,11 @@ def run_deploy_steps_on_installed_cluster(tmp_path: Path, cluster: Any) -> None:
     for step in ("wait-rollout", "wait-webhook", "logs"):
         result = deploy_step(step, env)
         assert result.returncode == 0, f"{step}: {result.stderr}"
-    assert any(path.name.startswith("pykueue-webhook-") for path in (tmp_path / "artifacts").glob("*.log"))
+    artifacts = tmp_path / "artifacts"
+    assert any(path.name.startswith("pykueue-webhook-") for path in artifacts.glob("*.log"))
+    # hack/kind-e2e.sh ran install-kwok: its kwok's log and the simulated nodes are collected.
+    assert (artifacts / "kwok-controller.log").read_text().strip(), "the in-cluster kwok's log"
+    assert "kwok-spot-0" in (artifacts / "nodes.txt").read_text()
 
 
 def test_deploy_steps_need_no_docker(cluster: Any, tmp_path: Path) -> None:
