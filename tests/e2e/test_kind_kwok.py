@@ -2,8 +2,9 @@
 
 On the local cluster (no Docker, so no kind) kwok already runs as a process and plays every pod
 of every simulated node, so an in-cluster kwok pod could not run for real here: its objects are
-judged by a server-side dry run, and its Deployment is applied into the test's namespace, where
-the scheduler must refuse every (simulated) node. What the step does after that runs for real:
+judged by a server-side dry run, its Deployment is applied into the test's namespace, where the
+scheduler must refuse every (simulated) node, and its container's command line and Stage file are
+run by the pinned kwok binary as a local process. What the step does after that runs for real:
 an `ExistingCluster` on this cluster's kubeconfig creates nodes that a kwok makes Ready (the local
 process, which selects nodes by the same annotation), pods run and finish on them, and DaemonSets
 are kept off them. Against a kind cluster (PYKUEUE_KUBECONFIG) the same tests check the kwok
@@ -13,10 +14,15 @@ that hack/kind-e2e.sh installed.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +30,8 @@ import yaml
 from kubernetes import client as k8s
 
 from hack.localcluster import ExistingCluster, LocalCluster
+from hack.localcluster.binaries import ensure_binaries
+from hack.localcluster.components import KWOK_NODE_ANNOTATION
 from hack.localcluster.incluster_kwok import KWOK_NAME, KWOK_NAMESPACE, LABELS, NOT_SIMULATED
 from hack.localcluster.nodes import DEFAULT_NODE_POOLS, SIMULATED_NODE_LABEL
 from tests.builders import DaemonSetBuilder, PodBuilder
@@ -186,3 +194,103 @@ def test_patch_daemonsets_keeps_node_agents_off_simulated_nodes(
     wait_for(off_simulated_nodes, timeout=90, message="no agent pod on a simulated node after the patch")
     again = install_kwok("patch-daemonsets", "--kubeconfig", cluster.kubeconfig)
     assert again.returncode == 0 and f"{namespace}/agent" not in again.stdout, "the patch is applied once"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def local_kwok_command(objects: list[Obj], workdir: Path, kubeconfig: str, selector_value: str) -> list[str]:
+    """The in-cluster kwok container's command line, adapted to run as a local process.
+
+    Only what a pod provides differently changes: the kubeconfig (in-cluster credentials), the
+    mounted Stage file, the pod IP and the listen address; and the annotation value it selects
+    nodes by, so that it never plays a node the cluster's own kwok process plays.
+    """
+    [config_map] = [o for o in objects if o["kind"] == "ConfigMap"]
+    [deployment] = [o for o in objects if o["kind"] == "Deployment"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    port = _free_port()
+    command = [str(ensure_binaries(build=False)["kwok"]), f"--kubeconfig={kubeconfig}"]
+    for arg in container["args"]:
+        flag, _, value = arg.partition("=")
+        if flag == "--config":
+            stages = workdir / Path(value).name
+            stages.write_text(config_map["data"][Path(value).name])
+            value = str(stages)
+        elif flag == "--manage-nodes-with-annotation-selector":
+            assert value == f"{KWOK_NODE_ANNOTATION}=fake"
+            value = f"{KWOK_NODE_ANNOTATION}={selector_value}"
+        elif flag == "--node-ip":
+            value = "10.0.0.5"
+        elif flag == "--server-address":
+            assert value.endswith(f":{container['readinessProbe']['httpGet']['port']}"), (
+                "probes hit the server"
+            )
+            value = f"127.0.0.1:{port}"
+        command.append(f"{flag}={value}")
+    return command
+
+
+@pytest.mark.needs_local_cluster
+def test_the_kwok_containers_command_line_and_stages_play_nodes_and_pods(
+    cluster: Any, kube: k8s.ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    """Needs the local cluster's pinned kwok binary (built with its control plane); against kind,
+    the kwok pod that install-kwok deployed is what the other tests of this module exercise."""
+    objects = rendered_objects()
+    selector_value = f"incluster-{uuid.uuid4().hex[:6]}"
+    command = local_kwok_command(objects, tmp_path, cluster.kubeconfig, selector_value)
+    [deployment] = [o for o in objects if o["kind"] == "Deployment"]
+    probe_path = deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"]
+    address = next(arg for arg in command if arg.startswith("--server-address=")).partition("=")[2]
+    # The container's HOME is an emptyDir on a read-only root: kwok must not need to write there.
+    env = {**os.environ, "HOME": str(tmp_path / "no-such-home")}
+    log_path = tmp_path / "kwok.log"
+    core = k8s.CoreV1Api(kube)
+    node_name = f"{selector_value}-0"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            command, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    try:
+
+        def healthy() -> bool:
+            assert process.poll() is None, f"kwok exited: {log_path.read_text()[-2000:]}"
+            with urllib.request.urlopen(f"http://{address}{probe_path}", timeout=2) as answer:
+                return answer.status == 200
+
+        wait_for(healthy, timeout=30, message="the kwok process answers its probe path")
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": node_name,
+                "labels": {SIMULATED_NODE_LABEL: selector_value, "pykueue.dev/e2e-flavor": selector_value},
+                "annotations": {KWOK_NODE_ANNOTATION: selector_value},
+            },
+            "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "10"}},
+        }
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(node))
+        wait_for(
+            lambda: any(
+                c.type == "Ready" and c.status == "True" for c in core.read_node(node_name).status.conditions
+            ),
+            timeout=60,
+            message=f"node {node_name} Ready, played by the in-cluster kwok's command line",
+        )
+        pod = PodBuilder("played", namespace).node_selector(**{"pykueue.dev/e2e-flavor": selector_value})
+        core.create_namespaced_pod(namespace, pod.run_seconds(1).obj())
+        wait_for(
+            lambda: core.read_namespaced_pod("played", namespace).status.phase == "Succeeded",
+            timeout=60,
+            message="its pod runs and finishes after its sim-run-seconds",
+        )
+        assert core.read_namespaced_pod("played", namespace).spec.node_name == node_name
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)
+        cluster.kubectl("delete", "node", node_name, "--ignore-not-found", "--wait=false", check=False)
