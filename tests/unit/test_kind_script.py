@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hack import helm
 from hack.localcluster.incluster_kwok import SYSTEM_NODE_TAINT_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -229,3 +230,13 @@ def test_scripts_pass_shellcheck() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout
+
+
+def test_the_chart_rendered_with_the_kind_values_puts_both_programs_on_the_workers() -> None:
+    objects = helm.render_objects(values_files=[ROOT / "hack" / "kind-values.yaml"])
+    deployments = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
+    assert len(deployments) == 2, sorted(deployments)
+    for name, deployment in deployments.items():
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"pykueue.dev/e2e-role": "system"}, name
+        assert {"key": SYSTEM_NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
