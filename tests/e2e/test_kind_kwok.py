@@ -180,14 +180,12 @@ def test_patch_daemonsets_keeps_node_agents_off_simulated_nodes(
 
     def off_simulated_nodes() -> bool:
         status = apps.read_namespaced_daemon_set("agent", namespace).status
-        pods = [
-            p
-            for p in core.list_namespaced_pod(namespace, label_selector="app=agent").items
-            if p.spec.node_name
-        ]
-        simulated = {n.metadata.name for n in core.list_node(label_selector=SIMULATED_NODE_LABEL).items}
-        # kind's workers and control plane are tainted, so this agent has nowhere else to go.
-        return (status.desired_number_scheduled or 0) == 0 and not any(
+        nodes = core.list_node().items
+        simulated = {n.metadata.name for n in nodes if SIMULATED_NODE_LABEL in (n.metadata.labels or {})}
+        pods = core.list_namespaced_pod(namespace, label_selector="app=agent").items
+        # It tolerates every taint, so it still belongs on each real node (none on the local cluster,
+        # the control plane and workers on kind), and on no simulated one.
+        return (status.desired_number_scheduled or 0) == len(nodes) - len(simulated) and not any(
             p.spec.node_name in simulated for p in pods
         )
 
