@@ -8,13 +8,14 @@ in-cluster kwok cannot drift from the local one:
 - the Stages are `kwok-stages.yaml` itself, mounted from a ConfigMap and read with `--config`,
   exactly as the local kwok process reads them (so no Stage CRD is installed: kwok loads Stages
   either from `--config` or from the CRD, and the file is the one source);
-- node selection, lease renewal and the pod CIDR are the local kwok's flags
-  (`components.kwok`), so only nodes annotated `kwok.x-k8s.io/node=fake` are touched;
+- node selection and lease renewal are the local kwok's flags (`components.kwok`), so only
+  nodes annotated `kwok.x-k8s.io/node=fake` are touched (only the simulated pod IPs come from
+  another range, INCLUSTER_POD_CIDR);
 - the image is kwok's release image at the pinned `KWOK_VERSION` of `hack/versions.env`.
 
 kwok itself, and every real pod of the cluster, must stay off the simulated nodes (a pod there is
 played by kwok, not run): the Deployment requires a node without the simulated-node label, and
-`daemonset_patches` gives the cluster's DaemonSets (kindnet, kube-proxy) the same requirement.
+`daemonset_patch` gives the cluster's DaemonSets (kindnet, kube-proxy) the same requirement.
 """
 
 from __future__ import annotations
