@@ -8,18 +8,30 @@ prio 200) in the baseline's proportions 350:100:50.
 
 For each backlog size (1k, 5k, 15k, 50k by default) it loads that many pending workloads and then
 runs in *steady state*: the simulated clock advances ``--step-ms`` per cycle, admitted workloads
-finish after their class runtime, every admitted workload is replaced by a new pending one of
-its class (an evicted one returns to the queue instead) so the backlog keeps its size and class
-mix, and every reservation is confirmed and echoed back
-through ``upsert_workload`` as the informer would. Only engine calls are timed, in process CPU
-time (so the figure means "on one core" even on a busy machine).
+finish after their class runtime, every admitted workload is replaced by a new pending one of its
+class *in its own ClusterQueue* (an evicted one returns to the queue instead), and every
+reservation is confirmed and echoed back through ``upsert_workload`` as the informer would. The
+first queue of each cohort receives only small workloads (a lender whose workloads reclaim its
+nominal quota), so the decisions mix classes, borrowing and preemptions.
 
-Prints a table and a JSON summary (last line, or ``--json PATH``). ``--scale 0.01`` shrinks every
-size and the measured decisions for a quick CI smoke run.
+Because every queue keeps its own size and class mix, the same workloads reach the heads at
+every backlog size: the stream of decisions (admissions, preemptions, cycles, heads tried) is
+identical from 1k to 50k pending, and only the depth of the queues differs. Cost per decision
+is therefore comparable across sizes; the table prints those counts so that this can be checked.
+
+Only engine calls are timed, in process CPU time (so the figure means "on one core" even on a
+busy machine), after a warm-up of a fifth of the measured decisions. Each size runs
+``--repeat`` times, interleaved across sizes (1k, 5k, ..., 1k, 5k, ...) so that a burst of load
+on a shared machine hits every size; the medians, the ratio of the largest to the smallest size
+and that ratio per repeat are printed. The ``gc us/dec`` column is the part of it spent in
+CPython's cyclic garbage collector.
+
+Prints the tables and a JSON summary (last line, or ``--json PATH``). ``--scale 0.01`` shrinks
+every size and the measured decisions for a quick CI smoke run.
 
 Usage::
 
-    python -m bench.engine_micro                 # full run (about a minute on one core)
+    python -m bench.engine_micro                 # full run (a few minutes on one core)
     python -m bench.engine_micro --scale 0.02    # smoke run
 """
 
@@ -71,11 +83,14 @@ class Row:
     admissions: int
     preemptions: int
     cycles: int
+    heads_tried: int
     engine_seconds: float
     cycle_seconds: float
     decisions_per_second: float
     cycle_decisions_per_second: float
     us_per_decision: float
+    gc_us_per_decision: float
+    gc_collections: list[int]
     mean_cycle_ms: float
     p99_cycle_ms: float
     load_us_per_workload: float
@@ -150,6 +165,11 @@ class Simulation:
         self.seq = 0
         self.classes = _class_sequence(shape)
         self.queues = [f"cq-{c}-{q}" for c in range(shape.cohorts) for q in range(shape.queues_per_cohort)]
+        # The first queue of each cohort receives only the smallest class: it lends its nominal
+        # quota to the others until its own small workloads reclaim it, so the stream of
+        # decisions mixes classes, borrowing and preemptions at every backlog size.
+        self.lenders = frozenset(self.queues[:: shape.queues_per_cohort])
+        self.lender_class = self.classes[0]
         self.objects: dict[str, dict[str, Any]] = {}
         self.running: list[tuple[float, int, str]] = []  # (finish time, token, key)
         self.run_token: dict[str, int] = {}  # key -> token of its current run (evictions void it)
@@ -157,9 +177,11 @@ class Simulation:
         self.cycle_times: list[float] = []
         self.admissions = 0
         self.preemptions = 0
-        # Evicted workloads back in the queue stand in for new arrivals of their class, so the
-        # backlog keeps its size and its class mix whatever the backlog size.
-        self.requeued_victims: dict[str, int] = dict.fromkeys(shape.classes, 0)
+        self.heads_tried = 0
+        # Evicted workloads back in their queue stand in for new arrivals of their class. Keyed by
+        # (ClusterQueue, class): each queue keeps its own size and class mix, so which workloads
+        # reach the heads, and hence the stream of decisions, does not depend on the backlog size.
+        self.requeued_victims: dict[tuple[str, str], int] = {}
         self.engine.upsert_resource_flavor({"metadata": {"name": "default"}, "spec": {}})
         for index, name in enumerate(self.queues):
             self.engine.upsert_cluster_queue(_cluster_queue(name, f"cohort-{index // shape.queues_per_cohort}"))
@@ -180,11 +202,15 @@ class Simulation:
             gc.collect()
             gc.freeze()
 
-    def _new_workload(self, klass: str | None = None) -> dict[str, Any]:
+    def _new_workload(self, klass: str | None = None, queue: str | None = None) -> dict[str, Any]:
         self.seq += 1
-        queue = self.queues[self.seq % len(self.queues)]
+        if queue is None:
+            queue = self.queues[self.seq % len(self.queues)]
         if klass is None:
-            klass = self.classes[(self.seq // len(self.queues)) % len(self.classes)]
+            if queue in self.lenders:
+                klass = self.lender_class
+            else:
+                klass = self.classes[(self.seq // len(self.queues)) % len(self.classes)]
         cpu, _, priority, _ = self.shape.classes[klass]
         obj = _workload(f"wl-{self.seq}", f"ns-{queue}", klass, cpu, priority, self.now + self.seq * 1e-3)
         self.objects[f"ns-{queue}/wl-{self.seq}"] = obj
@@ -212,6 +238,7 @@ class Simulation:
         elapsed = _clock() - start
         self.engine_time += elapsed
         self.cycle_times.append(elapsed)
+        self.heads_tried += result.heads_tried
         for reservation in result.reservations:
             obj = self.objects[reservation.workload]
             echoed = dict(obj)
@@ -231,10 +258,11 @@ class Simulation:
             self.seq += 1
             self.run_token[reservation.workload] = self.seq
             heapq.heappush(self.running, (self.now + self.shape.classes[klass][1] / 1000.0, self.seq, reservation.workload))
-            if self.requeued_victims[klass]:
-                self.requeued_victims[klass] -= 1
+            slot = (reservation.cluster_queue, klass)
+            if self.requeued_victims.get(slot):
+                self.requeued_victims[slot] -= 1
             else:
-                arrivals.append(self._new_workload(klass))
+                arrivals.append(self._new_workload(klass, reservation.cluster_queue))
         for preemption in result.preemptions:
             # The eviction completes at once: the victim goes back to the queue without quota.
             victim = dict(self.objects[preemption.victim])
@@ -242,7 +270,8 @@ class Simulation:
             self.objects[preemption.victim] = victim
             self.run_token.pop(preemption.victim, None)
             self._timed(self.engine.upsert_workload, victim)
-            self.requeued_victims[victim["metadata"]["labels"]["class"]] += 1
+            slot = (preemption.victim_cluster_queue, victim["metadata"]["labels"]["class"])
+            self.requeued_victims[slot] = self.requeued_victims.get(slot, 0) + 1
         self.admissions += len(result.reservations)
         self.preemptions += len(result.preemptions)
         for obj in arrivals:
@@ -267,53 +296,108 @@ def run_size(
     max_cycles: int,
     freeze_gc: bool,
 ) -> Row:
+    """One run: load ``pending`` workloads, warm up to steady state, measure ``decisions``."""
     gc.unfreeze()
+    gc.collect()
     sim = Simulation(shape, pending, heads, step_ms, batch_s, freeze_gc)
-    # Warm up: fill the quota once so the measured part is steady state.
-    for _ in range(20):
+    # Warm up until the quota has turned over a few times, so the measured part is steady
+    # state and not the initial fill (which admits without preemptions).
+    warm_cycles = 0
+    while sim.admissions + sim.preemptions < max(decisions // 5, 100) and warm_cycles < max_cycles:
         sim.step_once()
+        warm_cycles += 1
     sim.engine_time = 0.0
     sim.cycle_times.clear()
-    sim.admissions = sim.preemptions = 0
+    sim.admissions = sim.preemptions = sim.heads_tried = 0
     cycles = 0
-    gc.collect()
-    while sim.admissions + sim.preemptions < decisions and cycles < max_cycles:
-        sim.step_once()
-        cycles += 1
+    with _GcTimer() as gc_timer:
+        while sim.admissions + sim.preemptions < decisions and cycles < max_cycles:
+            sim.step_once()
+            cycles += 1
     made = sim.admissions + sim.preemptions
     cycle_total = sum(sim.cycle_times)
     sorted_cycles = sorted(sim.cycle_times)
     p99 = sorted_cycles[min(len(sorted_cycles) - 1, int(len(sorted_cycles) * 0.99))] if sorted_cycles else 0.0
-    return Row(
+    row = Row(
         pending=pending,
         decisions=made,
         admissions=sim.admissions,
         preemptions=sim.preemptions,
         cycles=cycles,
+        heads_tried=sim.heads_tried,
         engine_seconds=round(sim.engine_time, 4),
         cycle_seconds=round(cycle_total, 4),
         decisions_per_second=round(made / sim.engine_time, 1) if sim.engine_time else 0.0,
         cycle_decisions_per_second=round(made / cycle_total, 1) if cycle_total else 0.0,
         us_per_decision=round(sim.engine_time / made * 1e6, 1) if made else 0.0,
+        gc_us_per_decision=round(gc_timer.seconds / made * 1e6, 1) if made else 0.0,
+        gc_collections=gc_timer.collections,
         mean_cycle_ms=round(statistics.fmean(sim.cycle_times) * 1000, 3) if sim.cycle_times else 0.0,
         p99_cycle_ms=round(p99 * 1000, 3),
         load_us_per_workload=round(sim.load_seconds / pending * 1e6, 1) if pending else 0.0,
         final_pending=sim.pending,
     )
+    del sim
+    gc.unfreeze()
+    gc.collect()
+    return row
 
 
-def _print_table(rows: Sequence[Row]) -> None:
+class _GcTimer:
+    """CPU time spent in the cyclic garbage collector (all generations) while active.
+
+    Collections run inside whatever call allocates, so their time is already part of the engine
+    time when an engine call triggered them; this column says how much of it was the collector.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+        self._started = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = _clock()
+        else:
+            self.seconds += _clock() - self._started
+            self.collections[info["generation"]] += 1
+
+    def __enter__(self) -> _GcTimer:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
+def median_row(runs: Sequence[Row]) -> Row:
+    """Per-field median of repeated runs of one size (counts are identical across repeats)."""
+    first = runs[0]
+    values: dict[str, Any] = {}
+    for name, value in asdict(first).items():
+        if isinstance(value, float):
+            values[name] = round(statistics.median(getattr(r, name) for r in runs), 4)
+        else:
+            values[name] = value
+    return Row(**values)
+
+
+def _print_table(title: str, rows: Sequence[Row], smallest_us: float | None = None) -> None:
+    print(title)
     header = (
-        f"{'pending':>8} {'decisions':>9} {'admit':>7} {'preempt':>7} {'cycles':>7} {'engine s':>9} "
-        f"{'dec/s':>8} {'cycle dec/s':>11} {'us/dec':>7} {'cycle ms':>9} {'p99 ms':>8} {'load us/wl':>10}"
+        f"{'pending':>8} {'decisions':>9} {'admit':>6} {'preempt':>7} {'cycles':>6} {'heads':>6} "
+        f"{'dec/s':>7} {'cycle dec/s':>11} {'us/dec':>7} {'x 1st':>6} {'gc us/dec':>9} {'cycle ms':>8} "
+        f"{'p99 ms':>7} {'load us/wl':>10}"
     )
     print(header)
     print("-" * len(header))
     for r in rows:
+        ratio = r.us_per_decision / smallest_us if smallest_us else 1.0
         print(
-            f"{r.pending:>8} {r.decisions:>9} {r.admissions:>7} {r.preemptions:>7} {r.cycles:>7} "
-            f"{r.engine_seconds:>9.3f} {r.decisions_per_second:>8.0f} {r.cycle_decisions_per_second:>11.0f} "
-            f"{r.us_per_decision:>7.1f} {r.mean_cycle_ms:>9.3f} {r.p99_cycle_ms:>8.3f} {r.load_us_per_workload:>10.1f}"
+            f"{r.pending:>8} {r.decisions:>9} {r.admissions:>6} {r.preemptions:>7} {r.cycles:>6} {r.heads_tried:>6} "
+            f"{r.decisions_per_second:>7.0f} {r.cycle_decisions_per_second:>11.0f} {r.us_per_decision:>7.1f} "
+            f"{ratio:>6.2f} {r.gc_us_per_decision:>9.1f} {r.mean_cycle_ms:>8.3f} {r.p99_cycle_ms:>7.3f} "
+            f"{r.load_us_per_workload:>10.1f}"
         )
 
 
@@ -322,7 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shape", choices=sorted(SHAPES), default="baseline", help="configuration of baseline.yaml")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default sizes (e.g. 0.02 for CI)")
     parser.add_argument("--pending", type=str, default=None, help="comma-separated backlog sizes (overrides defaults)")
-    parser.add_argument("--decisions", type=int, default=20_000, help="decisions measured per size (before --scale)")
+    parser.add_argument("--decisions", type=int, default=20_000, help="decisions measured per run (before --scale)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size, interleaved across sizes (median)")
     parser.add_argument("--heads", type=int, default=8, help="heads per ClusterQueue per cycle (Kueue: 1)")
     parser.add_argument("--step-ms", type=float, default=10.0, help="simulated time per cycle")
     parser.add_argument("--batch-s", type=float, default=1.0, help="requeue batch period (Kueue: 1 s)")
@@ -331,6 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be positive")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
 
     shape = SHAPES[args.shape]
     sizes = [int(s) for s in args.pending.split(",")] if args.pending else list(DEFAULT_PENDING)
@@ -340,16 +427,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"engine micro-benchmark ({args.shape}): {shape.cohorts} cohorts x {shape.queues_per_cohort} ClusterQueues, "
         f"heads/CQ={args.heads}, "
-        f"step={args.step_ms} ms, requeue batch={args.batch_s} s, {decisions} decisions per size, "
-        f"gc.freeze after load={not args.no_gc_freeze}"
+        f"step={args.step_ms} ms, requeue batch={args.batch_s} s, {decisions} decisions per run, "
+        f"{args.repeat} run(s) per size interleaved, gc.freeze after load={not args.no_gc_freeze}"
     )
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'unknown cpu'})")
-    rows = [
-        run_size(shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_freeze)
-        for n in sizes
+    runs: dict[int, list[Row]] = {n: [] for n in sizes}
+    for _ in range(args.repeat):
+        # Interleaved (1k, 5k, ..., 1k, 5k, ...): a burst of load on the shared machine then
+        # hits every size instead of skewing one of them.
+        for n in sizes:
+            runs[n].append(
+                run_size(shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_freeze)
+            )
+    rows = [median_row(runs[n]) for n in sizes]
+    if args.repeat > 1:
+        _print_table("every run:", [r for rep in zip(*runs.values(), strict=True) for r in rep])
+    _print_table(f"median of {args.repeat} run(s) per size:", rows, rows[0].us_per_decision)
+    smallest, largest = sizes[0], sizes[-1]
+    per_repeat = [
+        round(big.us_per_decision / small.us_per_decision, 2)
+        for small, big in zip(runs[smallest], runs[largest], strict=True)
+        if small.us_per_decision
     ]
-    _print_table(rows)
-    flat = rows[-1].us_per_decision / rows[0].us_per_decision if rows and rows[0].us_per_decision else None
+    ratio = round(rows[-1].us_per_decision / rows[0].us_per_decision, 2) if rows[0].us_per_decision else None
     summary = {
         "benchmark": "engine_micro",
         "shape": {"name": args.shape, "cohorts": shape.cohorts, "cluster_queues": shape.cohorts * shape.queues_per_cohort},
@@ -358,10 +458,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "requeue_batch_s": args.batch_s,
         "gc_freeze": not args.no_gc_freeze,
         "scale": args.scale,
+        "repeat": args.repeat,
         "rows": [asdict(r) for r in rows],
-        "cost_ratio_largest_to_smallest": round(flat, 2) if flat else None,
+        "runs": [asdict(r) for n in sizes for r in runs[n]],
+        "cost_ratio_largest_to_smallest": ratio,
+        "cost_ratio_per_repeat": per_repeat,
     }
-    print(f"cost per decision, largest/smallest backlog: {summary['cost_ratio_largest_to_smallest']}")
+    print(
+        f"CPU time per decision, {largest} / {smallest} pending: {ratio} "
+        f"(median of {args.repeat}; per interleaved repeat: {', '.join(map(str, per_repeat))})"
+    )
     text = json.dumps(summary)
     print(text)
     if args.json:
