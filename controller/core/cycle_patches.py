@@ -144,8 +144,14 @@ def preemption_patch(
 ) -> CyclePatch | None:
     """Evict a victim: ``Evicted=True`` (reason ``Preempted``), ``Preempted=True`` (reason
     ``InClusterQueue``/``InCohortReclamation``/...), ``Requeued=True``, checks reset; Event
-    ``Preempted``. ``None`` when the victim no longer holds quota or is already evicted."""
-    if (uid and _uid(victim) != uid) or not wv.has_reservation(victim) or wv.is_evicted(victim):
+    ``Preempted``. ``None`` when the victim no longer holds quota, is already evicted or has
+    finished (it frees its quota anyway; the engine decided from a view older than that)."""
+    if (
+        (uid and _uid(victim) != uid)
+        or not wv.has_reservation(victim)
+        or wv.is_evicted(victim)
+        or wv.is_finished(victim)
+    ):
         return None
     plan = WorkloadPlan()
     evict(plan, victim, C.REASON_PREEMPTED, message, now, event_reason=C.EVENT_PREEMPTED)

@@ -102,6 +102,9 @@ def test_preemption_skipped_when_victim_moved_on() -> None:
     assert preemption_patch(pending, uid="", reason="InClusterQueue", message="m", now=NOW) is None
     evicted = WorkloadBuilder("v").reserved("cq").condition("Evicted", True, "Preempted").obj()
     assert preemption_patch(evicted, uid="", reason="InClusterQueue", message="m", now=NOW) is None
+    # Finished while the preemption was on its way: it frees its quota anyway, no Evicted on it.
+    finished = WorkloadBuilder("v").reserved("cq").admitted().condition("Finished", True, "Succeeded").obj()
+    assert preemption_patch(finished, uid="", reason="InClusterQueue", message="m", now=NOW) is None
 
 
 def test_engine_eviction_for_stopped_queue() -> None:
