@@ -59,6 +59,7 @@ class WorkloadRecord:
     evicted_transitions: int = 0  # Evicted condition rising to True (Kueue's eviction count)
     evicted_now: bool = False
     finish_held: bool = False  # admitted, but Evicted=True: no finish until readmitted
+    finished_while_evicted: bool = False  # Finished arrived with Evicted=True (patch already sent)
     used_cpu_seconds: float = 0.0
     create_failed: bool = False
     token: int = 0  # bumped on every admission change; a stale finish timer compares unequal
@@ -137,6 +138,7 @@ class Recorder:
             if finished:
                 self._end_admission(record, now)
                 record.finished_at = now
+                record.finished_while_evicted = evicted
                 record.token += 1
                 self._settle()
             elif admitted and record.admitted_since is None:

@@ -80,6 +80,7 @@ def summarise(
             "finished": len(runs),
             "evictions": sum(r.evictions for r in mine),
             "evicted_transitions": sum(r.evicted_transitions for r in mine),
+            "finished_while_evicted": sum(r.finished_while_evicted for r in mine),
             "mean_time_to_admission_s": _round(statistics.fmean(waits) if waits else math.nan),
             "mean_time_to_admission_from_watch_s": _round(
                 statistics.fmean(waits_from_watch) if waits_from_watch else math.nan
@@ -186,6 +187,7 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         lines.append(
             f"{'  evictions: admissions lost / Evicted=True':<{width}}{figures['evictions']:>12}"
             f"  / {figures.get('evicted_transitions', 'n/a')}"
+            f" ({figures.get('finished_while_evicted', 'n/a')} finished while evicted)"
         )
     controller = result.get("controller") or {}
     lines += [

@@ -229,3 +229,18 @@ def test_a_workload_first_seen_admitted_and_evicted_waits_for_its_readmission() 
     recorder.observe(_being_evicted("wl"))
     assert scheduled == []
     assert recorder.snapshot()[0].first_admitted_at == 100.0
+
+
+def test_a_finish_already_sent_when_the_eviction_comes_is_counted() -> None:
+    recorder = Recorder(lambda *_: None, clock=FakeClock())
+    recorder.expect(("ns", "a"), WorkloadRecord("small", cpu=1, runtime_s=0.2))
+    recorder.expect(("ns", "b"), WorkloadRecord("small", cpu=1, runtime_s=0.2))
+    recorder.observe(_admitted("a"))
+    recorder.observe(_being_evicted("a"))
+    recorder.observe(WorkloadBuilder("a", "ns").condition("Admitted", True, "Admitted").condition(
+        "Evicted", True, "Preempted").finished().obj())
+    recorder.observe(_admitted("b"))
+    recorder.observe(_finished("b"))
+    (a, b) = recorder.snapshot()
+    assert (a.finished_while_evicted, a.evicted_transitions, a.evictions) == (True, 1, 0)
+    assert (b.finished_while_evicted, b.evicted_transitions) == (False, 0)

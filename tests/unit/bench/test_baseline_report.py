@@ -93,6 +93,7 @@ def test_summary_carries_kueues_utilisation_and_time_to_admission_from_the_first
     small = _record("small", 1, created=0.0, admitted=2.0, finished=3.0)
     small.first_seen_at = 0.5
     small.evicted_transitions = 3
+    small.finished_while_evicted = True
     summary = summarise([small, _record("large", 20, created=0.0, admitted=1.0, finished=2.0)], shape, _cq_states())
     # (60 + 20) cpu-s / 4 s = 20 cpu average over 40 cpu nominal
     assert summary["cq_utilisation_kueue_pct"] == 50.0
@@ -100,6 +101,8 @@ def test_summary_carries_kueues_utilisation_and_time_to_admission_from_the_first
     assert summary["classes"]["small"]["mean_time_to_admission_s"] == 2.0
     assert summary["classes"]["small"]["mean_time_to_admission_from_watch_s"] == 1.5
     assert summary["classes"]["small"]["evicted_transitions"] == 3
+    assert summary["classes"]["small"]["finished_while_evicted"] == 1
+    assert summary["classes"]["large"]["finished_while_evicted"] == 0
     assert summary["classes"]["large"]["mean_time_to_admission_from_watch_s"] is None, "never watched"
     without = summarise([small], shape)
     assert without["cq_utilisation_kueue_pct"] is None and without["cq_classes_kueue"] == {}
@@ -124,6 +127,8 @@ def test_printed_block_names_both_utilisations_and_puts_the_anchor_beside_kueues
     small_row = next(line for line in lines if line.startswith("mean time to admission small [3]"))
     assert small_row.split()[-4:] == ["1.00", "s", "215.5", "s"]
     assert "kueue-qps@old" in lines[0]
+    evictions_row = next(line for line in lines if line.startswith("  evictions: admissions lost / Evicted=True"))
+    assert evictions_row.endswith(" 0  / 0 (0 finished while evicted)")
 
 
 def test_medians_include_kueues_utilisation_and_watch_based_waits() -> None:
