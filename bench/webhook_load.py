@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.procstats import sample
 from webhook.certs import generate_bundle
 
 VALIDATE_PATH = "/validate-kueue-x-k8s-io-v1beta1-clusterqueue"
@@ -216,6 +217,11 @@ class Result:
     latencies: list[float]
     server: ServerShare = field(default_factory=ServerShare)
     load_average: float = 0.0
+    cpu_seconds: float = 0.0  # the webhook's processes (master and workers), user + system
+
+    @property
+    def cpu_ms_per_request(self) -> float:
+        return self.cpu_seconds / self.sent * 1000 if self.sent else float("nan")
 
     @property
     def rate(self) -> float:
@@ -231,7 +237,7 @@ class Result:
                 f"rate={self.rate:8.1f}/s p50={percentile(ordered, 0.50) * 1000:7.2f}ms "
                 f"p99={percentile(ordered, 0.99) * 1000:7.2f}ms "
                 f"max={max(ordered, default=0) * 1000:7.2f}ms mean={mean:7.2f}ms "
-                f"{self.server.text()} load={self.load_average:.1f}")
+                f"cpu={self.cpu_ms_per_request:5.2f}ms/req {self.server.text()} load={self.load_average:.1f}")
 
 
 def steady(pool: ConnectionPool, executor: ThreadPoolExecutor, path: str, rate: float, seconds: float,
@@ -329,9 +335,25 @@ class Server:
         status, payload = self.pool.request("GET", "/metrics")
         return histogram_counts(payload.decode(), path) if status == 200 else {}
 
+    def cpu_seconds(self) -> float:
+        """CPU the webhook has used so far: the gunicorn master and its live workers.
+
+        CPU time is what our code costs whatever else the machine runs, so it is the steadier
+        figure for comparing two versions on a shared machine; latency is what users see.
+        """
+        pids = [self.process.pid]
+        try:
+            with open(f"/proc/{self.process.pid}/task/{self.process.pid}/children", encoding="ascii") as fh:
+                pids += [int(pid) for pid in fh.read().split()]
+        except OSError:
+            pass
+        samples = [sample(pid) for pid in pids]
+        return sum(s.cpu_seconds for s in samples if s is not None)
+
     def measure(self, path: str, run: Callable[[], Result]) -> Result:
-        before = self.scrape(path)
+        before, cpu_before = self.scrape(path), self.cpu_seconds()
         result = run()
+        result.cpu_seconds = self.cpu_seconds() - cpu_before
         result.server = server_share(before, self.scrape(path))
         result.load_average = os.getloadavg()[0]
         return result
@@ -417,6 +439,7 @@ def summarise(results: dict[str, dict[str, list[Result]]]) -> list[dict[str, Any
                 "median_p50_ms": round(statistics.median(r.pct_ms(0.50) for r in runs), 2),
                 "median_p99_ms": round(statistics.median(r.pct_ms(0.99) for r in runs), 2),
                 "median_rate_per_s": round(statistics.median(r.rate for r in runs), 1),
+                "median_cpu_ms_per_request": round(statistics.median(r.cpu_ms_per_request for r in runs), 3),
                 "errors": sum(r.errors for r in runs),
                 "server_within_10ms_pct": round(sum(r.server.within_10ms for r in runs) / served * 100, 2)
                 if served else None,
@@ -427,11 +450,13 @@ def summarise(results: dict[str, dict[str, list[Result]]]) -> list[dict[str, Any
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"\nmedians of {rows[0]['runs']} run(s):")
-    print(f"{'phase':<14} {'server':<8} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'errors':>6}  p99 of each run")
+    print(f"{'phase':<14} {'server':<8} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'cpu ms/req':>10} {'errors':>6}  "
+          "p99 of each run")
     for phase in PHASES:
         for row in (r for r in rows if r["phase"] == phase):
             print(f"{phase:<14} {row['server']:<8} {row['median_p50_ms']:8.2f} {row['median_p99_ms']:8.2f} "
-                  f"{row['median_rate_per_s']:8.1f} {row['errors']:6d}  {row['p99_ms']}")
+                  f"{row['median_rate_per_s']:8.1f} {row['median_cpu_ms_per_request']:10.3f} {row['errors']:6d}  "
+                  f"{row['p99_ms']}")
 
 
 def main(argv: list[str] | None = None) -> int:
