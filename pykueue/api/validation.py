@@ -117,15 +117,31 @@ def invalid_object_message(kind: str, name: str, errors: Sequence[FieldError], g
 
 from pykueue.api.dsl import RULES, Schema  # noqa: E402
 from pykueue.api.schema import apply_defaults, cached_object_schema  # noqa: E402
+from pykueue.api.schema_fastcheck import Accepts, UnsupportedSchema, compile_accepts  # noqa: E402
 from pykueue.api.schemas.common import NON_NEGATIVE_QUANTITY_PATTERN  # noqa: E402
 
 _VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
+_ACCEPTS: dict[str, Accepts] = {}
 
 
 def _validator(kind: str) -> jsonschema.protocols.Validator:
     if kind not in _VALIDATORS:
         _VALIDATORS[kind] = jsonschema.Draft7Validator(cached_object_schema(kind))
     return _VALIDATORS[kind]
+
+
+def _never_sure(_value: Any) -> bool:
+    return False
+
+
+def _accepts(kind: str) -> Accepts:
+    """The compiled fast check of ``kind`` (see :mod:`pykueue.api.schema_fastcheck`), built once."""
+    if kind not in _ACCEPTS:
+        try:
+            _ACCEPTS[kind] = compile_accepts(cached_object_schema(kind))
+        except UnsupportedSchema:
+            _ACCEPTS[kind] = _never_sure  # jsonschema alone, as before
+    return _ACCEPTS[kind]
 
 
 def _from_jsonschema(error: jsonschema.ValidationError) -> list[FieldError]:
@@ -241,8 +257,11 @@ def schema_errors(kind: str, obj: Any, *, unknown_fields: bool = True) -> list[F
         return [FieldError.invalid("", obj, "must be of type object")]
     defaulted = apply_defaults(kind, obj)
     errors: list[FieldError] = []
-    for error in sorted(_validator(kind).iter_errors(defaulted), key=lambda e: list(map(str, e.absolute_path))):
-        errors += _from_jsonschema(error)
+    # Most objects are valid: a compiled yes/no check answers those ~10x faster than jsonschema,
+    # which then only words the errors of the rest.
+    if not _accepts(kind)(defaulted):
+        for error in sorted(_validator(kind).iter_errors(defaulted), key=lambda e: list(map(str, e.absolute_path))):
+            errors += _from_jsonschema(error)
     errors += _walk(cached_object_schema(kind), defaulted, "", unknown_fields)
     unique: dict[str, FieldError] = {}
     for err in errors:
