@@ -108,6 +108,13 @@ LOCAL_QUEUE_PENDING = Gauge(
     ["name", "namespace", "status"],
 )
 
+# pykueue's own (not Kueue's): how long queue status writes waited for their share of the main
+# client's budget (controller.core.queue_status_controller.STATUS_WRITES_PER_SECOND).
+QUEUE_STATUS_BUDGET_WAIT = Counter(
+    "pykueue_queue_status_budget_wait_seconds",
+    "Seconds ClusterQueue/LocalQueue status writes waited for the status write budget.",
+)
+
 CQ_STATUSES = ("pending", "active", "terminating")
 
 

@@ -50,6 +50,12 @@ class PendingReasonWriter:
             self._latest[key] = (reason, message)
             self._cond.notify()
 
+    def discard(self, key: str) -> None:
+        """Drop ``key``'s reason if not written yet: the workload was just reserved, and writing
+        it would only collide with the reservation (a 409 and a GET, then nothing to write)."""
+        with self._cond:
+            self._latest.pop(key, None)  # its entry in _order is skipped when reached
+
     def backlog(self) -> int:
         with self._cond:
             return len(self._latest) + self._in_flight
@@ -76,7 +82,10 @@ class PendingReasonWriter:
                 if self._stopped:
                     return
                 key = self._order.popleft()
-                reason, message = self._latest.pop(key)
+                latest = self._latest.pop(key, None)
+                if latest is None:
+                    continue  # discarded
+                reason, message = latest
                 self._in_flight += 1
             try:
                 self._write(key, reason, message)

@@ -5,18 +5,28 @@ work queue folds repeated marks into one key, so a burst of a thousand workload 
 status write per queue per second at most (Kueue's per-cycle status writes were its biggest API
 load, kueue-engine.md §1.14). A write happens only when a field differs from what the object
 already shows (:func:`controller.core.patches.queue_status_patch`).
+
+Status writes of all queues also share a budget, :data:`STATUS_WRITES_PER_SECOND` (burst
+:data:`STATUS_WRITE_BURST`), on the controller's main client. Under load every queue changes
+every second: the 60 queues of the scheduler baseline could spend 60 requests/s, more than the
+whole QPS 50 budget that reservations need. With the budget, a write that has to wait sleeps
+first and is then recomputed from the caches, so it carries everything that changed meanwhile
+and the work queue folds the other queues' marks; a queue is still written within
+``queues / rate`` seconds of its last change (12 s for 60 queues), and a small cluster never waits.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from controller.runtime.workqueue import WorkQueue
 from pykueue.api import constants as C
+from pykueue.kube.backoff import TokenBucket
 from pykueue.kube.errors import Conflict, Invalid, NotFound
 from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
 
@@ -33,6 +43,10 @@ from .workers import start_workers
 log = logging.getLogger(__name__)
 
 BATCH_SECONDS = 1.0
+# A tenth of Kueue's client QPS (50) for queue status; the burst covers a cluster's worth of
+# queues changing at once (start-up, a test creating its queues).
+STATUS_WRITES_PER_SECOND = 5.0
+STATUS_WRITE_BURST = 20
 CQ_PREFIX = "cq:"
 LQ_PREFIX = "lq:"
 RF_PREFIX = "rf:"
@@ -52,6 +66,8 @@ class QueueStatusController:
         admission_checks: InformerLike,
         clock: Callable[[], datetime] = utcnow,
         batch_seconds: float = BATCH_SECONDS,
+        write_budget: TokenBucket | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._client = client
         self._workloads = workloads
@@ -61,6 +77,8 @@ class QueueStatusController:
         self._checks = admission_checks
         self._clock = clock
         self._batch = batch_seconds
+        self._budget = write_budget or TokenBucket(STATUS_WRITES_PER_SECOND, STATUS_WRITE_BURST)
+        self._sleep = sleep
         self.queue: WorkQueue[str] = WorkQueue("queue-status")
         self._threads: list[threading.Thread] = []
         indexes.add_workload_indexes(workloads)
@@ -161,6 +179,30 @@ class QueueStatusController:
                 self._client.patch(CLUSTER_QUEUES, name, release)
                 log.info("cluster queue released", extra={"clusterQueue": name})
             return
+        patch, counts, active = self._budgeted(lambda: self._cq_status(name))
+        if patch is not None:
+            self._client.patch_status(CLUSTER_QUEUES, name, patch)
+        if counts is not None:
+            self._export_cq_metrics(self._cluster_queues.store.get(name) or cq, counts, active)
+
+    def _budgeted(self, compute: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
+        """``compute()`` returns ``(patch, ...)``; when a patch is due and the write budget is
+        spent, wait for it and compute again from the (newer) caches."""
+        computed = compute()
+        if computed[0] is None:
+            return computed
+        delay = self._budget.reserve()
+        if delay <= 0:
+            return computed
+        m.QUEUE_STATUS_BUDGET_WAIT.inc(delay)
+        self._sleep(delay)
+        return compute()
+
+    def _cq_status(self, name: str) -> tuple[dict[str, Any] | None, qs.QueueCounts | None, Any]:
+        cq = self._cluster_queues.store.get(name)
+        if cq is None:
+            return None, None, None
+        reserving = self._workloads.store.by_index(indexes.WORKLOAD_BY_ADMITTED_CQ, name)
         pending = sum(
             len(self._pending_for_lq(lq_key))
             for lq_key in self._local_queues.store.index_keys(indexes.LOCAL_QUEUE_BY_CQ, name)
@@ -168,10 +210,7 @@ class QueueStatusController:
         counts = qs.count_workloads(reserving, pending)
         active = self._cq_active(cq)
         fields = qs.cluster_queue_status_fields(cq, counts)
-        patch = queue_status_patch(cq, fields, active, self._clock())
-        if patch is not None:
-            self._client.patch_status(CLUSTER_QUEUES, name, patch)
-        self._export_cq_metrics(cq, counts, active)
+        return queue_status_patch(cq, fields, active, self._clock()), counts, active
 
     def _export_cq_metrics(self, cq: dict[str, Any], counts: qs.QueueCounts, active: Any) -> None:
         name = wv.name(cq)
@@ -211,6 +250,16 @@ class QueueStatusController:
             namespace, _, name = key.partition("/")
             m.forget_local_queue(namespace, name)
             return
+        patch, pending = self._budgeted(lambda: self._lq_status(key))
+        if patch is not None:
+            self._client.patch_status(LOCAL_QUEUES, wv.name(lq), patch, wv.namespace(lq))
+        if pending is not None:
+            m.LOCAL_QUEUE_PENDING.labels(wv.name(lq), wv.namespace(lq), "active").set(pending)
+
+    def _lq_status(self, key: str) -> tuple[dict[str, Any] | None, int | None]:
+        lq = self._local_queues.store.get(key)
+        if lq is None:
+            return None, None
         cq_name = wv.spec(lq).get("clusterQueue")
         cq = self._cluster_queues.store.get(cq_name) if isinstance(cq_name, str) and cq_name else None
         cq_active = cq is not None and self._cq_active(cq).status == "True"
@@ -218,7 +267,4 @@ class QueueStatusController:
         pending = sum(1 for wl in workloads if qs.is_pending(wl))
         counts = qs.count_workloads(workloads, pending)
         active = qs.local_queue_active(lq, cq, cq_active)
-        patch = queue_status_patch(lq, qs.local_queue_status_fields(counts), active, self._clock())
-        if patch is not None:
-            self._client.patch_status(LOCAL_QUEUES, wv.name(lq), patch, wv.namespace(lq))
-        m.LOCAL_QUEUE_PENDING.labels(wv.name(lq), wv.namespace(lq), "active").set(pending)
+        return queue_status_patch(lq, qs.local_queue_status_fields(counts), active, self._clock()), pending

@@ -407,6 +407,7 @@ class SchedulerLoop:
                 engine.rollback(extra.workload)
             reservations = reservations[:1]
         for reservation in reservations:
+            self.pending_reasons.discard(reservation.workload)
             keys = (reservation.workload,)
             if reservation.displaces is not None:
                 keys += (reservation.displaces.workload,)

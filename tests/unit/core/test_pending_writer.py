@@ -52,3 +52,28 @@ def test_a_failing_write_does_not_stop_the_writer() -> None:
         writer.stop()
     assert written == ["ns/good"]
     assert writer.backlog() == 0
+
+
+def test_a_discarded_reason_is_not_written_and_a_later_one_is() -> None:
+    gate = threading.Event()
+    written: list[tuple[str, str]] = []
+
+    def write(key: str, reason: str, message: str) -> None:
+        gate.wait(5)
+        written.append((key, reason))
+
+    writer = PendingReasonWriter(write, threads=1)
+    writer.start()
+    try:
+        writer.submit("ns/a", "Pending", "first")  # taken by the thread, blocked on the gate
+        assert not writer.flush(0.1)
+        writer.submit("ns/b", "WaitingForQuota", "b")
+        writer.discard("ns/b")  # b was reserved before its reason went out
+        writer.submit("ns/c", "WaitingForQuota", "c")
+        gate.set()
+        assert writer.flush(5)
+        writer.submit("ns/b", "WaitingForQuota", "b again")  # evicted and waiting again later
+        assert writer.flush(5)
+    finally:
+        writer.stop()
+    assert written == [("ns/a", "Pending"), ("ns/c", "WaitingForQuota"), ("ns/b", "WaitingForQuota")]
