@@ -38,12 +38,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import heapq
 import json
 import math
+import os
 import platform
 import statistics
+import struct
 import sys
 import time
 from collections.abc import Sequence
@@ -76,6 +79,49 @@ DEFAULT_PENDING = (1_000, 5_000, 15_000, 50_000)
 _clock = time.process_time
 
 
+class _InstructionCounter:
+    """User-space instructions retired by this thread, from the CPU's hardware counter.
+
+    CPU time on a shared machine moves with everyone else's load (cache pressure, frequency);
+    the number of instructions an engine call executes does not, so it is the stable way to see
+    whether the work per decision grows with the backlog. Cache misses show up in CPU time and
+    not here: the two together separate "more work" from "slower memory". Linux only
+    (``perf_event_open``); ``available`` is False where the kernel or container forbids it.
+    """
+
+    _SYSCALL_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
+    _EXCLUDE_KERNEL_AND_HV = (1 << 5) | (1 << 6)
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        number = self._SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
+        if sys.platform != "linux" or number is None:
+            return
+        # struct perf_event_attr, first version (64 bytes): PERF_TYPE_HARDWARE,
+        # PERF_COUNT_HW_INSTRUCTIONS, counting (not sampling), user space only.
+        attr = struct.pack("IIQQQQQIIQ", 0, 64, 1, 0, 0, 0, self._EXCLUDE_KERNEL_AND_HV, 0, 0, 0)
+        buffer = ctypes.create_string_buffer(attr, len(attr))
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.syscall(number, buffer, 0, -1, -1, 0)
+        except (OSError, AttributeError):
+            return
+        if fd >= 0:
+            self.fd = fd
+
+    @property
+    def available(self) -> bool:
+        return self.fd is not None
+
+    def read(self) -> int:
+        return struct.unpack("Q", os.read(self.fd, 8))[0] if self.fd is not None else 0
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 @dataclass
 class Row:
     pending: int
@@ -89,6 +135,7 @@ class Row:
     decisions_per_second: float
     cycle_decisions_per_second: float
     us_per_decision: float
+    kinstructions_per_decision: float | None
     gc_us_per_decision: float
     gc_collections: list[int]
     mean_cycle_ms: float
@@ -156,7 +203,14 @@ def _class_sequence(shape: Shape) -> list[str]:
 
 class Simulation:
     def __init__(
-        self, shape: Shape, pending: int, heads: int, step_ms: float, batch_s: float, freeze_gc: bool
+        self,
+        shape: Shape,
+        pending: int,
+        heads: int,
+        step_ms: float,
+        batch_s: float,
+        freeze_gc: bool,
+        instructions: _InstructionCounter,
     ) -> None:
         self.shape = shape
         self.engine = Engine(heads_per_cluster_queue=heads, requeue_batch_seconds=batch_s)
@@ -178,6 +232,9 @@ class Simulation:
         self.admissions = 0
         self.preemptions = 0
         self.heads_tried = 0
+        self.gc_timer = _GcTimer()
+        self.instructions = instructions
+        self.engine_instructions = 0
         # Evicted workloads back in their queue stand in for new arrivals of their class. Keyed by
         # (ClusterQueue, class): each queue keeps its own size and class mix, so which workloads
         # reach the heads, and hence the stream of decisions, does not depend on the backlog size.
@@ -217,9 +274,13 @@ class Simulation:
         return obj
 
     def _timed(self, fn: Any, *args: Any) -> Any:
+        self.gc_timer.inside = True
+        counted = self.instructions.read()
         start = _clock()
         result = fn(*args)
         self.engine_time += _clock() - start
+        self.engine_instructions += self.instructions.read() - counted
+        self.gc_timer.inside = False
         return result
 
     def step_once(self) -> None:
@@ -233,9 +294,13 @@ class Simulation:
             namespace, name = key.split("/")
             self._timed(self.engine.delete_workload, namespace, name)
             self.objects.pop(key, None)
+        self.gc_timer.inside = True
+        counted = self.instructions.read()
         start = _clock()
         result = self.engine.schedule(self.now)
         elapsed = _clock() - start
+        self.engine_instructions += self.instructions.read() - counted
+        self.gc_timer.inside = False
         self.engine_time += elapsed
         self.cycle_times.append(elapsed)
         self.heads_tried += result.heads_tried
@@ -295,11 +360,12 @@ def run_size(
     batch_s: float,
     max_cycles: int,
     freeze_gc: bool,
+    instructions: _InstructionCounter,
 ) -> Row:
     """One run: load ``pending`` workloads, warm up to steady state, measure ``decisions``."""
     gc.unfreeze()
     gc.collect()
-    sim = Simulation(shape, pending, heads, step_ms, batch_s, freeze_gc)
+    sim = Simulation(shape, pending, heads, step_ms, batch_s, freeze_gc, instructions)
     # Warm up until the quota has turned over a few times, so the measured part is steady
     # state and not the initial fill (which admits without preemptions).
     warm_cycles = 0
@@ -307,10 +373,11 @@ def run_size(
         sim.step_once()
         warm_cycles += 1
     sim.engine_time = 0.0
+    sim.engine_instructions = 0
     sim.cycle_times.clear()
     sim.admissions = sim.preemptions = sim.heads_tried = 0
     cycles = 0
-    with _GcTimer() as gc_timer:
+    with sim.gc_timer as gc_timer:
         while sim.admissions + sim.preemptions < decisions and cycles < max_cycles:
             sim.step_once()
             cycles += 1
@@ -330,6 +397,9 @@ def run_size(
         decisions_per_second=round(made / sim.engine_time, 1) if sim.engine_time else 0.0,
         cycle_decisions_per_second=round(made / cycle_total, 1) if cycle_total else 0.0,
         us_per_decision=round(sim.engine_time / made * 1e6, 1) if made else 0.0,
+        kinstructions_per_decision=(
+            round(sim.engine_instructions / made / 1000, 1) if made and instructions.available else None
+        ),
         gc_us_per_decision=round(gc_timer.seconds / made * 1e6, 1) if made else 0.0,
         gc_collections=gc_timer.collections,
         mean_cycle_ms=round(statistics.fmean(sim.cycle_times) * 1000, 3) if sim.cycle_times else 0.0,
@@ -344,21 +414,23 @@ def run_size(
 
 
 class _GcTimer:
-    """CPU time spent in the cyclic garbage collector (all generations) while active.
+    """CPU time the cyclic garbage collector (all generations) spent inside timed engine calls.
 
-    Collections run inside whatever call allocates, so their time is already part of the engine
-    time when an engine call triggered them; this column says how much of it was the collector.
+    A collection runs inside whichever call's allocation triggers it, so its time is part of the
+    engine time when an engine call triggered it; this says how much of the engine time was the
+    collector. Collections triggered by the simulation's own code are not counted.
     """
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.collections = [0, 0, 0]
-        self._started = 0.0
+        self.inside = False  # an engine call is being timed
+        self._started: float | None = None
 
     def _callback(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._started = _clock()
-        else:
+            self._started = _clock() if self.inside else None
+        elif self._started is not None:
             self.seconds += _clock() - self._started
             self.collections[info["generation"]] += 1
 
@@ -375,18 +447,23 @@ def median_row(runs: Sequence[Row]) -> Row:
     first = runs[0]
     values: dict[str, Any] = {}
     for name, value in asdict(first).items():
-        if isinstance(value, float):
+        if isinstance(value, float) and all(getattr(r, name) is not None for r in runs):
             values[name] = round(statistics.median(getattr(r, name) for r in runs), 4)
         else:
             values[name] = value
     return Row(**values)
 
 
+def _optional(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
 def _print_table(title: str, rows: Sequence[Row], smallest_us: float | None = None) -> None:
     print(title)
     header = (
         f"{'pending':>8} {'decisions':>9} {'admit':>6} {'preempt':>7} {'cycles':>6} {'heads':>6} "
-        f"{'dec/s':>7} {'cycle dec/s':>11} {'us/dec':>7} {'x 1st':>6} {'gc us/dec':>9} {'cycle ms':>8} "
+        f"{'dec/s':>7} {'cycle dec/s':>11} {'us/dec':>7} {'x 1st':>6} {'kinstr/dec':>10} {'gc us/dec':>9} "
+        f"{'cycle ms':>8} "
         f"{'p99 ms':>7} {'load us/wl':>10}"
     )
     print(header)
@@ -396,7 +473,8 @@ def _print_table(title: str, rows: Sequence[Row], smallest_us: float | None = No
         print(
             f"{r.pending:>8} {r.decisions:>9} {r.admissions:>6} {r.preemptions:>7} {r.cycles:>6} {r.heads_tried:>6} "
             f"{r.decisions_per_second:>7.0f} {r.cycle_decisions_per_second:>11.0f} {r.us_per_decision:>7.1f} "
-            f"{ratio:>6.2f} {r.gc_us_per_decision:>9.1f} {r.mean_cycle_ms:>8.3f} {r.p99_cycle_ms:>7.3f} "
+            f"{ratio:>6.2f} {_optional(r.kinstructions_per_decision):>10} {r.gc_us_per_decision:>9.1f} "
+            f"{r.mean_cycle_ms:>8.3f} {r.p99_cycle_ms:>7.3f} "
             f"{r.load_us_per_workload:>10.1f}"
         )
 
@@ -431,14 +509,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.repeat} run(s) per size interleaved, gc.freeze after load={not args.no_gc_freeze}"
     )
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'unknown cpu'})")
+    instructions = _InstructionCounter()
     runs: dict[int, list[Row]] = {n: [] for n in sizes}
     for _ in range(args.repeat):
         # Interleaved (1k, 5k, ..., 1k, 5k, ...): a burst of load on the shared machine then
         # hits every size instead of skewing one of them.
         for n in sizes:
             runs[n].append(
-                run_size(shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_freeze)
+                run_size(
+                    shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_freeze,
+                    instructions,
+                )
             )
+    instructions.close()
     rows = [median_row(runs[n]) for n in sizes]
     if args.repeat > 1:
         _print_table("every run:", [r for rep in zip(*runs.values(), strict=True) for r in rep])
