@@ -24,18 +24,33 @@ import heapq
 import itertools
 from collections.abc import Iterator
 
-from .records import ObjectKey, OrderKey, WorkloadInfo
+from .records import ObjectKey, WorkloadInfo
 
 _STRICT_CLASS = 0
 _entry_ids = itertools.count(1)
 
+# A heap record: the workload's order key flattened (-priority, queue timestamp, arrival,
+# tiebreak), then its entry id (tells a live record from a stale one) and key. Flat, because
+# comparing nested tuples costs twice as much and the heap compares O(log n) records per push/pop.
+_Record = tuple[int, float, int, str, int, ObjectKey]
+_ENTRY_ID = 4
+_KEY = 5
+
+
+def _record(info: WorkloadInfo, entry_id: int) -> _Record:
+    return (*info.order_key, entry_id, info.key)
+
 
 class _ShapeClass:
-    __slots__ = ("heap", "version")
+    __slots__ = ("heap", "listed", "version")
 
     def __init__(self) -> None:
-        self.heap: list[tuple[OrderKey, int, ObjectKey]] = []
+        self.heap: list[_Record] = []
         self.version = 0
+        # A record of the current version is in the queue's class heap. True for every class with
+        # workloads that is not parked; a push into a listed class whose head does not change
+        # then needs no class-heap record.
+        self.listed = False
 
 
 class PendingQueue:
@@ -49,10 +64,14 @@ class PendingQueue:
 
     def _reset(self) -> None:
         self._classes: dict[int, _ShapeClass] = {}
-        self._class_heap: list[tuple[OrderKey, int, int]] = []  # (head key, version, shape)
+        self._class_heap: list[tuple[_Record, int, int]] = []  # (class head's record, version, shape)
         self._entries: dict[ObjectKey, tuple[int, int, WorkloadInfo]] = {}  # key -> (entry id, shape, info)
         self._parked: set[int] = set()
         self._class_sizes: dict[int, int] = {}  # shape -> live workloads (heaps keep stale records)
+        # The last popped workload whose record was still the top of its class heap: (key, shape,
+        # record). The cycle pops a head and, when it does not fit, pushes it straight back; the
+        # record is then revived instead of popped and pushed again (see ``push``).
+        self._popped: tuple[ObjectKey, int, _Record] | None = None
 
     # --- size and membership ---------------------------------------------------------------------
     def __len__(self) -> int:
@@ -83,16 +102,18 @@ class PendingQueue:
     def _shape(self, info: WorkloadInfo) -> int:
         return _STRICT_CLASS if self.strict_fifo else info.shape
 
-    def _class_head(self, shape: int) -> tuple[OrderKey, ObjectKey] | None:
+    def _class_top(self, shape: int) -> _Record | None:
+        """The live record at the top of a class's heap (stale records above it are dropped)."""
         cls = self._classes.get(shape)
         if cls is None:
             return None
         heap = cls.heap
+        entries = self._entries
         while heap:
-            sort_key, entry_id, key = heap[0]
-            entry = self._entries.get(key)
-            if entry is not None and entry[0] == entry_id:
-                return sort_key, key
+            record = heap[0]
+            entry = entries.get(record[_KEY])
+            if entry is not None and entry[0] == record[_ENTRY_ID]:
+                return record
             heapq.heappop(heap)
         del self._classes[shape]
         return None
@@ -101,12 +122,13 @@ class PendingQueue:
         """Record a class's current head in the class heap (older records become stale)."""
         if shape in self._parked:
             return
-        head = self._class_head(shape)
-        if head is None:
+        top = self._class_top(shape)
+        if top is None:
             return
         cls = self._classes[shape]
         cls.version += 1
-        heapq.heappush(self._class_heap, (head[0], cls.version, shape))
+        cls.listed = True
+        heapq.heappush(self._class_heap, (top, cls.version, shape))
 
     def push(self, info: WorkloadInfo, *, escape_parked: bool = False) -> None:
         """Add or replace a workload (an update re-files it with its new priority/timestamp).
@@ -117,23 +139,45 @@ class PendingQueue:
         (Kueue moves such a workload out of its inadmissible map). A new workload does not
         escape: it joins its parked class, as Kueue sends new arrivals of a failing shape
         straight to the inadmissible map.
+
+        Cost: a head popped by the cycle and pushed back unchanged revives its record, which is
+        still the top of its class heap (O(1)); otherwise one heap push, O(log n), plus a
+        class-heap record only if the workload becomes its class's head.
         """
         shape = self._shape(info)
+        key = info.key
         if escape_parked and shape in self._parked:
-            shape = hash((shape, info.key))
+            shape = hash((shape, key))
+        old = self._entries.get(key)
+        popped = self._popped
+        if popped is not None and popped[0] == key:
+            self._popped = None
+            if old is None and popped[1] == shape and self._revive(info, shape, popped[2]):
+                return
         entry_id = next(_entry_ids)
-        old = self._entries.get(info.key)
-        self._entries[info.key] = (entry_id, shape, info)
+        self._entries[key] = (entry_id, shape, info)
         if old is not None:
-            self._shrink(old[1])
+            self._shrink(old[1])  # its old record is stale now; its class heals lazily in head()
         self._class_sizes[shape] = self._class_sizes.get(shape, 0) + 1
         cls = self._classes.get(shape)
         if cls is None:
             cls = self._classes[shape] = _ShapeClass()
-        heapq.heappush(cls.heap, (info.order_key, entry_id, info.key))
-        if old is not None and old[1] != shape:
-            self._announce(old[1])
-        self._announce(shape)
+        record = _record(info, entry_id)
+        heapq.heappush(cls.heap, record)
+        if not cls.listed or cls.heap[0] is record:
+            self._announce(shape)
+
+    def _revive(self, info: WorkloadInfo, shape: int, record: _Record) -> bool:
+        """Make a just-popped workload's record live again if it is still its class's top and
+        the workload's order is unchanged (the same position a fresh record would take)."""
+        cls = self._classes.get(shape)
+        if cls is None or not cls.heap or cls.heap[0] is not record or record[:_ENTRY_ID] != info.order_key:
+            return False
+        self._entries[info.key] = (record[_ENTRY_ID], shape, info)
+        self._class_sizes[shape] = self._class_sizes.get(shape, 0) + 1
+        if not cls.listed:
+            self._announce(shape)
+        return True
 
     def remove(self, key: ObjectKey) -> WorkloadInfo | None:
         entry = self._entries.pop(key, None)
@@ -153,7 +197,12 @@ class PendingQueue:
             del self._class_sizes[shape]
 
     def head(self) -> WorkloadInfo | None:
-        """The next workload to try, without removing it."""
+        """The next workload to try, without removing it.
+
+        Class-heap records are checked against their class when they reach the top: a record of
+        an older version, of a parked class, or whose class head has changed since it was
+        announced is dropped (and the class announced again with its current head).
+        """
         if self.sticky is not None:
             entry = self._entries.get(self.sticky)
             if entry is not None:
@@ -161,28 +210,44 @@ class PendingQueue:
             self.sticky = None
         heap = self._class_heap
         while heap:
-            sort_key, version, shape = heap[0]
+            record, version, shape = heap[0]
             cls = self._classes.get(shape)
-            if cls is None or cls.version != version or shape in self._parked:
+            if cls is None or cls.version != version:
                 heapq.heappop(heap)
                 continue
-            head = self._class_head(shape)
-            if head is None:
+            if shape in self._parked:
+                heapq.heappop(heap)
+                cls.listed = False  # requeue_parked announces it again
+                continue
+            top = self._class_top(shape)
+            if top is None:
                 heapq.heappop(heap)
                 continue
-            if head[0] != sort_key:  # the head was removed or replaced since it was announced
+            if top is not record:  # the head was removed or replaced since it was announced
                 heapq.heappop(heap)
+                cls.listed = False
                 self._announce(shape)
                 continue
-            return self._entries[head[1]][2]
+            return self._entries[top[_KEY]][2]
         return None
 
     def pop(self) -> WorkloadInfo | None:
+        """Remove and return the head. Its records stay in the heaps: dropped lazily by the next
+        ``head`` if it is admitted, revived by ``push`` if the cycle puts it back."""
         info = self.head()
-        if info is not None:
-            shape = self._entries[info.key][1]
-            self.remove(info.key)
-            self._announce(shape)
+        if info is None:
+            return None
+        key = info.key
+        entry_id, shape, _ = self._entries.pop(key)
+        self._shrink(shape)
+        if self.sticky == key:
+            self.sticky = None
+        cls = self._classes.get(shape)
+        top = cls.heap[0] if cls is not None and cls.heap else None
+        if top is not None and top[_KEY] == key and top[_ENTRY_ID] == entry_id:
+            self._popped = (key, shape, top)
+        else:
+            self._popped = None  # a sticky head need not be its class's top
         return info
 
     # --- parking (BestEffortFIFO inadmissible workloads) ---------------------------------------------
