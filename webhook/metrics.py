@@ -8,6 +8,7 @@ gunicorn runs several worker processes and a scrape reaches only one of them, so
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -33,9 +34,21 @@ LATENCY = Histogram(
 )
 
 
+# (path, outcome) -> the labelled children. ``labels()`` validates and hashes the label values and
+# takes the metric's lock on every call; the set of pairs is small and fixed (the registry's paths,
+# "unknown", five outcomes), so each pair is resolved once per worker. Concurrent first uses may
+# both resolve a pair: labels() returns the same child, so either write is right.
+_CHILDREN: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+
 def observe(path: str, outcome: str, seconds: float) -> None:
-    REQUESTS.labels(path=path, outcome=outcome).inc()
-    LATENCY.labels(path=path, outcome=outcome).observe(seconds)
+    children = _CHILDREN.get((path, outcome))
+    if children is None:
+        children = (REQUESTS.labels(path=path, outcome=outcome), LATENCY.labels(path=path, outcome=outcome))
+        _CHILDREN[(path, outcome)] = children
+    requests, latency = children
+    requests.inc()
+    latency.observe(seconds)
 
 
 def exposition() -> tuple[bytes, str]:
