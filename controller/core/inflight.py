@@ -11,10 +11,11 @@ queue and admissions per second were bounded by threads / write latency (docs/pe
   ``preemption_failed``, block-admission bookkeeping) is never applied from a pool thread: the
   future's callback puts it on a completion queue and wakes the loop, which applies it with
   :meth:`apply_completed` at the start of its next step;
-* writes on the same workload are chained: a later write waits for the earlier one and then
-  starts from a fresh GET (the informer cache has probably not seen the earlier write yet). This
-  is what keeps a preemption of a just-assumed victim, or a concurrent-admission migration of a
-  just-assumed sibling, from reading a stale "holds no quota" and doing nothing;
+* writes on the same workload are chained: a later write waits for the earlier one, so it is
+  built on the earlier write's result (the scheduler reads its own writes before the cache has
+  them, :mod:`controller.core.own_writes`). This is what keeps a preemption of a just-assumed
+  victim, or a concurrent-admission migration of a just-assumed sibling, from reading a stale
+  "holds no quota" and doing nothing;
 * :meth:`full` is the backpressure signal: at ``cap`` outcomes not yet applied, the loop waits for
   completions instead of running more cycles (decisions would otherwise pile up far ahead of the
   client's rate limit, each holding assumed quota);
@@ -33,9 +34,8 @@ from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
-# write(after_other_write) -> ok. ``after_other_write`` is True when an earlier write on the same
-# workload finished just before this one started (start from a fresh read).
-Write = Callable[[bool], bool]
+# write() -> ok, run on a pool thread.
+Write = Callable[[], bool]
 # Applied on the loop thread with the write's outcome.
 OnDone = Callable[[bool], None]
 
@@ -92,7 +92,7 @@ class InFlightWrites:
                 # Earlier jobs were queued first on a FIFO pool, so they are running or done:
                 # waiting here cannot deadlock the pool.
                 wait(earlier)
-            return write(bool(earlier))
+            return write()
 
         epoch = self._epoch
         future = pool.submit(job)

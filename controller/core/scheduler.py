@@ -50,6 +50,7 @@ from .cycle_patches import (
 from .events import EventSink
 from .indexes import ApiClient, InformerLike, cached_keys
 from .inflight import InFlightWrites
+from .own_writes import OwnWrites
 from .pending_writer import PendingReasonWriter
 from .plan import EVENT_NORMAL, EventSpec
 
@@ -129,6 +130,7 @@ class SchedulerLoop:
         # decides again from the API).
         self._abandon = threading.Event()
         self.writes = InFlightWrites(max_in_flight, self.wake)
+        self.own_writes = OwnWrites()  # see own_writes.py: patches built on our latest write
         self.engine: Engine | None = None
         self._applied_rv: dict[tuple[str, str], str] = {}
         self._reserved_seen: dict[str, dict[str, Any]] = {}  # see handler_for
@@ -161,9 +163,16 @@ class SchedulerLoop:
             # that held quota so the engine sees that reservation before its release.
             if self._accepting and wv.has_reservation(obj):
                 self._reserved_seen[wv.key(obj)] = obj
+            self.own_writes.observed(wv.key(obj), obj)
             on(obj)
 
-        return FuncHandler(add=on_workload, update=lambda _old, new: on_workload(new), delete=on)
+        def on_workload_deleted(obj: dict[str, Any]) -> None:
+            self.own_writes.observed(wv.key(obj), None)
+            on(obj)
+
+        return FuncHandler(
+            add=on_workload, update=lambda _old, new: on_workload(new), delete=on_workload_deleted
+        )
 
     # --- loop thread -----------------------------------------------------------------------------
 
@@ -204,6 +213,7 @@ class SchedulerLoop:
         self._accepting = True
         self._abandon.clear()
         self.writes.reset()
+        self.own_writes.clear()
         self._applied_rv.clear()
         self._reserved_seen.clear()
         engine = self.engine = self._engine_factory()
@@ -450,13 +460,12 @@ class SchedulerLoop:
 
     # --- writes, on the pool's threads ----------------------------------------------------------------
 
-    def _evict(self, eviction: Eviction, now: datetime, after_other_write: bool = False) -> bool:
+    def _evict(self, eviction: Eviction, now: datetime) -> bool:
         """A HoldAndDrain eviction; False only when the write failed (the engine emits it again)."""
         try:
             self._write(
                 eviction.workload,
                 lambda wl: eviction_patch(wl, reason=eviction.reason, message=eviction.message, now=now),
-                fresh_first=after_other_write,
                 recheck=_may_hide_our_reservation,
             )
         except ApiError as err:
@@ -470,7 +479,7 @@ class SchedulerLoop:
 
     def _current(self, key: str, fresh: bool) -> dict[str, Any] | None:
         if not fresh:
-            return self._informers["workloads"].store.get(key)
+            return self.own_writes.current(key, self._informers["workloads"].store.get(key))
         namespace, name = _split(key)
         return self._client.get(WORKLOADS, name, namespace)
 
@@ -479,18 +488,17 @@ class SchedulerLoop:
         key: str,
         build: Callable[[dict[str, Any]], CyclePatch | None],
         *,
-        fresh_first: bool = False,
         recheck: Callable[[dict[str, Any]], bool] | None = None,
     ) -> dict[str, Any] | None:
         """Build and send a patch for ``key``; on 409 rebuild from a fresh GET once. Returns the
         written object (None when the decision no longer applied or the object is gone).
 
-        ``fresh_first``: start from a GET (an earlier write on this workload just landed and the
-        cache has probably not seen it). ``recheck``: when a decision does not apply to the *cached*
+        The object comes from the cache, or from our own last write when the cache has not
+        delivered it yet (:class:`OwnWrites`). ``recheck``: when a decision does not apply to the *cached*
         object and ``recheck(cached)`` is true, check once more against a GET before giving up —
         for evictions, whose target may hold a reservation we wrote that the cache does not show
         yet."""
-        for fresh in (True, True) if fresh_first else (False, True):
+        for fresh in (False, True):
             if self._abandon.is_set():
                 return None
             wl = self._current(key, fresh)
@@ -508,17 +516,16 @@ class SchedulerLoop:
                 continue
             except NotFound:
                 return None
+            self.own_writes.record(key, wl, written)
             for event in built.events:
                 self._events.emit(written, event)
             return written
         return None
 
-    def _reserve(self, reservation: Reservation, now: datetime, after_other_write: bool = False) -> bool:
+    def _reserve(self, reservation: Reservation, now: datetime) -> bool:
         """The reservation write (after the displaced sibling's eviction, for a migration)."""
         wl_before = self._informers["workloads"].store.get(reservation.workload)
-        if reservation.displaces is not None and not self._displace(
-            reservation.displaces, now, after_other_write
-        ):
+        if reservation.displaces is not None and not self._displace(reservation.displaces, now):
             return False
         try:
             written = self._write(
@@ -531,7 +538,6 @@ class SchedulerLoop:
                     message=reservation.message,
                     now=now,
                 ),
-                fresh_first=after_other_write,
             )
         except ApiError as err:
             log.warning("admission write failed", extra={"workload": reservation.workload, "error": str(err)})
@@ -557,7 +563,7 @@ class SchedulerLoop:
         )
         return True
 
-    def _displace(self, eviction: Eviction, now: datetime, after_other_write: bool = False) -> bool:
+    def _displace(self, eviction: Eviction, now: datetime) -> bool:
         """Concurrent-admission migration: evict the sibling option and clear its reservation
         before the preferred option's reservation is written (never two holding quota)."""
         before = self._informers["workloads"].store.get(eviction.workload)
@@ -565,7 +571,6 @@ class SchedulerLoop:
             written = self._write(
                 eviction.workload,
                 lambda wl: migration_patch(wl, message=eviction.message, now=now),
-                fresh_first=after_other_write,
                 recheck=_may_hide_our_reservation,
             )
         except ApiError as err:
@@ -581,7 +586,7 @@ class SchedulerLoop:
             log.info("option displaced by migration", extra={"workload": eviction.workload})
         return True
 
-    def _preempt(self, preemption: Preemption, now: datetime, after_other_write: bool = False) -> bool:
+    def _preempt(self, preemption: Preemption, now: datetime) -> bool:
         """Evict one victim; False only when the write failed (the engine may pick it again).
         A victim that no longer holds quota or is already evicted needs nothing: True."""
         try:
@@ -594,7 +599,6 @@ class SchedulerLoop:
                     message=preemption.message,
                     now=now,
                 ),
-                fresh_first=after_other_write,
                 recheck=_may_hide_our_reservation,
             )
         except ApiError as err:

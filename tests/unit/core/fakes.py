@@ -51,6 +51,8 @@ class FakeApi:
         self.rv = 100
         self.failures: list[ApiError] = []
         self.patches: list[tuple[str, str, dict[str, Any]]] = []
+        self.gets = 0
+        self.conflicts = 0
         self.lag = False
         for plural, informer in informers.items():
             for obj in informer.store.list():
@@ -70,6 +72,7 @@ class FakeApi:
         return obj
 
     def get(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        self.gets += 1
         obj = self.objects.get((res.plural, f"{namespace}/{name}" if namespace else name))
         return copy.deepcopy(obj) if obj is not None else None
 
@@ -84,6 +87,7 @@ class FakeApi:
             raise NotFound(404, "NotFound", key)
         wanted = (patch.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != current["metadata"]["resourceVersion"]:
+            self.conflicts += 1
             raise Conflict(409, "Conflict", "the object has been modified")
         self.patches.append((res.plural, key, patch))
         updated = merge_patch(current, patch)

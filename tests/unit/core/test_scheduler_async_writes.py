@@ -4,6 +4,7 @@ before the outcome. The fake API's :class:`WriteGate` holds writes in flight unt
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -242,8 +243,8 @@ def test_preempting_a_victim_whose_reservation_is_still_in_flight_evicts_it() ->
 
 
 def test_preempting_a_victim_whose_confirmed_reservation_the_cache_has_not_seen_evicts_it() -> None:
-    """The victim's write is done and confirmed but its echo is late: the eviction checks the
-    API before concluding that the victim holds nothing."""
+    """The victim's write is done and confirmed but its echo is late: the eviction is built on
+    our own write (no conflict, no extra read)."""
     h = Harness(cpu="1", preemption=("LowerPriority",))
     try:
         h.submit("low", priority=1)
@@ -253,10 +254,65 @@ def test_preempting_a_victim_whose_confirmed_reservation_the_cache_has_not_seen_
         assert not (h.informers["workloads"].store.get("ns/low").get("status") or {}).get("admission")
 
         h.submit("high", priority=100)
+        gets, conflicts = h.api.gets, h.api.conflicts
         cycle = h.step()
         assert cycle is not None and [p.victim for p in cycle.preemptions] == ["ns/low"]
         victim = h.workload("low")
         evicted = next(c for c in victim["status"]["conditions"] if c["type"] == "Evicted")
         assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+        assert (h.api.gets - gets, h.api.conflicts - conflicts) == (0, 0)
+    finally:
+        h.close()
+
+
+def test_an_eviction_checks_the_api_when_the_cache_shows_no_reservation_we_know_of() -> None:
+    """The last line of defence: no record of our own write either (dropped here by hand), so a
+    cache without the reservation is checked against a GET before the eviction is given up."""
+    h = Harness(cpu="1", preemption=("LowerPriority",))
+    try:
+        h.submit("low", priority=1)
+        h.start()
+        h.api.lag = True
+        h.step()
+        h.loop.own_writes.clear()
+        h.submit("high", priority=100)
+        cycle = h.step()
+        assert cycle is not None and [p.victim for p in cycle.preemptions] == ["ns/low"]
+        evicted = next(c for c in h.workload("low")["status"]["conditions"] if c["type"] == "Evicted")
+        assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+    finally:
+        h.close()
+
+
+def test_a_reservation_after_our_own_pending_reason_is_built_on_that_write() -> None:
+    """The pending reason we just wrote has not reached the cache: the reservation is built on
+    our write instead of the stale cached version, so it costs one request, not three."""
+    h = Harness(cpu="1")
+    try:
+        h.submit("a")
+        h.submit("b")
+        h.start()
+        h.api.lag = True
+        h.step()  # a reserved; b gets its pending reason, written but not echoed
+        assert h.workload("b")["status"]["conditions"][0]["reason"] == "WaitingForQuota"
+        finished = copy.deepcopy(h.workload("a"))
+        finished["status"]["conditions"].append(
+            {
+                "type": "Finished",
+                "status": "True",
+                "reason": "Succeeded",
+                "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        )
+        h.api.put("workloads", finished)  # a finishes (another writer; the cache sees it)
+        h.loop.notify("workloads", "ns/a")
+        gets, conflicts = h.api.gets, h.api.conflicts
+        assert h.engine is not None
+        h.engine.requeue_batch_seconds = 0.0  # freed quota requeues b at once (fixed test clock)
+        cycle = h.step()
+        assert cycle is not None and [r.workload for r in cycle.reservations] == ["ns/b"]
+        assert h.reserved() >= {"b"}
+        assert (h.api.conflicts - conflicts, h.api.gets - gets) == (0, 0)
     finally:
         h.close()
