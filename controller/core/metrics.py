@@ -115,6 +115,15 @@ QUEUE_STATUS_BUDGET_WAIT = Counter(
     "Seconds ClusterQueue/LocalQueue status writes waited for the status write budget.",
 )
 
+# pykueue's own: the scheduler's Workload status writes by kind (reservation, preemption,
+# eviction, migration, pending_reason) and result (written, conflict, not_needed, gone, failed),
+# to see where the main client's requests go (docs/performance.md).
+SCHEDULER_WRITES = Counter(
+    "pykueue_scheduler_status_writes_total",
+    "Workload status writes of the scheduler, by kind and result.",
+    ["kind", "result"],
+)
+
 CQ_STATUSES = ("pending", "active", "terminating")
 
 

@@ -466,6 +466,7 @@ class SchedulerLoop:
             self._write(
                 eviction.workload,
                 lambda wl: eviction_patch(wl, reason=eviction.reason, message=eviction.message, now=now),
+                kind="eviction",
                 recheck=_may_hide_our_reservation,
             )
         except ApiError as err:
@@ -475,7 +476,9 @@ class SchedulerLoop:
 
     def _write_pending_reason(self, key: str, reason: str, message: str) -> None:
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
-        self._write(key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now))
+        self._write(
+            key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now), kind="pending_reason"
+        )
 
     def _current(self, key: str, fresh: bool) -> dict[str, Any] | None:
         if not fresh:
@@ -488,6 +491,7 @@ class SchedulerLoop:
         key: str,
         build: Callable[[dict[str, Any]], CyclePatch | None],
         *,
+        kind: str,
         recheck: Callable[[dict[str, Any]], bool] | None = None,
     ) -> dict[str, Any] | None:
         """Build and send a patch for ``key``; on 409 rebuild from a fresh GET once. Returns the
@@ -497,7 +501,7 @@ class SchedulerLoop:
         delivered it yet (:class:`OwnWrites`). ``recheck``: when a decision does not apply to the *cached*
         object and ``recheck(cached)`` is true, check once more against a GET before giving up —
         for evictions, whose target may hold a reservation we wrote that the cache does not show
-        yet."""
+        yet. ``kind`` labels ``pykueue_scheduler_status_writes_total``."""
         for fresh in (False, True):
             if self._abandon.is_set():
                 return None
@@ -508,14 +512,21 @@ class SchedulerLoop:
             if built is None:
                 if recheck is not None and not fresh and recheck(wl):
                     continue
+                m.SCHEDULER_WRITES.labels(kind, "not_needed").inc()
                 return None
             namespace, name = _split(key)
             try:
                 written = self._client.patch_status(WORKLOADS, name, built.patch, namespace)
             except Conflict:
+                m.SCHEDULER_WRITES.labels(kind, "conflict").inc()
                 continue
             except NotFound:
+                m.SCHEDULER_WRITES.labels(kind, "gone").inc()
                 return None
+            except ApiError:
+                m.SCHEDULER_WRITES.labels(kind, "failed").inc()
+                raise
+            m.SCHEDULER_WRITES.labels(kind, "written").inc()
             self.own_writes.record(key, wl, written)
             for event in built.events:
                 self._events.emit(written, event)
@@ -538,6 +549,7 @@ class SchedulerLoop:
                     message=reservation.message,
                     now=now,
                 ),
+                kind="reservation",
             )
         except ApiError as err:
             log.warning("admission write failed", extra={"workload": reservation.workload, "error": str(err)})
@@ -571,6 +583,7 @@ class SchedulerLoop:
             written = self._write(
                 eviction.workload,
                 lambda wl: migration_patch(wl, message=eviction.message, now=now),
+                kind="migration",
                 recheck=_may_hide_our_reservation,
             )
         except ApiError as err:
@@ -599,6 +612,7 @@ class SchedulerLoop:
                     message=preemption.message,
                     now=now,
                 ),
+                kind="preemption",
                 recheck=_may_hide_our_reservation,
             )
         except ApiError as err:
