@@ -209,11 +209,13 @@ class Simulation:
         heads: int,
         step_ms: float,
         batch_s: float,
-        freeze_gc: bool,
+        settle_gc: bool,
         instructions: _InstructionCounter,
     ) -> None:
         self.shape = shape
-        self.engine = Engine(heads_per_cluster_queue=heads, requeue_batch_seconds=batch_s)
+        self.engine = Engine(
+            heads_per_cluster_queue=heads, requeue_batch_seconds=batch_s, settle_gc_after_initial_load=settle_gc
+        )
         self.step = step_ms / 1000.0
         self.now = 1_800_000_000.0
         self.seq = 0
@@ -248,16 +250,14 @@ class Simulation:
             )
         objs = [self._new_workload() for _ in range(pending)]
         gc.collect()
-        start = _clock()
-        for obj in objs:
-            self.engine.upsert_workload(obj)
-        self.load_seconds = _clock() - start
-        if freeze_gc:
-            # Long-lived records loaded at start-up (the informers' initial list) are moved out of
-            # the cyclic collector's reach, as a controller may do after its caches sync, so full
-            # collections do not rescan them; --no-gc-freeze measures without it.
-            gc.collect()
-            gc.freeze()
+        # Loaded as the controller loads its informers' caches: inside initial_load(), which on
+        # exit settles the cyclic GC for the loaded state (controller.engine.gcpolicy) unless
+        # --no-gc-settle turned that off.
+        with self.engine.initial_load():
+            start = _clock()
+            for obj in objs:
+                self.engine.upsert_workload(obj)
+            self.load_seconds = _clock() - start
 
     def _new_workload(self, klass: str | None = None, queue: str | None = None) -> dict[str, Any]:
         self.seq += 1
@@ -359,13 +359,33 @@ def run_size(
     step_ms: float,
     batch_s: float,
     max_cycles: int,
-    freeze_gc: bool,
+    settle_gc: bool,
     instructions: _InstructionCounter,
 ) -> Row:
-    """One run: load ``pending`` workloads, warm up to steady state, measure ``decisions``."""
-    gc.unfreeze()
-    gc.collect()
-    sim = Simulation(shape, pending, heads, step_ms, batch_s, freeze_gc, instructions)
+    """One run in a fresh engine, with the collector as a fresh process has it."""
+    threshold = gc.get_threshold()
+    try:
+        return _measure(shape, pending, decisions, heads, step_ms, batch_s, max_cycles, settle_gc, instructions)
+    finally:
+        # The engine's GC settling is process-wide: undo it so the next run starts from scratch.
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+        gc.collect()
+
+
+def _measure(
+    shape: Shape,
+    pending: int,
+    decisions: int,
+    heads: int,
+    step_ms: float,
+    batch_s: float,
+    max_cycles: int,
+    settle_gc: bool,
+    instructions: _InstructionCounter,
+) -> Row:
+    """Load ``pending`` workloads, warm up to steady state, measure ``decisions``."""
+    sim = Simulation(shape, pending, heads, step_ms, batch_s, settle_gc, instructions)
     # Warm up until the quota has turned over a few times, so the measured part is steady
     # state and not the initial fill (which admits without preemptions).
     warm_cycles = 0
@@ -407,9 +427,6 @@ def run_size(
         load_us_per_workload=round(sim.load_seconds / pending * 1e6, 1) if pending else 0.0,
         final_pending=sim.pending,
     )
-    del sim
-    gc.unfreeze()
-    gc.collect()
     return row
 
 
@@ -489,7 +506,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--heads", type=int, default=8, help="heads per ClusterQueue per cycle (Kueue: 1)")
     parser.add_argument("--step-ms", type=float, default=10.0, help="simulated time per cycle")
     parser.add_argument("--batch-s", type=float, default=1.0, help="requeue batch period (Kueue: 1 s)")
-    parser.add_argument("--no-gc-freeze", action="store_true", help="leave start-up objects to the cyclic GC")
+    parser.add_argument(
+        "--no-gc-settle",
+        "--no-gc-freeze",
+        dest="no_gc_settle",
+        action="store_true",
+        help="Engine(settle_gc_after_initial_load=False): leave the cyclic GC at CPython's defaults",
+    )
     parser.add_argument("--json", type=str, default=None, help="also write the JSON summary to this path")
     args = parser.parse_args(argv)
     if args.scale <= 0:
@@ -506,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"engine micro-benchmark ({args.shape}): {shape.cohorts} cohorts x {shape.queues_per_cohort} ClusterQueues, "
         f"heads/CQ={args.heads}, "
         f"step={args.step_ms} ms, requeue batch={args.batch_s} s, {decisions} decisions per run, "
-        f"{args.repeat} run(s) per size interleaved, gc.freeze after load={not args.no_gc_freeze}"
+        f"{args.repeat} run(s) per size interleaved, GC settled after the initial load={not args.no_gc_settle}"
     )
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'unknown cpu'})")
     instructions = _InstructionCounter()
@@ -517,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for n in sizes:
             runs[n].append(
                 run_size(
-                    shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_freeze,
+                    shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_settle,
                     instructions,
                 )
             )
@@ -539,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "heads_per_cluster_queue": args.heads,
         "step_ms": args.step_ms,
         "requeue_batch_s": args.batch_s,
-        "gc_freeze": not args.no_gc_freeze,
+        "gc_settled": not args.no_gc_settle,
         "scale": args.scale,
         "repeat": args.repeat,
         "rows": [asdict(r) for r in rows],

@@ -1,0 +1,75 @@
+"""The engine settles CPython's cyclic GC once a large initial load is in (controller.engine.gcpolicy).
+
+The settling is process-wide, so every test here restores the collector's state afterwards.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from controller.engine import Engine, gcpolicy
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    threshold = gc.get_threshold()
+    gc.set_threshold(700, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+
+
+def test_a_small_load_leaves_the_collector_alone(collector: None) -> None:
+    assert gcpolicy.settle_after_initial_load(gcpolicy.MIN_WORKLOADS - 1) is False
+    assert gc.get_threshold()[0] == 700
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_large_load_freezes_the_heap_and_raises_the_young_threshold(collector: None) -> None:
+    middle_and_old = gc.get_threshold()[1:]
+    assert gcpolicy.settle_after_initial_load(gcpolicy.MIN_WORKLOADS) is True
+    assert gc.get_threshold() == (gcpolicy.YOUNG_THRESHOLD, *middle_and_old)
+    assert gc.get_freeze_count() > 0
+
+
+def test_a_disabled_or_higher_threshold_is_kept(collector: None) -> None:
+    gc.set_threshold(50_000)
+    gcpolicy.settle_after_initial_load(gcpolicy.MIN_WORKLOADS)
+    assert gc.get_threshold()[0] == 50_000
+    gc.set_threshold(0)
+    gcpolicy.settle_after_initial_load(gcpolicy.MIN_WORKLOADS)
+    assert gc.get_threshold()[0] == 0
+
+
+def _load(engine: Engine, workloads: int) -> None:
+    with engine.initial_load():
+        engine.upsert_resource_flavor(ResourceFlavorBuilder("default").obj())
+        engine.upsert_cluster_queue(ClusterQueueBuilder("cq").flavor("default", cpu="1").obj())
+        engine.upsert_local_queue(LocalQueueBuilder("lq", "ns", "cq").obj())
+        engine.set_namespace("ns", {})
+        for index in range(workloads):
+            engine.upsert_workload(WorkloadBuilder(f"wl-{index}", "ns").queue("lq").podset(cpu="1").obj())
+    assert len(engine.workloads) == workloads
+
+
+def test_initial_load_settles_with_the_number_of_workloads_loaded(
+    collector: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(gcpolicy, "settle_after_initial_load", calls.append)
+    _load(Engine(), 3)
+    assert calls == [3]
+    _load(Engine(settle_gc_after_initial_load=False), 3)
+    assert calls == [3]
+
+
+def test_initial_load_with_a_large_backlog_settles_the_real_collector(collector: None) -> None:
+    _load(Engine(), gcpolicy.MIN_WORKLOADS)
+    assert gc.get_threshold()[0] == gcpolicy.YOUNG_THRESHOLD
+    assert gc.get_freeze_count() > 0
