@@ -205,11 +205,16 @@ def _list_errors(schema: Schema, items: list[Any], path: str) -> list[FieldError
             seen_values.append(item)
     elif list_type == "map":
         keys = schema.get("x-kubernetes-list-map-keys", [])
-        seen: set[str] = set()
+        seen: set[tuple[str, ...] | str] = set()
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 continue
-            key = json.dumps([item.get(k) for k in keys])
+            values = [item.get(k) for k in keys]
+            # Names (strings) almost always: a tuple of them compares as their JSON would, and
+            # costs a tenth of json.dumps; anything else keeps the JSON text as its key.
+            key: tuple[str, ...] | str = (
+                tuple(values) if all(type(x) is str for x in values) else json.dumps(values)
+            )
             if key in seen:
                 if len(keys) == 1:
                     errors.append(FieldError.duplicate(join_path(join_path(path, i), keys[0]), item.get(keys[0])))
@@ -220,8 +225,34 @@ def _list_errors(schema: Schema, items: list[Any], path: str) -> list[FieldError
     return errors
 
 
+# (id(schema node), unknown_fields) -> (the node, whether _walk can find anything below it). The
+# node is held so its id stays unique; the schemas are the long-lived cached ones.
+_WALK_NEEDED: dict[tuple[int, bool], tuple[Schema, bool]] = {}
+
+
+def _walk_needed(schema: Schema, unknown_fields: bool) -> bool:
+    """Whether ``schema`` or a node below it has a CEL twin, a set/map list or (with
+    ``unknown_fields``) known properties; most subtrees have none and are skipped whole."""
+    key = (id(schema), unknown_fields)
+    cached = _WALK_NEEDED.get(key)
+    if cached is not None:
+        return cached[1]
+    props = schema.get("properties", {})
+    children = [*props.values(), *(schema.get(k) for k in ("additionalProperties", "items"))]
+    needed = (
+        bool(schema.get("x-kubernetes-validations"))
+        or schema.get("x-kubernetes-list-type") in ("set", "map")
+        or (unknown_fields and bool(props) and not schema.get("x-kubernetes-preserve-unknown-fields"))
+        or any(_walk_needed(child, unknown_fields) for child in children if isinstance(child, dict))
+    )
+    _WALK_NEEDED[key] = (schema, needed)
+    return needed
+
+
 def _walk(schema: Schema, value: Any, path: str, unknown_fields: bool) -> list[FieldError]:
     """Checks jsonschema cannot express: CEL twins, list-map keys, unknown fields."""
+    if not _walk_needed(schema, unknown_fields):
+        return []
     errors = _rule_errors(schema, value, path)
     if isinstance(value, dict):
         props = schema.get("properties", {})
