@@ -386,10 +386,14 @@ def _measure(
 ) -> Row:
     """Load ``pending`` workloads, warm up to steady state, measure ``decisions``."""
     sim = Simulation(shape, pending, heads, step_ms, batch_s, settle_gc, instructions)
-    # Warm up until the quota has turned over a few times, so the measured part is steady
-    # state and not the initial fill (which admits without preemptions).
+    # Warm up until the quota has turned over a few times (three of the longest runtimes, and a
+    # fifth of the measured decisions), so the measured part is steady state and not the initial
+    # fill, which admits without preemptions (with 1,000 queues, thousands in one cycle).
+    warm_until = sim.now + 3 * max(runtime_ms for _, runtime_ms, _, _ in shape.classes.values()) / 1000.0
     warm_cycles = 0
-    while sim.admissions + sim.preemptions < max(decisions // 5, 100) and warm_cycles < max_cycles:
+    while (
+        sim.admissions + sim.preemptions < max(decisions // 5, 100) or sim.now < warm_until
+    ) and warm_cycles < max_cycles:
         sim.step_once()
         warm_cycles += 1
     sim.engine_time = 0.0
