@@ -194,6 +194,7 @@ class QuotaForest:
     def rebuild(self, cluster_queues: Mapping[str, ClusterQueueSpec], cohorts: Mapping[str, CohortSpec]) -> None:
         """Re-create the forest after a topology change, keeping every ClusterQueue's usage."""
         old_usage = {name: node.usage for name, node in self.cluster_queues.items()}
+        self._unlink()
         cq_nodes = {name: QuotaNode(name, True, _quotas(spec.groups)) for name, spec in cluster_queues.items()}
         cohort_nodes = {name: QuotaNode(name, False, _quotas(spec.groups)) for name, spec in cohorts.items()}
 
@@ -249,6 +250,16 @@ class QuotaForest:
             for name, spec in cluster_queues.items()
             if spec.cohort and self._under_cycle(cohort_nodes[spec.cohort], cyclic)
         }
+
+    def _unlink(self) -> None:
+        """Break the references between the nodes about to be replaced (parent/children, the
+        tree's shared borrower set), so that reference counting frees them: once the GC has been
+        settled (``gcpolicy``: the loaded state is frozen), frozen cyclic garbage would never be
+        collected."""
+        for node in (*self.cluster_queues.values(), *self.cohorts.values()):
+            node.parent = None
+            node.children = []
+            node.tree_borrowers = set()
 
     @staticmethod
     def _under_cycle(node: QuotaNode | None, cyclic: set[str]) -> bool:

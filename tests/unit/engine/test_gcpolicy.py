@@ -73,3 +73,28 @@ def test_initial_load_with_a_large_backlog_settles_the_real_collector(collector:
     _load(Engine(), gcpolicy.MIN_WORKLOADS)
     assert gc.get_threshold()[0] == gcpolicy.YOUNG_THRESHOLD
     assert gc.get_freeze_count() > 0
+
+
+def test_a_forest_rebuild_leaves_no_cyclic_garbage(collector: None) -> None:
+    """Frozen cyclic garbage is never collected, so replaced quota nodes must be freed by
+    reference counting alone."""
+    engine = Engine()
+    engine.upsert_resource_flavor(ResourceFlavorBuilder("default").obj())
+    for name in ("a", "b"):
+        engine.upsert_cluster_queue(ClusterQueueBuilder(name).cohort("co").flavor("default", cpu="1").obj())
+    old_node = engine.forest.cluster_queues["a"]
+    assert old_node.parent is not None and old_node.tree_borrowers is engine.forest.cluster_queues["b"].tree_borrowers
+    old_id = id(old_node)
+    del old_node  # only the engine may keep the old tree alive
+    gc.collect()
+    flags = gc.get_debug()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        engine.upsert_cluster_queue(ClusterQueueBuilder("c").cohort("co").flavor("default", cpu="1").obj())
+        assert id(engine.forest.cluster_queues["a"]) != old_id  # rebuilt
+        gc.collect()
+        leftovers = [obj for obj in gc.garbage if type(obj).__name__ == "QuotaNode"]
+    finally:
+        gc.set_debug(flags)
+        gc.garbage.clear()
+    assert leftovers == []
