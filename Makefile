@@ -41,6 +41,7 @@ generate: $(STAMP) ## regenerate CRDs and install manifests from the Python API
 
 cluster-up: $(STAMP) binaries ## start the local cluster with pykueue running
 	$(PY) -m hack.localcluster up
+	$(PY) -m hack.run_pykueue start
 
 cluster-down: $(STAMP) ## stop the local cluster (only the processes it started)
 	$(PY) -m hack.run_pykueue stop
