@@ -38,9 +38,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import gc
 import heapq
+import inspect
 import json
 import math
 import os
@@ -201,6 +203,15 @@ def _class_sequence(shape: Shape) -> list[str]:
     return seq
 
 
+def _new_engine(heads: int, batch_s: float, settle_gc: bool) -> Engine:
+    """An engine with the benchmark's options; an older engine (an A/B run, ``--engine-src``)
+    may predate the GC settling option, and then runs without it."""
+    options: dict[str, Any] = {"heads_per_cluster_queue": heads, "requeue_batch_seconds": batch_s}
+    if "settle_gc_after_initial_load" in inspect.signature(Engine).parameters:
+        options["settle_gc_after_initial_load"] = settle_gc
+    return Engine(**options)
+
+
 class Simulation:
     def __init__(
         self,
@@ -213,9 +224,7 @@ class Simulation:
         instructions: _InstructionCounter,
     ) -> None:
         self.shape = shape
-        self.engine = Engine(
-            heads_per_cluster_queue=heads, requeue_batch_seconds=batch_s, settle_gc_after_initial_load=settle_gc
-        )
+        self.engine = _new_engine(heads, batch_s, settle_gc)
         self.step = step_ms / 1000.0
         self.now = 1_800_000_000.0
         self.seq = 0
@@ -253,7 +262,8 @@ class Simulation:
         # Loaded as the controller loads its informers' caches: inside initial_load(), which on
         # exit settles the cyclic GC for the loaded state (controller.engine.gcpolicy) unless
         # --no-gc-settle turned that off.
-        with self.engine.initial_load():
+        initial_load = getattr(self.engine, "initial_load", contextlib.nullcontext)  # older engines
+        with initial_load():
             start = _clock()
             for obj in objs:
                 self.engine.upsert_workload(obj)
@@ -303,7 +313,7 @@ class Simulation:
         self.gc_timer.inside = False
         self.engine_time += elapsed
         self.cycle_times.append(elapsed)
-        self.heads_tried += result.heads_tried
+        self.heads_tried += getattr(result, "heads_tried", 0)
         for reservation in result.reservations:
             obj = self.objects[reservation.workload]
             echoed = dict(obj)
@@ -517,12 +527,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="Engine(settle_gc_after_initial_load=False): leave the cyclic GC at CPython's defaults",
     )
+    parser.add_argument(
+        "--engine-src",
+        action="append",
+        default=[],
+        metavar="[LABEL=]DIR",
+        help="A/B: also run this benchmark against the engine of another source tree, interleaved "
+        "(repeatable; bench/engine_micro_ab.py)",
+    )
     parser.add_argument("--json", type=str, default=None, help="also write the JSON summary to this path")
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be positive")
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.engine_src:
+        return _compare_engines(parser, args)
 
     shape = SHAPES[args.shape]
     sizes = [int(s) for s in args.pending.split(",")] if args.pending else list(DEFAULT_PENDING)
@@ -578,6 +598,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"CPU time per decision, {largest} / {smallest} pending: {ratio} "
         f"(median of {args.repeat}; per interleaved repeat: {', '.join(map(str, per_repeat))})"
     )
+    text = json.dumps(summary)
+    print(text)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    return 0
+
+
+def _compare_engines(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from bench.engine_micro_ab import THIS_CHECKOUT, EngineTree, compare, parse_engine_src
+
+    try:
+        others = [parse_engine_src(value) for value in args.engine_src]
+    except ValueError as error:
+        parser.error(str(error))
+    bench_args = [
+        "--shape", args.shape, "--scale", str(args.scale), "--decisions", str(args.decisions),
+        "--heads", str(args.heads), "--step-ms", str(args.step_ms), "--batch-s", str(args.batch_s),
+    ]
+    if args.pending:
+        bench_args += ["--pending", args.pending]
+    if args.no_gc_settle:
+        bench_args.append("--no-gc-settle")
+    print(f"engine micro-benchmark A/B: this checkout against {', '.join(t.label for t in others)}; {' '.join(bench_args)}")
+    summary = compare([EngineTree("this", THIS_CHECKOUT), *others], bench_args, args.repeat)
     text = json.dumps(summary)
     print(text)
     if args.json:

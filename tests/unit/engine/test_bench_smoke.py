@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench.engine_micro import main
 
 
@@ -40,3 +42,25 @@ def test_every_backlog_size_runs_the_same_stream_of_decisions(capsys) -> None:
     assert [small[k] for k in stream] == [large[k] for k in stream]
     # The backlog keeps its size: every admitted workload was replaced in its own queue.
     assert abs(small["final_pending"] - 600) <= 30 and abs(large["final_pending"] - 1200) <= 30
+
+
+def test_ab_run_against_another_engine_tree(capsys, tmp_path) -> None:
+    """--engine-src runs this benchmark against another tree's engine (here: this checkout under
+    a second label), interleaved, and prints both side by side with the same decisions."""
+    from bench.engine_micro_ab import THIS_CHECKOUT
+
+    assert main(["--scale", "0.01", "--pending", "60000", "--repeat", "2", "--engine-src", f"same={THIS_CHECKOUT}"]) == 0
+    lines, summary = _summary(capsys)
+    assert [line.split(":")[0] for line in lines if line.startswith("run ")] == [
+        "run 1/2 this", "run 1/2 same", "run 2/2 this", "run 2/2 same"
+    ]
+    this, same = summary["comparison"]
+    assert (this["label"], same["label"]) == ("this", "same")
+    assert len(this["runs"]) == len(same["runs"]) == 2
+    assert this["runs"][0][0]["decisions"] == same["runs"][1][0]["decisions"] > 0
+
+
+def test_ab_run_refuses_a_tree_without_an_engine(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--engine-src", f"empty={tmp_path}"])
+    assert "has no controller/engine package" in capsys.readouterr().err
