@@ -62,6 +62,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Threads that may hold a request in flight in the open-loop run; far more than 200 req/s at a few
 # milliseconds each needs, so the generator itself never queues requests behind one another.
 STEADY_THREADS = 32
+SATURATION_BODIES = 1000
 
 
 def cluster_queue() -> dict[str, Any]:
@@ -217,6 +218,10 @@ class Result:
     latencies: list[float]
     server: ServerShare = field(default_factory=ServerShare)
     load_average: float = 0.0
+    # Open loop only: how late each request left the generator (thread wake-up, pool), which is
+    # part of its latency but not the server's doing.
+    lateness: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # the first few error reasons
     cpu_seconds: float = 0.0  # the webhook's processes (master and workers), user + system
 
     @property
@@ -237,61 +242,77 @@ class Result:
                 f"rate={self.rate:8.1f}/s p50={percentile(ordered, 0.50) * 1000:7.2f}ms "
                 f"p99={percentile(ordered, 0.99) * 1000:7.2f}ms "
                 f"max={max(ordered, default=0) * 1000:7.2f}ms mean={mean:7.2f}ms "
-                f"cpu={self.cpu_ms_per_request:5.2f}ms/req {self.server.text()} load={self.load_average:.1f}")
+                f"cpu={self.cpu_ms_per_request:5.2f}ms/req {self.server.text()} load={self.load_average:.1f}"
+                + (f" late_p99={percentile(sorted(self.lateness), 0.99) * 1000:.2f}ms" if self.lateness else "")
+                + (f" failures={self.failures}" if self.failures else ""))
+
+
+def _send(pool: ConnectionPool, path: str, body: bytes) -> str | None:
+    """Post one review; the reason it failed, or None."""
+    try:
+        status = pool.post(path, body)
+    except (OSError, http.client.HTTPException) as err:
+        return f"{type(err).__name__}: {err}"[:160]
+    return None if status == 200 else f"HTTP {status}"
 
 
 def steady(pool: ConnectionPool, executor: ThreadPoolExecutor, path: str, rate: float, seconds: float,
            name: str) -> Result:
     total = int(rate * seconds)
+    # Built beforehand, as an apiserver has its review ready: the generator's own JSON work would
+    # otherwise delay sends and count as latency.
+    bodies = [review_body() for _ in range(total)]
     latencies: list[float] = []
-    errors = 0
+    lateness: list[float] = []
+    failures: list[str] = []
     lock = threading.Lock()
     start = time.perf_counter() + 0.2
 
     def one(index: int) -> None:
-        nonlocal errors
         scheduled = start + index / rate
         delay = scheduled - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        try:
-            ok = pool.post(path, review_body()) == 200
-        except (OSError, http.client.HTTPException):
-            ok = False
+        sent = time.perf_counter()
+        failure = _send(pool, path, bodies[index])
         elapsed = time.perf_counter() - scheduled
         with lock:
             latencies.append(elapsed)
-            errors += 0 if ok else 1
+            lateness.append(sent - scheduled)
+            if failure is not None:
+                failures.append(failure)
 
     list(executor.map(one, range(total)))
-    return Result(name, total, errors, time.perf_counter() - start, latencies)
+    return Result(name, total, len(failures), time.perf_counter() - start, latencies, lateness=lateness,
+                  failures=failures[:3])
 
 
 def saturate(pool: ConnectionPool, path: str, connections: int, seconds: float, name: str) -> Result:
+    bodies = [review_body() for _ in range(SATURATION_BODIES)]  # reused in turn; the server ignores uids
     latencies: list[float] = []
-    errors = 0
+    failures: list[str] = []
     lock = threading.Lock()
     deadline = time.perf_counter() + seconds
     started = time.perf_counter()
 
-    def loop() -> None:
-        nonlocal errors
+    def loop(offset: int) -> None:
+        index = offset
         while time.perf_counter() < deadline:
             began = time.perf_counter()
-            try:
-                ok = pool.post(path, review_body()) == 200
-            except (OSError, http.client.HTTPException):
-                ok = False
+            failure = _send(pool, path, bodies[index % len(bodies)])
+            index += connections
             with lock:
                 latencies.append(time.perf_counter() - began)
-                errors += 0 if ok else 1
+                if failure is not None:
+                    failures.append(failure)
 
-    threads = [threading.Thread(target=loop) for _ in range(connections)]
+    threads = [threading.Thread(target=loop, args=(offset,)) for offset in range(connections)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return Result(name, len(latencies), errors, time.perf_counter() - started, latencies)
+    return Result(name, len(latencies), len(failures), time.perf_counter() - started, latencies,
+                  failures=failures[:3])
 
 
 _BUCKET = re.compile(
