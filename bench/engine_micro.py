@@ -207,8 +207,8 @@ def _new_engine(heads: int, batch_s: float, settle_gc: bool) -> Engine:
     """An engine with the benchmark's options; an older engine (an A/B run, ``--engine-src``)
     may predate the GC settling option, and then runs without it."""
     options: dict[str, Any] = {"heads_per_cluster_queue": heads, "requeue_batch_seconds": batch_s}
-    if "settle_gc_after_initial_load" in inspect.signature(Engine).parameters:
-        options["settle_gc_after_initial_load"] = settle_gc
+    if "settle_gc" in inspect.signature(Engine).parameters:
+        options["settle_gc"] = settle_gc
     return Engine(**options)
 
 
@@ -259,9 +259,9 @@ class Simulation:
             )
         objs = [self._new_workload() for _ in range(pending)]
         gc.collect()
-        # Loaded as the controller loads its informers' caches: inside initial_load(), which on
-        # exit settles the cyclic GC for the loaded state (controller.engine.gcpolicy) unless
-        # --no-gc-settle turned that off.
+        # Loaded as the controller loads its informers' caches, inside initial_load(); the first
+        # cycle then settles the cyclic GC for the loaded state (controller.engine.gcpolicy)
+        # unless --no-gc-settle turned that off.
         initial_load = getattr(self.engine, "initial_load", contextlib.nullcontext)  # older engines
         with initial_load():
             start = _clock()
@@ -525,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-gc-freeze",
         dest="no_gc_settle",
         action="store_true",
-        help="Engine(settle_gc_after_initial_load=False): leave the cyclic GC at CPython's defaults",
+        help="Engine(settle_gc=False): leave the cyclic GC at CPython's defaults",
     )
     parser.add_argument(
         "--engine-src",
@@ -553,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"engine micro-benchmark ({args.shape}): {shape.cohorts} cohorts x {shape.queues_per_cohort} ClusterQueues, "
         f"heads/CQ={args.heads}, "
         f"step={args.step_ms} ms, requeue batch={args.batch_s} s, {decisions} decisions per run, "
-        f"{args.repeat} run(s) per size interleaved, GC settled after the initial load={not args.no_gc_settle}"
+        f"{args.repeat} run(s) per size interleaved, GC settled by the engine={not args.no_gc_settle}"
     )
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'unknown cpu'})")
     instructions = _InstructionCounter()

@@ -50,11 +50,12 @@ caches, not here; the engine only says whether a queue is active (``engine.is_ac
 Pending workloads in scheduling order with positions and last reason (visibility):
 ``engine.pending_workloads(cluster_queue, offset=0, limit=None)``.
 
-Feed the informers' initial contents inside ``with engine.initial_load():``. When the block ends
-the engine settles CPython's cyclic GC for the loaded state, process-wide, if it loaded 1,000 or
-more workloads (``controller.engine.gcpolicy``: full collection, ``gc.freeze()``, young-generation
-threshold 10,000); ``Engine(settle_gc_after_initial_load=False)`` opts out. Workload records hold
-no reference cycles, so freezing them leaks nothing.
+Feed the informers' initial contents inside ``with engine.initial_load():``. Once the engine
+holds 1,000 or more workloads (right after a large initial load, or when the backlog has grown
+that far), its next cycle settles CPython's cyclic GC, process-wide and once per engine
+(``controller.engine.gcpolicy``: full collection, ``gc.freeze()``, young-generation threshold
+10,000); ``Engine(settle_gc=False)`` opts out. Workload records hold no reference cycles, so
+freezing them leaks nothing.
 """
 
 from __future__ import annotations

@@ -74,15 +74,16 @@ class Engine:
         heads_per_cluster_queue: int = 8,
         requeue_batch_seconds: float = 1.0,
         requeuing_timestamp: str = c.REQUEUE_BY_EVICTION,
-        settle_gc_after_initial_load: bool = True,
+        settle_gc: bool = True,
     ) -> None:
         """``requeuing_timestamp``: ``waitForPodsReady.requeuingStrategy.timestamp`` — where a
         workload evicted by the PodsReady timeout goes in its queue: ``Eviction`` (Kueue's
         default: ordered by the eviction time, i.e. to the back) or ``Creation``.
 
-        ``settle_gc_after_initial_load``: when :meth:`initial_load` ends, apply
-        :func:`controller.engine.gcpolicy.settle_after_initial_load` (freeze the loaded state,
-        raise the young-generation threshold; process-wide, only for loads of 1,000+ workloads)."""
+        ``settle_gc``: once the engine holds 1,000 or more workloads (after a large initial load,
+        or when the backlog has grown that far), the next :meth:`schedule` applies
+        :func:`controller.engine.gcpolicy.settle` (freeze what is alive, raise CPython's
+        young-generation threshold; process-wide, once per engine)."""
         if heads_per_cluster_queue < 1:
             raise ValueError("heads_per_cluster_queue must be at least 1")
         if requeuing_timestamp not in (c.REQUEUE_BY_EVICTION, c.REQUEUE_BY_CREATION):
@@ -93,7 +94,7 @@ class Engine:
         self.heads_per_cluster_queue = heads_per_cluster_queue
         self.requeue_batch_seconds = requeue_batch_seconds
         self._requeue_by_creation = requeuing_timestamp == c.REQUEUE_BY_CREATION
-        self._settle_gc = settle_gc_after_initial_load
+        self._settle_gc = settle_gc  # still to be done: cleared once settled
 
         self.cluster_queues: dict[str, ClusterQueueSpec] = {}
         self.cohorts: dict[str, CohortSpec] = {}
@@ -331,18 +332,12 @@ class Engine:
         created, so workloads first seen inside this block get arrival 0 and tie-break by UID
         among themselves; every workload observed later is numbered in arrival order (after
         them, which is also true).
-
-        When the block completes, the collector is settled for the loaded state
-        (``settle_gc_after_initial_load``, ``controller.engine.gcpolicy``): without that, CPython's
-        cyclic GC was the one per-decision cost that grew with the backlog.
         """
         self._arrival_unknown = True
         try:
             yield
         finally:
             self._arrival_unknown = False
-        if self._settle_gc:
-            gcpolicy.settle_after_initial_load(len(self.workloads))
 
     def _arrival_of(self, info: WorkloadInfo) -> int:
         """The arrival number of ``info``: assigned at the first upsert and kept across updates.
@@ -404,6 +399,9 @@ class Engine:
     # ============================================================================================
     def schedule(self, now: float | None = None) -> CycleResult:
         """Run one scheduling cycle; see ``controller.engine.cycle``."""
+        if self._settle_gc and len(self.workloads) >= gcpolicy.MIN_WORKLOADS:
+            # CPython's cyclic GC was the one per-decision cost that grew with the backlog.
+            self._settle_gc = not gcpolicy.settle(len(self.workloads))
         start = time.perf_counter()
         now = time.time() if now is None else now
         result = CycleResult()

@@ -1,10 +1,11 @@
-"""The engine settles CPython's cyclic GC once a large initial load is in (controller.engine.gcpolicy).
+"""The engine settles CPython's cyclic GC once it holds a large state (controller.engine.gcpolicy).
 
 The settling is process-wide, so every test here restores the collector's state afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from collections.abc import Iterator
 
@@ -26,51 +27,68 @@ def collector() -> Iterator[None]:
 
 
 def test_a_small_load_leaves_the_collector_alone(collector: None) -> None:
-    assert gcpolicy.settle_after_initial_load(gcpolicy.MIN_WORKLOADS - 1) is False
+    assert gcpolicy.settle(gcpolicy.MIN_WORKLOADS - 1) is False
     assert gc.get_threshold()[0] == 700
     assert gc.get_freeze_count() == 0
 
 
 def test_a_large_load_freezes_the_heap_and_raises_the_young_threshold(collector: None) -> None:
     middle_and_old = gc.get_threshold()[1:]
-    assert gcpolicy.settle_after_initial_load(gcpolicy.MIN_WORKLOADS) is True
+    assert gcpolicy.settle(gcpolicy.MIN_WORKLOADS) is True
     assert gc.get_threshold() == (gcpolicy.YOUNG_THRESHOLD, *middle_and_old)
     assert gc.get_freeze_count() > 0
 
 
 def test_a_disabled_or_higher_threshold_is_kept(collector: None) -> None:
     gc.set_threshold(50_000)
-    gcpolicy.settle_after_initial_load(gcpolicy.MIN_WORKLOADS)
+    gcpolicy.settle(gcpolicy.MIN_WORKLOADS)
     assert gc.get_threshold()[0] == 50_000
     gc.set_threshold(0)
-    gcpolicy.settle_after_initial_load(gcpolicy.MIN_WORKLOADS)
+    gcpolicy.settle(gcpolicy.MIN_WORKLOADS)
     assert gc.get_threshold()[0] == 0
 
 
-def _load(engine: Engine, workloads: int) -> None:
-    with engine.initial_load():
-        engine.upsert_resource_flavor(ResourceFlavorBuilder("default").obj())
-        engine.upsert_cluster_queue(ClusterQueueBuilder("cq").flavor("default", cpu="1").obj())
-        engine.upsert_local_queue(LocalQueueBuilder("lq", "ns", "cq").obj())
-        engine.set_namespace("ns", {})
+def _engine_with(workloads: int, *, initial_load: bool, **options: object) -> Engine:
+    engine = Engine(**options)
+    engine.upsert_resource_flavor(ResourceFlavorBuilder("default").obj())
+    engine.upsert_cluster_queue(ClusterQueueBuilder("cq").flavor("default", cpu="1").obj())
+    engine.upsert_local_queue(LocalQueueBuilder("lq", "ns", "cq").obj())
+    engine.set_namespace("ns", {})
+    with engine.initial_load() if initial_load else contextlib.nullcontext():
         for index in range(workloads):
             engine.upsert_workload(WorkloadBuilder(f"wl-{index}", "ns").queue("lq").podset(cpu="1").obj())
     assert len(engine.workloads) == workloads
+    return engine
 
 
-def test_initial_load_settles_with_the_number_of_workloads_loaded(
-    collector: None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("initial_load", [True, False], ids=["after-initial-load", "after-growth"])
+def test_the_first_cycle_with_enough_workloads_settles_once(
+    collector: None, monkeypatch: pytest.MonkeyPatch, initial_load: bool
 ) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(gcpolicy, "settle_after_initial_load", calls.append)
-    _load(Engine(), 3)
-    assert calls == [3]
-    _load(Engine(settle_gc_after_initial_load=False), 3)
-    assert calls == [3]
+    monkeypatch.setattr(gcpolicy, "MIN_WORKLOADS", 3)
+    monkeypatch.setattr(gcpolicy, "settle", lambda workloads: calls.append(workloads) or True)
+    engine = _engine_with(2, initial_load=initial_load)
+    engine.schedule(now=1.0)
+    assert calls == []  # below the floor
+    engine.upsert_workload(WorkloadBuilder("one-more", "ns").queue("lq").podset(cpu="1").obj())
+    engine.schedule(now=2.0)
+    engine.schedule(now=3.0)
+    assert calls == [3]  # once per engine
 
 
-def test_initial_load_with_a_large_backlog_settles_the_real_collector(collector: None) -> None:
-    _load(Engine(), gcpolicy.MIN_WORKLOADS)
+def test_an_engine_told_not_to_settle_never_does(collector: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(gcpolicy, "MIN_WORKLOADS", 3)
+    monkeypatch.setattr(gcpolicy, "settle", calls.append)
+    _engine_with(3, initial_load=True, settle_gc=False).schedule(now=1.0)
+    assert calls == []
+
+
+def test_a_large_backlog_settles_the_real_collector(collector: None) -> None:
+    engine = _engine_with(gcpolicy.MIN_WORKLOADS, initial_load=True)
+    assert gc.get_threshold()[0] == 700  # loading alone does not touch it
+    engine.schedule(now=1.0)
     assert gc.get_threshold()[0] == gcpolicy.YOUNG_THRESHOLD
     assert gc.get_freeze_count() > 0
 
