@@ -36,6 +36,7 @@ import http.client
 import json
 import os
 import re
+import select
 import signal
 import socket
 import ssl
@@ -129,7 +130,7 @@ class ConnectionPool:
 
     def __init__(self, port: int, ca: bytes) -> None:
         self.port = port
-        self.context = ssl.create_default_context(cadata=ca.decode())
+        self.context = ssl.create_default_context(cadata=ca.decode()) if ca else ssl.create_default_context()
         self._idle: list[http.client.HTTPSConnection] = []
         self._lock = threading.Lock()
         self.opened = 0
@@ -141,10 +142,25 @@ class ConnectionPool:
             self.opened += 1
         return connection
 
+    @staticmethod
+    def _closed_by_server(connection: http.client.HTTPSConnection) -> bool:
+        """An idle HTTP/1.1 connection that is readable was closed by the server (gunicorn drops
+        connections idle for its keep-alive timeout). Go's transport notices this at once, from
+        the reader it keeps on every connection, and never sends on such a connection."""
+        sock = connection.sock
+        return sock is None or bool(select.select([sock], [], [], 0)[0])
+
+    def _take_idle(self) -> http.client.HTTPSConnection | None:
+        while True:
+            with self._lock:
+                connection = self._idle.pop() if self._idle else None
+            if connection is None or not self._closed_by_server(connection):
+                return connection
+            connection.close()
+
     @contextmanager
     def connection(self) -> Iterator[http.client.HTTPSConnection]:
-        with self._lock:
-            connection = self._idle.pop() if self._idle else None
+        connection = self._take_idle()
         if connection is None:
             connection = self._connect()
         try:

@@ -6,11 +6,15 @@ are tested like any other code (the end-to-end smoke run is tests/unit/test_benc
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
+import socket
+import time
 
 from bench.webhook_load import (
     VALIDATE_PATH,
+    ConnectionPool,
     Result,
     ServerShare,
     histogram_counts,
@@ -75,3 +79,37 @@ def test_each_review_has_its_own_uid() -> None:
     first, second = json.loads(review_body()), json.loads(review_body())
     assert first["request"]["uid"] != second["request"]["uid"]
     assert first["request"]["object"] == second["request"]["object"]
+
+
+
+def _idle_pool_connection(listener: socket.socket) -> tuple[ConnectionPool, http.client.HTTPConnection, socket.socket]:
+    """A pool holding one idle plain-HTTP connection to ``listener``, and the server's end of it."""
+    client = http.client.HTTPConnection("127.0.0.1", listener.getsockname()[1], timeout=5)
+    client.connect()
+    server_end, _ = listener.accept()
+    pool = ConnectionPool(0, b"")
+    pool._idle.append(client)  # type: ignore[arg-type]
+    return pool, client, server_end
+
+
+def test_pool_reuses_a_live_idle_connection() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        pool, client, server_end = _idle_pool_connection(listener)
+        try:
+            assert pool._take_idle() is client
+        finally:
+            client.close()
+            server_end.close()
+
+
+def test_pool_drops_a_connection_the_server_closed_while_idle() -> None:
+    """Sending on a keep-alive connection the server already closed is an error the apiserver
+    never makes (Go's transport notices the close); the pool must not make it either."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        pool, client, server_end = _idle_pool_connection(listener)
+        server_end.close()
+        deadline = time.monotonic() + 5
+        while not ConnectionPool._closed_by_server(client) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pool._take_idle() is None
+        assert client.sock is None  # closed, not handed out
