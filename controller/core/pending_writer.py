@@ -8,23 +8,44 @@ written, drained by a few threads. Reservations and preemptions stay on the loop
 
 A write that no longer applies (the workload was admitted meanwhile) is skipped by the patch
 builder, which re-checks the object (and re-reads it on a 409).
+
+While admission is busy (``admission_busy()``, the scheduler's write threads all occupied) the
+writer spends at most :data:`BUSY_WRITES_PER_SECOND`: a reason is only eventually true, a queued
+one is replaced by newer ones and dropped when its workload is reserved, so writing less under
+load mostly skips reasons that would have been outdated within seconds.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
+
+from pykueue.kube.backoff import TokenBucket
 
 log = logging.getLogger(__name__)
 
 Write = Callable[[str, str, str], None]
 
+BUSY_WRITES_PER_SECOND = 2.0
+
 
 class PendingReasonWriter:
-    def __init__(self, write: Write, *, threads: int = 2) -> None:
+    def __init__(
+        self,
+        write: Write,
+        *,
+        threads: int = 2,
+        admission_busy: Callable[[], bool] = lambda: False,
+        busy_budget: TokenBucket | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._write = write
+        self._admission_busy = admission_busy
+        self._busy_budget = busy_budget or TokenBucket(BUSY_WRITES_PER_SECOND, 1)
+        self._sleep = sleep
         self._threads_wanted = max(1, threads)
         self._latest: dict[str, tuple[str, str]] = {}
         self._order: deque[str] = deque()
@@ -55,6 +76,11 @@ class PendingReasonWriter:
         it would only collide with the reservation (a 409 and a GET, then nothing to write)."""
         with self._cond:
             self._latest.pop(key, None)  # its entry in _order is skipped when reached
+
+    def _superseded(self, key: str) -> bool:
+        """After a wait: a newer reason is queued for ``key`` (it will be written instead)."""
+        with self._cond:
+            return key in self._latest
 
     def backlog(self) -> int:
         with self._cond:
@@ -88,6 +114,12 @@ class PendingReasonWriter:
                 reason, message = latest
                 self._in_flight += 1
             try:
+                if self._admission_busy():
+                    delay = self._busy_budget.reserve()
+                    if delay > 0:
+                        self._sleep(delay)
+                        if self._superseded(key):
+                            continue
                 self._write(key, reason, message)
             except Exception:
                 log.exception("writing a pending reason failed", extra={"workload": key, "reason": reason})

@@ -13,6 +13,9 @@ whole QPS 50 budget that reservations need. With the budget, a write that has to
 first and is then recomputed from the caches, so it carries everything that changed meanwhile
 and the work queue folds the other queues' marks; a queue is still written within
 ``queues / rate`` seconds of its last change (12 s for 60 queues), and a small cluster never waits.
+While admission is busy (``admission_busy()``: every admission-write thread occupied, i.e. the
+client's budget is going to reservations) the budget drops to :data:`BUSY_STATUS_WRITES_PER_SECOND`:
+status is only eventually true anyway, and every status write then delays an admission.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ BATCH_SECONDS = 1.0
 # queues changing at once (start-up, a test creating its queues).
 STATUS_WRITES_PER_SECOND = 5.0
 STATUS_WRITE_BURST = 20
+# While admission writes use the whole client budget (full-scale baseline: ~0.16 status writes
+# per admitted workload at 5/s; docs/performance.md).
+BUSY_STATUS_WRITES_PER_SECOND = 1.0
 CQ_PREFIX = "cq:"
 LQ_PREFIX = "lq:"
 RF_PREFIX = "rf:"
@@ -67,6 +73,8 @@ class QueueStatusController:
         clock: Callable[[], datetime] = utcnow,
         batch_seconds: float = BATCH_SECONDS,
         write_budget: TokenBucket | None = None,
+        busy_write_budget: TokenBucket | None = None,
+        admission_busy: Callable[[], bool] = lambda: False,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._client = client
@@ -78,6 +86,8 @@ class QueueStatusController:
         self._clock = clock
         self._batch = batch_seconds
         self._budget = write_budget or TokenBucket(STATUS_WRITES_PER_SECOND, STATUS_WRITE_BURST)
+        self._busy_budget = busy_write_budget or TokenBucket(BUSY_STATUS_WRITES_PER_SECOND, 1)
+        self._admission_busy = admission_busy
         self._sleep = sleep
         self.queue: WorkQueue[str] = WorkQueue("queue-status")
         self._threads: list[threading.Thread] = []
@@ -192,6 +202,8 @@ class QueueStatusController:
         if computed[0] is None:
             return computed
         delay = self._budget.reserve()
+        if self._admission_busy():
+            delay = max(delay, self._busy_budget.reserve())
         if delay <= 0:
             return computed
         m.QUEUE_STATUS_BUDGET_WAIT.inc(delay)

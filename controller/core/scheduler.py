@@ -136,7 +136,9 @@ class SchedulerLoop:
         self._reserved_seen: dict[str, dict[str, Any]] = {}  # see handler_for
         self.cycles = 0
         self._metrics_at = 0.0
-        self.pending_reasons = PendingReasonWriter(self._write_pending_reason)
+        self.pending_reasons = PendingReasonWriter(
+            self._write_pending_reason, admission_busy=self.admission_busy
+        )
         # waitForPodsReady.blockAdmission: admit one workload at a time, and nothing while an
         # admitted workload's pods are not ready ("sequential admission").
         self._block_admission = block_admission
@@ -282,6 +284,12 @@ class SchedulerLoop:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def admission_busy(self) -> bool:
+        """Any thread: every admission-write thread has work, so the client's budget is going to
+        admission (the status and pending-reason writers then slow down). Approximate by design:
+        a read of a counter the loop thread owns."""
+        return len(self.writes) >= self._write_threads
 
     def _drain(self, engine: Engine) -> None:
         batch: OrderedDict[tuple[str, str], None] = OrderedDict()

@@ -179,14 +179,6 @@ def setup(ctrl: Any) -> None:
         pods_ready=policy,
         events=events,
     )
-    queue_status = QueueStatusController(
-        ctrl.client,
-        workloads=informers["workloads"],
-        local_queues=informers["localqueues"],
-        cluster_queues=informers["clusterqueues"],
-        resource_flavors=informers["resourceflavors"],
-        admission_checks=informers["admissionchecks"],
-    )
     block = policy is not None and bool(
         _field(
             _field(ctrl.config, "wait_for_pods_ready", "waitForPodsReady"),
@@ -195,9 +187,17 @@ def setup(ctrl: Any) -> None:
         )
     )
     engine_factory = functools.partial(Engine, requeuing_timestamp=requeuing_timestamp(ctrl.config))
-    scheduler = SchedulerRunnable(
-        SchedulerLoop(ctrl.client, informers, events, engine_factory=engine_factory, block_admission=block),
-        informers,
+    loop = SchedulerLoop(ctrl.client, informers, events, engine_factory=engine_factory, block_admission=block)
+    scheduler = SchedulerRunnable(loop, informers)
+    queue_status = QueueStatusController(
+        ctrl.client,
+        workloads=informers["workloads"],
+        local_queues=informers["localqueues"],
+        cluster_queues=informers["clusterqueues"],
+        resource_flavors=informers["resourceflavors"],
+        admission_checks=informers["admissionchecks"],
+        # Status writes yield the shared client budget to admission while it is busy.
+        admission_busy=loop.admission_busy,
     )
     ctrl.register(scheduler)
     ctrl.health.add_liveness("scheduler", scheduler.alive)

@@ -77,3 +77,35 @@ def test_a_discarded_reason_is_not_written_and_a_later_one_is() -> None:
     finally:
         writer.stop()
     assert written == [("ns/a", "Pending"), ("ns/c", "WaitingForQuota"), ("ns/b", "WaitingForQuota")]
+
+
+def test_while_admission_is_busy_reasons_wait_and_a_superseded_one_is_skipped() -> None:
+    from pykueue.kube.backoff import TokenBucket
+
+    written: list[tuple[str, str]] = []
+    slept: list[float] = []
+    writer_ref: list[PendingReasonWriter] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 1:
+            writer_ref[0].submit("ns/b", "NoMatchingFlavor", "newer")  # b changes while waiting
+
+    clock = [0.0]
+    writer = PendingReasonWriter(
+        lambda key, reason, message: written.append((key, reason)),
+        threads=1,
+        admission_busy=lambda: True,
+        busy_budget=TokenBucket(1.0, 1, clock=lambda: clock[0]),
+        sleep=sleep,
+    )
+    writer_ref.append(writer)
+    writer.submit("ns/a", "WaitingForQuota", "a")  # the one token: written at once
+    writer.submit("ns/b", "WaitingForQuota", "old")  # waits; superseded during the wait
+    writer.start()
+    try:
+        assert writer.flush(5)
+    finally:
+        writer.stop()
+    assert written == [("ns/a", "WaitingForQuota"), ("ns/b", "NoMatchingFlavor")]
+    assert slept and slept[0] > 0

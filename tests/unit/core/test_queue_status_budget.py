@@ -87,3 +87,30 @@ def test_nothing_to_write_spends_no_budget() -> None:
         ctrl.reconcile("lq:ns/lq")
     assert time.slept == []
     assert len(_status_writes(api)) == 2
+
+
+def test_while_admission_is_busy_status_writes_slow_down_to_the_busy_budget() -> None:
+    api, informers = _setup()
+    api.put("clusterqueues", ClusterQueueBuilder("cq2").flavor("default", cpu="2").obj())
+    time = FakeTime()
+    busy = [True]
+    ctrl = QueueStatusController(
+        api,
+        workloads=informers["workloads"],
+        local_queues=informers["localqueues"],
+        cluster_queues=informers["clusterqueues"],
+        resource_flavors=informers["resourceflavors"],
+        admission_checks=informers["admissionchecks"],
+        clock=lambda: NOW,
+        write_budget=TokenBucket(5.0, 20, clock=time.clock),
+        busy_write_budget=TokenBucket(0.5, 1, clock=time.clock),
+        admission_busy=lambda: busy[0],
+        sleep=time.sleep,
+    )
+    ctrl.reconcile("cq:cq")
+    ctrl.reconcile("cq:cq2")  # plenty of normal budget, but admission is busy: 1 per 2 s
+    assert time.slept == [2.0]
+    busy[0] = False
+    ctrl.reconcile("lq:ns/lq")
+    assert time.slept == [2.0], "not busy: the normal budget applies"
+    assert _status_writes(api) == ["cq", "cq2", "ns/lq"]

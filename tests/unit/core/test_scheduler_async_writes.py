@@ -316,3 +316,24 @@ def test_a_reservation_after_our_own_pending_reason_is_built_on_that_write() -> 
         assert (h.api.conflicts - conflicts, h.api.gets - gets) == (0, 0)
     finally:
         h.close()
+
+
+def test_admission_is_busy_while_every_write_thread_has_a_write() -> None:
+    h = Harness(cpu="10", write_threads=2)
+    try:
+        h.submit("a")
+        h.start()
+        assert not h.loop.admission_busy()
+        h.gate.hold(only=reservations)
+        h.step_nowait()
+        assert h.gate.wait_arrived(1)
+        assert not h.loop.admission_busy(), "one of two write threads is free"
+        h.submit("b")
+        h.step_nowait()
+        assert h.gate.wait_arrived(2)
+        assert h.loop.admission_busy()
+        h.gate.open()
+        assert h.loop.settle(5)
+        assert not h.loop.admission_busy()
+    finally:
+        h.close()

@@ -17,7 +17,12 @@ from tests.unit.core.fakes import FakeApi, FakeInformer, WriteGate
 
 class Harness:
     def __init__(
-        self, cpu: str = "2", block_admission: bool = False, max_in_flight: int = 64, **cq_calls: tuple
+        self,
+        cpu: str = "2",
+        block_admission: bool = False,
+        max_in_flight: int = 64,
+        write_threads: int = 16,
+        **cq_calls: tuple,
     ) -> None:
         self.informers = {kind: FakeInformer() for kind in KINDS}
         self.api = FakeApi(self.informers)
@@ -37,6 +42,7 @@ class Harness:
             clock=lambda: 1_800_000_000.0,
             block_admission=block_admission,
             max_in_flight=max_in_flight,
+            write_threads=write_threads,
         )
         self.pool = ThreadPoolExecutor(max_workers=2)
         self.engine = None
@@ -251,8 +257,12 @@ def test_a_failed_drain_eviction_does_not_strand_the_cycles_reservations() -> No
         h.api.put("localqueues", LocalQueueBuilder("lq2", "ns", "cq2").obj())
         h.api.put("workloads", WorkloadBuilder("other", "ns").queue("lq2").podset(cpu="1").obj())
         h.api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").stop_policy("HoldAndDrain").obj())
-        for kind, key in (("clusterqueues", "cq2"), ("localqueues", "ns/lq2"), ("workloads", "ns/other"),
-                          ("localqueues", "ns/lq")):
+        for kind, key in (
+            ("clusterqueues", "cq2"),
+            ("localqueues", "ns/lq2"),
+            ("workloads", "ns/other"),
+            ("localqueues", "ns/lq"),
+        ):
             h.loop.notify(kind, key)
         h.api.failures = [ServerError(500, "InternalError", "etcd is sad")]  # the eviction's write
         result = h.step()
