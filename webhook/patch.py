@@ -27,28 +27,42 @@ def pointer(path: Sequence[str]) -> str:
 
 
 class PatchBuilder:
-    """Accumulates ``set`` mutations against a private copy of the original object."""
+    """Accumulates ``set`` mutations against a copy-on-write view of the original object.
+
+    Only the maps on the paths being set are copied (the original is never written): a mutating
+    hook sets one to four values, and copying the whole object first cost a deep copy of every
+    Job and ClusterQueue sent to a mutating hook.
+    """
 
     def __init__(self, original: dict[str, Any]) -> None:
-        self._current = copy.deepcopy(original)
+        self._current: dict[str, Any] = dict(original)
+        # Maps this builder made or copied, by id, and so may write. Holding them keeps their ids
+        # from being reused while the builder lives; every other map belongs to the original.
+        self._owned: dict[int, dict[str, Any]] = {id(self._current): self._current}
         self.operations: list[dict[str, Any]] = []
 
     @property
     def result(self) -> dict[str, Any]:
-        """The object as it will be once the operations are applied."""
+        """The object as it will be once the operations are applied (shares unchanged parts with
+        the original: read it, do not modify it)."""
         return self._current
+
+    def _own(self, node: dict[str, Any]) -> dict[str, Any]:
+        self._owned[id(node)] = node
+        return node
 
     def set(self, path: Sequence[str], value: Any) -> None:
         """Make ``path`` hold ``value``, adding missing parent maps on the way."""
         if not path:
             raise ValueError("cannot replace the whole object")
-        node: Any = self._current
+        node: dict[str, Any] = self._current
         for depth, token in enumerate(path[:-1]):
-            child = node.get(token) if isinstance(node, dict) else None
+            child = node.get(token)
             if not isinstance(child, dict):
                 self.operations.append({"op": "add", "path": pointer(path[: depth + 1]), "value": {}})
-                node[token] = {}
-                child = node[token]
+                child = node[token] = self._own({})
+            elif id(child) not in self._owned:
+                child = node[token] = self._own(dict(child))
             node = child
         leaf = path[-1]
         if leaf in node:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import given, settings
@@ -36,9 +37,11 @@ def test_missing_parents_are_added_first() -> None:
 def test_patch_reproduces_the_intended_object_and_is_idempotent(
     original: dict[str, Any], writes: list[tuple[list[str], Any]]
 ) -> None:
+    snapshot = copy.deepcopy(original)
     builder = PatchBuilder(original)
     for path, value in writes:
         builder.set(path, value)
+    assert original == snapshot  # copy-on-write: the object as sent is never written
     assert apply_patch(original, builder.operations) == builder.result
     again = PatchBuilder(builder.result)
     for path, value in leaves(builder.result):
@@ -54,3 +57,19 @@ def leaves(obj: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[list
         else:
             found.append(([*prefix, key], value))
     return found
+
+
+def test_only_the_maps_on_a_written_path_are_copied() -> None:
+    original = {"metadata": {"labels": {"a": "1"}, "annotations": {"b": "2"}}, "spec": {"template": {"x": 1}}}
+    builder = PatchBuilder(original)
+    builder.set(["metadata", "labels", "c"], "3")
+    assert original["metadata"]["labels"] == {"a": "1"}
+    assert builder.result["metadata"]["labels"] == {"a": "1", "c": "3"}
+    assert builder.result["spec"] is original["spec"]  # untouched parts are shared, not copied
+    assert builder.result["metadata"]["annotations"] is original["metadata"]["annotations"]
+    builder.set(["metadata", "labels", "d"], "4")  # a second write reuses the copy
+    assert builder.operations == [
+        {"op": "add", "path": "/metadata/labels/c", "value": "3"},
+        {"op": "add", "path": "/metadata/labels/d", "value": "4"},
+    ]
+    assert original["metadata"]["labels"] == {"a": "1"}
