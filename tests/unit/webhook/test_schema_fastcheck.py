@@ -169,6 +169,12 @@ def test_accepted_means_jsonschema_finds_no_error(kind: str, data: st.DataObject
         ({"type": "object", "additionalProperties": {"type": "string"}}, {"b": 1}),
         ({"type": "object", "maxProperties": 1}, {"a": 1, "b": 2}),
         ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, 1.5),
+        # Untyped nodes: each type's keywords still apply to values of that type.
+        ({"maxLength": 3}, "abcd"),
+        ({"required": ["a"]}, {}),
+        ({"items": {"type": "string"}}, [1]),
+        ({"enum": ["a"]}, "b"),
+        ({"minimum": 0}, -0.5),
     ],
 )
 def test_each_keyword_rejects_what_jsonschema_rejects(schema: dict[str, Any], value: Any) -> None:
@@ -180,6 +186,9 @@ def test_unfamiliar_values_are_left_to_jsonschema() -> None:
     # jsonschema accepts 1.0 as an integer; the fast check is not sure and says no, never the reverse.
     assert not compile_accepts({"type": "integer"})(1.0)
     assert compile_accepts({"minimum": 0})("not a number")  # minimum constrains numbers only
+    # Keywords of one type leave values of another type alone, as in jsonschema.
+    assert compile_accepts({"maxLength": 3, "maxItems": 1, "required": ["a"]})(12345)
+    assert not compile_accepts({"maxLength": 3})(type("Text", (str,), {})("ab"))  # a str subclass: ask jsonschema
 
 
 @pytest.mark.parametrize("schema", [{"oneOf": [{}]}, {"type": ["string", "null"]}, {"items": [{}]}, {"enum": [1]}])
