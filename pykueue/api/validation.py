@@ -288,7 +288,7 @@ def schema_errors(kind: str, obj: Any, *, unknown_fields: bool = True) -> list[F
         return [FieldError.invalid("", obj, "must be of type object")]
     defaulted = apply_defaults(kind, obj)
     errors: list[FieldError] = []
-    # Most objects are valid: a compiled yes/no check answers those ~10x faster than jsonschema,
+    # Most objects are valid: a compiled yes/no check answers those ~20x faster than jsonschema,
     # which then only words the errors of the rest.
     if not _accepts(kind)(defaulted):
         for error in sorted(_validator(kind).iter_errors(defaulted), key=lambda e: list(map(str, e.absolute_path))):
