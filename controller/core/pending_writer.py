@@ -9,7 +9,7 @@ written, drained by a few threads. Reservations and preemptions stay on the loop
 A write that no longer applies (the workload was admitted meanwhile) is skipped by the patch
 builder, which re-checks the object (and re-reads it on a 409).
 
-While admission is busy (``admission_busy()``, the scheduler's write threads all occupied) the
+While admission is busy (``admission_busy()``, half the scheduler's write threads occupied) the
 writer spends at most :data:`BUSY_WRITES_PER_SECOND`: a reason is only eventually true, a queued
 one is replaced by newer ones and dropped when its workload is reserved, so writing less under
 load mostly skips reasons that would have been outdated within seconds.
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 Write = Callable[[str, str, str], None]
 
-BUSY_WRITES_PER_SECOND = 2.0
+BUSY_WRITES_PER_SECOND = 1.0
 
 
 class PendingReasonWriter:

@@ -13,8 +13,8 @@ whole QPS 50 budget that reservations need. With the budget, a write that has to
 first and is then recomputed from the caches, so it carries everything that changed meanwhile
 and the work queue folds the other queues' marks; a queue is still written within
 ``queues / rate`` seconds of its last change (12 s for 60 queues), and a small cluster never waits.
-While admission is busy (``admission_busy()``: every admission-write thread occupied, i.e. the
-client's budget is going to reservations) the budget drops to :data:`BUSY_STATUS_WRITES_PER_SECOND`:
+While admission is busy (``admission_busy()``: half the admission-write threads occupied, i.e.
+the client's budget is going to reservations) the budget drops to :data:`BUSY_STATUS_WRITES_PER_SECOND`:
 status is only eventually true anyway, and every status write then delays an admission.
 """
 

@@ -318,8 +318,8 @@ def test_a_reservation_after_our_own_pending_reason_is_built_on_that_write() -> 
         h.close()
 
 
-def test_admission_is_busy_while_every_write_thread_has_a_write() -> None:
-    h = Harness(cpu="10", write_threads=2)
+def test_admission_is_busy_while_half_the_write_threads_have_a_write() -> None:
+    h = Harness(cpu="10", write_threads=4)
     try:
         h.submit("a")
         h.start()
@@ -327,7 +327,7 @@ def test_admission_is_busy_while_every_write_thread_has_a_write() -> None:
         h.gate.hold(only=reservations)
         h.step_nowait()
         assert h.gate.wait_arrived(1)
-        assert not h.loop.admission_busy(), "one of two write threads is free"
+        assert not h.loop.admission_busy(), "three of four write threads are free"
         h.submit("b")
         h.step_nowait()
         assert h.gate.wait_arrived(2)
