@@ -28,7 +28,7 @@ from .errors import ComponentFailedError, KubectlError, LocalClusterError
 from .https import get_status, post_json, tls_context
 from .kubeconfig import build_kubeconfig, write_kubeconfig
 from .layout import COMPONENTS, ClusterLayout, Ports, validate_cluster_name
-from .nodes import DEFAULT_CAPACITY, DEFAULT_NODE_POOLS, SIMULATED_NODE_LABEL, node_list
+from .nodes import DEFAULT_NODE_POOLS, SIMULATED_NODE_LABEL, apply_node_list
 from .pki import ADMIN, APISERVER_ETCD_CLIENT, CONTROLLER_MANAGER, KWOK, SCHEDULER, generate_pki
 from .ports import LOOPBACK, parse_port, pick_free_ports, require_free
 from .processes import ProcessSpec
@@ -251,14 +251,8 @@ class LocalCluster:
         timeout: float = 60.0,
     ) -> list[str]:
         """Create `count` kwok-managed nodes `<prefix>-<i>` and (by default) wait until Ready."""
-        manifest = node_list(
-            prefix, count, labels=labels, capacity=capacity or DEFAULT_CAPACITY, taints=taints
-        )
-        names = [item["metadata"]["name"] for item in manifest["items"]]
-        if not names:
-            return names
-        self.kubectl("apply", "-f", "-", input=json.dumps(manifest))
-        if wait:
+        names = apply_node_list(self.kubectl, prefix, count, labels=labels, capacity=capacity, taints=taints)
+        if names and wait:
             self._wait_nodes_ready(prefix, names, timeout)
         return names
 

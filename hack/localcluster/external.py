@@ -21,7 +21,7 @@ from typing import Any
 from .binaries import ensure_binaries
 from .errors import ComponentFailedError, KubectlError, PrerequisiteError, UnsupportedOperationError
 from .incluster_kwok import KWOK_NAME, KWOK_NAMESPACE
-from .nodes import DEFAULT_CAPACITY, SIMULATED_NODE_LABEL, is_kwok_managed, node_list, ready_node_names
+from .nodes import SIMULATED_NODE_LABEL, apply_node_list, is_kwok_managed, ready_node_names
 
 READY_POLL_INTERVAL = 0.5
 
@@ -103,14 +103,8 @@ class ExistingCluster:
                 f"`KUBECONFIG={self.kubeconfig} hack/e2e-deploy.sh install-kwok` "
                 f"(hack/kind-e2e.sh does), or unset PYKUEUE_KUBECONFIG to use a local cluster"
             )
-        manifest = node_list(
-            prefix, count, labels=labels, capacity=capacity or DEFAULT_CAPACITY, taints=taints
-        )
-        names = [item["metadata"]["name"] for item in manifest["items"]]
-        if not names:
-            return names
-        self.kubectl("apply", "-f", "-", input=json.dumps(manifest))
-        if wait:
+        names = apply_node_list(self.kubectl, prefix, count, labels=labels, capacity=capacity, taints=taints)
+        if names and wait:
             self.wait_nodes_ready(prefix, names, timeout)
         return names
 

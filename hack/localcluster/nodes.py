@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .components import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE
@@ -65,6 +66,25 @@ def node_list(
         for i in range(count)
     ]
     return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def apply_node_list(
+    kubectl: Callable[..., Any],
+    prefix: str,
+    count: int,
+    *,
+    labels: Mapping[str, str] | None = None,
+    capacity: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+) -> list[str]:
+    """Apply :func:`node_list` with ``kubectl`` (a cluster's ``kubectl(*args, input=...)``) and
+    return the node names. Shared by the local cluster and an existing one, so simulated nodes are
+    the same objects wherever the tests run."""
+    manifest = node_list(prefix, count, labels=labels, capacity=capacity or DEFAULT_CAPACITY, taints=taints)
+    names = [item["metadata"]["name"] for item in manifest["items"]]
+    if names:
+        kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    return names
 
 
 def is_kwok_managed(node: Mapping[str, Any]) -> bool:
