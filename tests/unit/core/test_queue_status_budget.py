@@ -3,6 +3,8 @@ its token and is then recomputed from the caches, so it carries what changed whi
 
 from __future__ import annotations
 
+from typing import Any
+
 from controller.core.queue_status_controller import QueueStatusController
 from pykueue.kube.backoff import TokenBucket
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, WorkloadBuilder
@@ -27,7 +29,11 @@ class FakeTime:
         self.now += seconds
 
 
-def _controller(api: FakeApi, informers: dict[str, FakeInformer], time: FakeTime) -> QueueStatusController:
+def _controller(
+    api: FakeApi, informers: dict[str, FakeInformer], time: FakeTime, **options: Any
+) -> QueueStatusController:
+    """The controller under test on the fake clock; ``options`` override the budget (1/s, burst 2)."""
+    options.setdefault("write_budget", TokenBucket(1.0, 2, clock=time.clock))
     return QueueStatusController(
         api,
         workloads=informers["workloads"],
@@ -36,8 +42,8 @@ def _controller(api: FakeApi, informers: dict[str, FakeInformer], time: FakeTime
         resource_flavors=informers["resourceflavors"],
         admission_checks=informers["admissionchecks"],
         clock=lambda: NOW,
-        write_budget=TokenBucket(1.0, 2, clock=time.clock),
         sleep=time.sleep,
+        **options,
     )
 
 
@@ -94,18 +100,13 @@ def test_while_admission_is_busy_status_writes_slow_down_to_the_busy_budget() ->
     api.put("clusterqueues", ClusterQueueBuilder("cq2").flavor("default", cpu="2").obj())
     time = FakeTime()
     busy = [True]
-    ctrl = QueueStatusController(
+    ctrl = _controller(
         api,
-        workloads=informers["workloads"],
-        local_queues=informers["localqueues"],
-        cluster_queues=informers["clusterqueues"],
-        resource_flavors=informers["resourceflavors"],
-        admission_checks=informers["admissionchecks"],
-        clock=lambda: NOW,
+        informers,
+        time,
         write_budget=TokenBucket(5.0, 20, clock=time.clock),
         busy_write_budget=TokenBucket(0.5, 1, clock=time.clock),
         admission_busy=lambda: busy[0],
-        sleep=time.sleep,
     )
     ctrl.reconcile("cq:cq")
     ctrl.reconcile("cq:cq2")  # plenty of normal budget, but admission is busy: 1 per 2 s
