@@ -39,10 +39,10 @@ def workload_usage(wl: Mapping[str, Any]) -> Usage:
     for assignment in wv.as_list((adm or {}).get("podSetAssignments")):
         if not isinstance(assignment, Mapping):
             continue
-        flavors = assignment.get("flavors") if isinstance(assignment.get("flavors"), Mapping) else {}
-        resources = (
-            assignment.get("resourceUsage") if isinstance(assignment.get("resourceUsage"), Mapping) else {}
-        )
+        raw_flavors = assignment.get("flavors")
+        flavors: Mapping[str, Any] = raw_flavors if isinstance(raw_flavors, Mapping) else {}
+        raw_resources = assignment.get("resourceUsage")
+        resources: Mapping[str, Any] = raw_resources if isinstance(raw_resources, Mapping) else {}
         for resource, quantity in resources.items():
             flavor = flavors.get(resource)
             if not isinstance(flavor, str):

@@ -428,7 +428,7 @@ class SchedulerLoop:
             reservations = reservations[:1]
         for reservation in reservations:
             self.pending_reasons.discard(reservation.workload)
-            keys = (reservation.workload,)
+            keys: tuple[str, ...] = (reservation.workload,)
             if reservation.displaces is not None:
                 keys += (reservation.displaces.workload,)
             self.writes.submit(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from controller.engine import Engine
@@ -136,8 +137,14 @@ class QueueStatusRunnable:
     def register_handlers(self) -> None:
         c = self.controller
 
-        def handler(func: Any) -> FuncHandler:
-            return FuncHandler(add=func, update=lambda old, new: (func(old), func(new)), delete=func)
+        def handler(func: Callable[[dict[str, Any]], None]) -> FuncHandler:
+            """Every change of either version of an object is a change the status may depend on."""
+
+            def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+                func(old)
+                func(new)
+
+            return FuncHandler(add=func, update=on_update, delete=func)
 
         self._informers["workloads"].add_handler(handler(c.workload_changed))
         self._informers["clusterqueues"].add_handler(handler(c.cluster_queue_changed), resync=True)
