@@ -42,8 +42,11 @@ proxy=${proxy%%,*}
 
 check_proxy() {
   need_go
-  if ! curl -fsS --max-time 20 "$proxy/k8s.io/kubernetes/@v/$K8S_VERSION.info" >/dev/null 2>&1; then
-    die "cannot reach the Go module proxy at $proxy (needed once to build Kubernetes $K8S_VERSION). Check the network or set GOPROXY."
+  # Without curl the probe below would blame the network for a missing tool.
+  command -v curl >/dev/null 2>&1 || die "curl is not installed but is needed to fetch Kubernetes $K8S_VERSION's go.mod; install curl and re-run."
+  local why
+  if ! why=$(curl -fsS --max-time 20 "$proxy/k8s.io/kubernetes/@v/$K8S_VERSION.info" 2>&1 >/dev/null); then
+    die "cannot reach the Go module proxy at $proxy (${why:-no answer}); it is needed once to build Kubernetes $K8S_VERSION. Check the network or set GOPROXY to a reachable proxy."
   fi
 }
 
