@@ -50,7 +50,7 @@ def _child_exit(_server: Any, worker: Any) -> None:
         multiprocess.mark_process_dead(worker.pid)
 
 
-class WebhookServer(BaseApplication):  # type: ignore[misc]
+class WebhookServer(BaseApplication):
     def __init__(self, app_factory: Callable[[], Flask], options: ServerOptions) -> None:
         self.app_factory = app_factory
         self.options = options

@@ -197,12 +197,14 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
             return False
     for requirement in as_list(selector.get("matchExpressions")):
         requirement = as_dict(requirement)
-        key, operator = requirement.get("key"), requirement.get("operator")
+        label_key, operator = requirement.get("key"), requirement.get("operator")
         values = as_list(requirement.get("values"))
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
+        # A key that is not a string names no label (and an unhashable one must not raise).
+        present = isinstance(label_key, str) and label_key in labels
+        label_value = labels.get(label_key) if isinstance(label_key, str) else None
+        if operator == "In" and not (present and label_value in values):
             return False
-        if operator == "NotIn" and present and labels[key] in values:
+        if operator == "NotIn" and present and label_value in values:
             return False
         if operator == "Exists" and not present:
             return False
