@@ -114,7 +114,7 @@ def concurrent_config(cluster_queue: Mapping[str, Any] | None) -> ConcurrentConf
         raw = [(flavor, (flavor,), 0.0, None) for flavor in groups[0]]
 
     check_rules = cluster_queue_checks(spec)
-    options = []
+    options: list[OptionSpec] = []
     seen: set[str] = set()
     for suffix, flavors, create_delay, delete_delay in raw:
         if suffix in seen:

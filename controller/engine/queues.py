@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterator
+from typing import Final
 
 from .records import ObjectKey, WorkloadInfo
 
@@ -33,8 +34,9 @@ _entry_ids = itertools.count(1)
 # tiebreak), then its entry id (tells a live record from a stale one) and key. Flat, because
 # comparing nested tuples costs twice as much and the heap compares O(log n) records per push/pop.
 _Record = tuple[int, float, int, str, int, ObjectKey]
-_ENTRY_ID = 4
-_KEY = 5
+# Final, so that indexing a record with them has the field's type, not the union of all fields.
+_ENTRY_ID: Final = 4
+_KEY: Final = 5
 
 
 def _record(info: WorkloadInfo, entry_id: int) -> _Record:

@@ -221,9 +221,9 @@ class QuotaForest:
                 current = current.parent
         for name in cyclic:
             cohort_nodes[name].parent = None
-        for name, spec in cluster_queues.items():
-            if spec.cohort:
-                cq_nodes[name].parent = cohort_node(spec.cohort)
+        for name, cq_spec in cluster_queues.items():
+            if cq_spec.cohort:
+                cq_nodes[name].parent = cohort_node(cq_spec.cohort)
         for node in [*cohort_nodes.values(), *cq_nodes.values()]:
             if node.parent is not None:
                 node.parent.children.append(node)
@@ -243,8 +243,8 @@ class QuotaForest:
         self.cohorts = cohort_nodes
         self.root_of = {name: self.root_key_for(node) for name, node in cq_nodes.items()}
         self.members = {}
-        for name, root in self.root_of.items():
-            self.members.setdefault(root, []).append(name)
+        for name, root_key in self.root_of.items():
+            self.members.setdefault(root_key, []).append(name)
         self.in_cycle = {
             name
             for name, spec in cluster_queues.items()

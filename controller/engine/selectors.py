@@ -58,7 +58,7 @@ def flavor_mismatch(podset: PodSetInfo, flavor: FlavorInfo) -> str | None:
         if key in labels and labels[key] != value:
             return f"flavor {flavor.name} doesn't match node affinity"
     if podset.affinity_terms is not None:
-        relevant_terms = []
+        relevant_terms: list[tuple[SelectorRequirement, ...]] = []
         for term in podset.affinity_terms:
             relevant = tuple(req for req in term if req.key in labels)
             if not relevant:

@@ -84,7 +84,7 @@ def _check_job(job: Obj) -> tuple[str, str, str]:
 def job_podsets(job: Obj) -> list[Obj]:
     """The Job's podSets as a Workload spells them, from the user's original template."""
     template = original_pod_template(job)
-    meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    meta = jobs.metadata(template)
     podset_meta: Obj = {}
     for field in ("labels", "annotations"):
         if meta.get(field):

@@ -5,8 +5,10 @@ These are the answers Kueue's ``GenericJob`` interface gives for a batch Job (``
 and the tests agree on, for example, how parallelism and completions combine.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: it binds the module-level name ``annotations``,
+# which the accessor of that name below would silently redefine (and type checkers would then
+# see the ``__future__`` feature object instead of the function). Python 3.11 needs no future
+# import for the annotations this module uses.
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +17,12 @@ JOB_KIND = "Job"
 JOB_GROUP = "batch"
 
 Obj = dict[str, Any]
+
+
+def dict_field(obj: Obj, field: str) -> Obj:
+    """``obj[field]`` when it is an object, ``{}`` when missing or of another type."""
+    value = obj.get(field)
+    return value if isinstance(value, dict) else {}
 
 
 def metadata(obj: Obj) -> Obj:

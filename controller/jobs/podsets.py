@@ -89,7 +89,7 @@ def podset_infos(workload: Obj, flavors: Mapping[str, Obj]) -> list[PodSetInfo]:
     :class:`PodSetMergeError` when admission checks' updates conflict with each other.
     """
     wl_status = jobs.status(workload)
-    admission = wl_status.get("admission") if isinstance(wl_status.get("admission"), dict) else {}
+    admission = jobs.dict_field(wl_status, "admission")
     cluster_queue = str(admission.get("clusterQueue") or "")
     local_queue = str(jobs.spec(workload).get("queueName") or "")
     infos: list[PodSetInfo] = []
@@ -102,7 +102,7 @@ def podset_infos(workload: Obj, flavors: Mapping[str, Obj]) -> list[PodSetInfo]:
             info.labels[CLUSTER_QUEUE_NAME_LABEL] = cluster_queue
         if local_queue and is_label_value(local_queue):
             info.labels[LOCAL_QUEUE_NAME_LABEL] = local_queue
-        assigned = assignment.get("flavors") if isinstance(assignment.get("flavors"), dict) else {}
+        assigned = jobs.dict_field(assignment, "flavors")
         # Resources are visited in name order so the result does not depend on dict order.
         for flavor_name in dict.fromkeys(assigned[r] for r in sorted(assigned)):
             flavor = flavors.get(flavor_name)

@@ -231,10 +231,10 @@ class JobReconciler:
         if finish is not None:
             return self._finish(job, mine, finish)
 
-        workload = self._ensure_one_workload(job, mine, queue_name)
-        if workload is None:
+        kept = self._ensure_one_workload(job, mine, queue_name)
+        if kept is None:
             return self._create_workload(job, queue_name)
-        workload = self._sync_priority(job, workload)
+        workload = self._sync_priority(job, kept)
         if is_parent(workload):
             return self._drive_parent(job, workload)
         return self._drive(job, workload)

@@ -53,8 +53,8 @@ def editable_copy(template: Obj) -> tuple[Obj, Obj, Obj]:
 
 def snapshot(template: Obj) -> Obj:
     """The parts of a pod template a start may change (absent parts are recorded as empty)."""
-    meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
-    pod_spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+    meta = jobs.metadata(template)
+    pod_spec = jobs.spec(template)
     return {
         field: _typed((meta if field in SAVED_METADATA_FIELDS else pod_spec).get(field), kind)
         for field, kind in SNAPSHOT_FIELDS

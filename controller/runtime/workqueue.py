@@ -149,7 +149,7 @@ class WorkQueue(Generic[T]):
         self._unfinished = UNFINISHED.labels(name)
         self._longest_running = LONGEST_RUNNING.labels(name)
         self._clock = clock
-        self._rate_limiter: RateLimiter[T] = rate_limiter or default_rate_limiter(clock)  # type: ignore[assignment]
+        self._rate_limiter: RateLimiter[T] = rate_limiter or default_rate_limiter(clock)
         self._cond = threading.Condition()
         self._queue: deque[T] = deque()
         self._dirty: set[T] = set()

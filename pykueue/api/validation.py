@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 
@@ -213,7 +213,7 @@ def _list_errors(schema: Schema, items: list[Any], path: str) -> list[FieldError
             # Names (strings) almost always: a tuple of them compares as their JSON would, and
             # costs a tenth of json.dumps; anything else keeps the JSON text as its key.
             key: tuple[str, ...] | str = (
-                tuple(values) if all(type(x) is str for x in values) else json.dumps(values)
+                tuple(cast("list[str]", values)) if all(type(x) is str for x in values) else json.dumps(values)
             )
             if key in seen:
                 if len(keys) == 1:

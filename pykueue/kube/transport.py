@@ -96,7 +96,7 @@ class _Urllib3Stream:
         self._closed = True
         # Best effort on both: the connection is discarded either way.
         with contextlib.suppress(Exception):
-            self._response.shutdown()  # type: ignore[attr-defined]
+            self._response.shutdown()
         with contextlib.suppress(Exception):
             self._response.close()
 

@@ -6,6 +6,7 @@ v1beta1 spelling: ``spec.cohort`` and the plain ``spec.admissionChecks`` list.  
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pykueue.api import constants as c
@@ -414,7 +415,7 @@ def _has_cohort(spec: dict[str, Any]) -> bool:
     return bool(spec.get("cohort"))
 
 
-def _no_limit_without_cohort(limit: str):  # type: ignore[no-untyped-def]
+def _no_limit_without_cohort(limit: str) -> Callable[[dict[str, Any]], bool]:
     def check(spec: dict[str, Any]) -> bool:
         if _has_cohort(spec):
             return True
