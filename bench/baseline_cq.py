@@ -65,6 +65,12 @@ class ClusterQueueState:
     events: int = 1
 
 
+def _field(obj: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """``obj[name]`` when it is a mapping, else an empty mapping."""
+    value = obj.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
 def _first(value: Any) -> Mapping[str, Any]:
     """``value[0]`` when ``value`` is a non-empty list of mappings, else an empty mapping."""
     if isinstance(value, list) and value and isinstance(value[0], Mapping):
@@ -88,15 +94,16 @@ def _count(value: Any) -> int:
 
 def read_event(obj: Mapping[str, Any]) -> ClusterQueueEvent:
     """The recorder's view of one ClusterQueue object (first flavor, first resource, as Kueue)."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
-    labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
+    meta = _field(obj, "metadata")
+    spec = _field(obj, "spec")
+    status = _field(obj, "status")
+    labels = _field(meta, "labels")
+    conditions = status.get("conditions")
     usage = _first(_first(status.get("flavorsUsage")).get("resources")).get("total")
     nominal = _first(_first(_first(spec.get("resourceGroups")).get("flavors")).get("resources")).get("nominalQuota")
     active = any(
         isinstance(cond, Mapping) and cond.get("type") == C.COND_ACTIVE and cond.get("status") == "True"
-        for cond in (status.get("conditions") if isinstance(status.get("conditions"), list) else [])
+        for cond in (conditions if isinstance(conditions, list) else [])
     )
     return ClusterQueueEvent(
         name=str(meta.get("name", "")),
