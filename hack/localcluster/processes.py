@@ -59,7 +59,7 @@ def _reap(pid: int) -> None:
 
 
 def process_matches(pid: int, binary: Path, marker: str) -> bool:
-    """True when `pid` is alive, runs `binary` and has `marker` in its command line."""
+    """True when `pid` is alive, runs `binary` and names the path `marker` in its command line."""
     state = _proc_state(pid)
     if state is None or state in ("Z", "X"):
         return False
@@ -71,7 +71,23 @@ def process_matches(pid: int, binary: Path, marker: str) -> bool:
     args = [part.decode(errors="replace") for part in cmdline if part]
     expected = str(binary.resolve())
     same_binary = exe == expected or (bool(args) and str(Path(args[0]).resolve()) == expected)
-    return same_binary and any(marker in arg for arg in args)
+    return same_binary and any(names_path(arg, marker) for arg in args)
+
+
+def names_path(arg: str, path: str) -> bool:
+    """True when `arg` mentions `path` itself or a path inside it.
+
+    A plain substring test is not enough: the state directory of cluster ``pykueue`` is a prefix
+    of that of ``pykueue-e2e``, so a recycled PID now running the e2e cluster's etcd would pass
+    as the ``pykueue`` cluster's own and be stopped by its ``down``.
+    """
+    start = arg.find(path)
+    while start != -1:
+        end = start + len(path)
+        if end == len(arg) or arg[end] == "/":
+            return True
+        start = arg.find(path, start + 1)
+    return False
 
 
 def running_pid(spec: ProcessSpec) -> int | None:

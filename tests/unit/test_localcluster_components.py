@@ -9,7 +9,7 @@ import pytest
 from hack.localcluster import components
 from hack.localcluster.binaries import CLUSTER_BINARIES, BinarySet
 from hack.localcluster.layout import ClusterLayout, Ports
-from hack.localcluster.processes import ProcessSpec
+from hack.localcluster.processes import ProcessSpec, names_path
 
 PORTS = Ports(
     etcd_client=20001, etcd_peer=20002, apiserver=20003, controller_manager=20004, scheduler=20005, kwok=20006
@@ -37,7 +37,7 @@ def test_every_command_line_names_the_cluster_state_dir(specs: dict[str, Process
     # down() only stops a PID whose command line contains this marker; a process without it
     # could never be stopped again.
     for name, spec in specs.items():
-        assert any(spec.marker in arg for arg in spec.argv), name
+        assert any(names_path(arg, spec.marker) for arg in spec.argv), name
 
 
 def test_everything_listens_on_loopback_only(specs: dict[str, ProcessSpec]) -> None:

@@ -81,3 +81,34 @@ def test_garbage_pid_file_means_not_running(tmp_path: Path) -> None:
     spec.pid_path.parent.mkdir(parents=True)
     spec.pid_path.write_text("not-a-pid\n")
     assert processes.running_pid(spec) is None
+
+
+def test_a_cluster_whose_name_extends_ours_is_not_ours(tmp_path: Path) -> None:
+    """`pykueue`'s state directory is a prefix of `pykueue-e2e`'s; a recycled PID running the
+    other cluster's process must not pass as ours."""
+    ours, theirs = tmp_path / "clusters" / "pykueue", tmp_path / "clusters" / "pykueue-e2e"
+    stranger = subprocess.Popen([PYTHON, "-c", SLEEP, f"--data-dir={theirs}/etcd-data"])
+    try:
+        spec = _spec(ours, marker=str(ours))
+        spec.pid_path.parent.mkdir(parents=True)
+        spec.pid_path.write_text(f"{stranger.pid}\n")
+        assert processes.running_pid(spec) is None
+        assert processes.stop(spec) is False
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+@pytest.mark.parametrize(
+    ("arg", "named"),
+    [
+        ("/s/clusters/pykueue", True),
+        ("--data-dir=/s/clusters/pykueue/etcd-data", True),
+        ("--kubeconfig=/s/clusters/pykueue-e2e/kubeconfig", False),
+        ("/s/clusters/pykueue2", False),
+        ("/s/clusters/pykueue-e2e/x,/s/clusters/pykueue/y", True),
+    ],
+)
+def test_names_path_matches_the_directory_and_what_is_inside_it_only(arg: str, named: bool) -> None:
+    assert processes.names_path(arg, "/s/clusters/pykueue") is named
