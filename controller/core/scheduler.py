@@ -34,9 +34,11 @@ from controller.engine.results import CycleResult, Eviction, Preemption, Reserva
 from controller.runtime.informer import FuncHandler
 from pykueue.api import constants as C
 from pykueue.kube.errors import ApiError, Conflict, NotFound
+from pykueue.kube.ratelimit import request_rank
 from pykueue.kube.resources import WORKLOADS
 
 from . import metrics as m
+from . import request_ranks as ranks
 from . import workload_view as wv
 from .cycle_patches import (
     CyclePatch,
@@ -473,12 +475,13 @@ class SchedulerLoop:
     def _evict(self, eviction: Eviction, now: datetime) -> bool:
         """A HoldAndDrain eviction; False only when the write failed (the engine emits it again)."""
         try:
-            self._write(
-                eviction.workload,
-                lambda wl: eviction_patch(wl, reason=eviction.reason, message=eviction.message, now=now),
-                kind="eviction",
-                recheck=_may_hide_our_reservation,
-            )
+            with request_rank(ranks.FREEING):
+                self._write(
+                    eviction.workload,
+                    lambda wl: eviction_patch(wl, reason=eviction.reason, message=eviction.message, now=now),
+                    kind="eviction",
+                    recheck=_may_hide_our_reservation,
+                )
         except ApiError as err:
             log.warning("eviction write failed", extra={"workload": eviction.workload, "error": str(err)})
             return False
@@ -486,9 +489,10 @@ class SchedulerLoop:
 
     def _write_pending_reason(self, key: str, reason: str, message: str) -> None:
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
-        self._write(
-            key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now), kind="pending_reason"
-        )
+        with request_rank(ranks.STATUS):
+            self._write(
+                key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now), kind="pending_reason"
+            )
 
     def _current(self, key: str, fresh: bool) -> dict[str, Any] | None:
         if not fresh:
@@ -548,19 +552,21 @@ class SchedulerLoop:
         wl_before = self._informers["workloads"].store.get(reservation.workload)
         if reservation.displaces is not None and not self._displace(reservation.displaces, now):
             return False
+        rank = ranks.reservation(wv.priority(wl_before) if wl_before is not None else 0)
         try:
-            written = self._write(
-                reservation.workload,
-                lambda wl: reservation_patch(
+            with request_rank(rank):
+                written = self._write(
+                    reservation.workload,
+                    lambda wl: reservation_patch(
                     wl,
-                    uid=reservation.uid,
-                    admission=reservation.admission,
-                    admission_checks=reservation.admission_checks,
-                    message=reservation.message,
-                    now=now,
-                ),
-                kind="reservation",
-            )
+                        uid=reservation.uid,
+                        admission=reservation.admission,
+                        admission_checks=reservation.admission_checks,
+                        message=reservation.message,
+                        now=now,
+                    ),
+                    kind="reservation",
+                )
         except ApiError as err:
             log.warning("admission write failed", extra={"workload": reservation.workload, "error": str(err)})
             return False
@@ -590,12 +596,13 @@ class SchedulerLoop:
         before the preferred option's reservation is written (never two holding quota)."""
         before = self._informers["workloads"].store.get(eviction.workload)
         try:
-            written = self._write(
-                eviction.workload,
-                lambda wl: migration_patch(wl, message=eviction.message, now=now),
-                kind="migration",
-                recheck=_may_hide_our_reservation,
-            )
+            with request_rank(ranks.FREEING):
+                written = self._write(
+                    eviction.workload,
+                    lambda wl: migration_patch(wl, message=eviction.message, now=now),
+                    kind="migration",
+                    recheck=_may_hide_our_reservation,
+                )
         except ApiError as err:
             log.warning("migration eviction failed", extra={"workload": eviction.workload, "error": str(err)})
             return False
@@ -613,18 +620,19 @@ class SchedulerLoop:
         """Evict one victim; False only when the write failed (the engine may pick it again).
         A victim that no longer holds quota or is already evicted needs nothing: True."""
         try:
-            written = self._write(
-                preemption.victim,
-                lambda wl: preemption_patch(
-                    wl,
-                    uid=preemption.victim_uid,
-                    reason=preemption.reason,
-                    message=preemption.message,
-                    now=now,
-                ),
-                kind="preemption",
-                recheck=_may_hide_our_reservation,
-            )
+            with request_rank(ranks.FREEING):
+                written = self._write(
+                    preemption.victim,
+                    lambda wl: preemption_patch(
+                        wl,
+                        uid=preemption.victim_uid,
+                        reason=preemption.reason,
+                        message=preemption.message,
+                        now=now,
+                    ),
+                    kind="preemption",
+                    recheck=_may_hide_our_reservation,
+                )
         except ApiError as err:
             log.warning("preemption write failed", extra={"victim": preemption.victim, "error": str(err)})
             return False
