@@ -26,8 +26,9 @@ test-unit: $(STAMP) ## unit tests (no cluster)
 test-e2e: $(STAMP) binaries ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set
 	$(PY) -m pytest tests/e2e -q -x
 
-lint: $(STAMP) ## ruff + shellcheck + hadolint + stale generated files
+lint: $(STAMP) ## ruff + mypy + shellcheck + hadolint + stale generated files
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/shellcheck hack/*.sh .ci/run
 	$(VENV)/bin/hadolint Dockerfile
 
@@ -54,4 +55,4 @@ bench: $(STAMP) ## run the benchmarks at a small scale
 	$(PY) -m bench.run_all --scale 0.05
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

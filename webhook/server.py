@@ -83,5 +83,5 @@ class WebhookServer(BaseApplication):
         for key, value in settings.items():
             self.cfg.set(key, value)
 
-    def load(self) -> Flask:
+    def load(self) -> Flask:  # type: ignore[override]  # the stubs' start_response lacks PEP 3333's exc_info
         return self.app_factory()

@@ -147,7 +147,11 @@ def _accepts(kind: str) -> Accepts:
 def _from_jsonschema(error: jsonschema.ValidationError) -> list[FieldError]:
     """Translate one jsonschema error into apiserver wording."""
     path = path_of(list(error.absolute_path))
-    rule, limit, value = error.validator, error.validator_value, error.instance
+    # Set on every error a validator yields; the stubs also allow jsonschema's "unset" sentinel,
+    # which only hand-built errors carry.
+    rule: Any = error.validator
+    limit: Any = error.validator_value
+    value: Any = error.instance
     if rule == "required":
         present = value if isinstance(value, dict) else {}
         return [FieldError.required(join_path(path, name)) for name in limit if name not in present]

