@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 from urllib3.exceptions import ProtocolError
 
-from hack.localcluster import SIMULATED_NODE_LABEL, LocalCluster
+from hack.localcluster import SIMULATED_NODE_LABEL, LocalCluster, binaries
+from hack.localcluster.https import get_status, tls_context
+from hack.localcluster.pki import APISERVER_ETCD_CLIENT
 from tests.builders import JobBuilder, PodBuilder
 from tests.e2e.helpers.wait import wait_for
 
@@ -98,6 +101,41 @@ def test_pod_with_negative_run_seconds_keeps_running(kube: k8s.ApiClient, namesp
     forever = core.read_namespaced_pod("forever", namespace)
     assert forever.spec.node_name in _simulated_node_names(core)
     assert running_and_ready("forever"), f"pod forever left Running: {forever.status.phase}"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.removeprefix("v").split("."))
+
+
+@pytest.mark.needs_local_cluster
+def test_control_plane_runs_the_pinned_builds_cached_outside_the_repository(
+    cluster: LocalCluster, kube: k8s.ApiClient
+) -> None:
+    """The processes serving the suite are the pinned v1.36 control plane and an etcd new enough
+    for v1.36's watch cache (3.5.13+), each executing from its per-pin cache directory."""
+    pins = binaries.read_versions()
+    assert k8s.VersionApi(kube).get_code().git_version == pins["K8S_VERSION"]
+    assert _version(pins["K8S_VERSION"])[:2] == (1, 36)
+
+    ports, pki = cluster.ports, cluster.layout.pki
+    assert ports is not None
+    context = tls_context(
+        pki.ca_cert, pki.client_cert(APISERVER_ETCD_CLIENT), pki.client_key(APISERVER_ETCD_CLIENT)
+    )
+    status, body = get_status(f"https://127.0.0.1:{ports.etcd_client}/version", context)
+    assert status == 200, body
+    etcd_version = json.loads(body)["etcdserver"]
+    assert etcd_version == pins["ETCD_VERSION"].removeprefix("v")
+    assert _version(etcd_version) >= (3, 5, 13)
+
+    bin_root = binaries.cache_root() / "bin"
+    running = cluster.status()["processes"]
+    for name, pid in running.items():
+        assert pid is not None, f"{name} is not running"
+        executable = Path(f"/proc/{pid}/exe").resolve()
+        expected = binaries.binary_path(name, pins, bin_root).resolve()
+        assert executable == expected, f"{name} runs {executable}, not the pinned {expected}"
+        assert binaries.REPO_ROOT not in executable.parents
 
 
 def _watch_events(
