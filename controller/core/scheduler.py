@@ -53,6 +53,7 @@ from .events import EventSink
 from .indexes import ApiClient, InformerLike, cached_keys
 from .inflight import InFlightWrites
 from .own_writes import OwnWrites
+from .pending_writer import GRACE_SECONDS as PENDING_REASON_GRACE_SECONDS
 from .pending_writer import PendingReasonWriter
 from .plan import EVENT_NORMAL, EventSpec
 
@@ -115,6 +116,7 @@ class SchedulerLoop:
         write_threads: int = WRITE_THREADS,
         max_in_flight: int = MAX_WRITES_IN_FLIGHT,
         block_admission: bool = False,
+        pending_reason_grace: float = PENDING_REASON_GRACE_SECONDS,
     ) -> None:
         missing = [kind for kind in KINDS if kind not in informers]
         if missing:
@@ -139,7 +141,7 @@ class SchedulerLoop:
         self.cycles = 0
         self._metrics_at = 0.0
         self.pending_reasons = PendingReasonWriter(
-            self._write_pending_reason, admission_busy=self.admission_busy
+            self._write_pending_reason, admission_busy=self.admission_busy, grace_seconds=pending_reason_grace
         )
         # waitForPodsReady.blockAdmission: admit one workload at a time, and nothing while an
         # admitted workload's pods are not ready ("sequential admission").

@@ -43,6 +43,7 @@ class Harness:
             block_admission=block_admission,
             max_in_flight=max_in_flight,
             write_threads=write_threads,
+            pending_reason_grace=0,  # reasons at once; the grace has its own tests
         )
         self.pool = ThreadPoolExecutor(max_workers=2)
         self.engine = None
