@@ -19,7 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from hack.localcluster import LocalCluster, default_cluster_name
+from hack.localcluster import ComponentFailedError, LocalCluster, LocalClusterError, default_cluster_name
 from hack.localcluster import processes as proc
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -94,11 +94,13 @@ def _wait(what: str, probe: object, spec: proc.ProcessSpec) -> None:
     deadline = time.monotonic() + READY_TIMEOUT
     while time.monotonic() < deadline:
         if proc.running_pid(spec) is None:
-            raise RuntimeError(f"{what} exited; last log lines:\n" + "\n".join(proc.tail(spec.log_path, 20)))
+            raise ComponentFailedError(
+                f"{what} exited; last log lines:\n" + "\n".join(proc.tail(spec.log_path, 20))
+            )
         if probe():  # type: ignore[operator]
             return
         time.sleep(0.5)
-    raise RuntimeError(f"{what} not ready after {READY_TIMEOUT:.0f}s; see {spec.log_path}")
+    raise ComponentFailedError(f"{what} not ready after {READY_TIMEOUT:.0f}s; see {spec.log_path}")
 
 
 def _webhook_called(cluster: LocalCluster) -> bool:
@@ -173,13 +175,20 @@ def main(argv: list[str] | None = None) -> int:
         "--name", default=None, help="cluster name (default: $PYKUEUE_CLUSTER_NAME or pykueue)"
     )
     args = parser.parse_args(argv)
-    cluster = LocalCluster(args.name or default_cluster_name())
-    if args.action == "start":
+    try:
+        return _run(args.action, LocalCluster(args.name or default_cluster_name()))
+    except LocalClusterError as err:  # a person can act on it: the message, not a traceback
+        print(f"run_pykueue: {err}", file=sys.stderr)
+        return 1
+
+
+def _run(action: str, cluster: LocalCluster) -> int:
+    if action == "start":
         start(cluster)
         print(
             f"pykueue running for cluster {cluster.name!r}: {status(cluster)} (logs in {_state_dir(cluster)})"
         )
-    elif args.action == "stop":
+    elif action == "stop":
         stopped = stop(cluster)
         print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
     else:

@@ -214,3 +214,14 @@ def test_the_stand_in_tools_path_really_lacks_go(tmp_path: Path) -> None:
     path = _tools(tmp_path)
     assert shutil.which("go", path=str(path)) is None
     assert os.access(path / "bash", os.X_OK)
+
+
+# ------------------------------------------------------------ python -m hack.run_pykueue (make cluster-up)
+
+
+def test_starting_pykueue_without_built_binaries_names_the_make_target(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "hack.run_pykueue", "start", "--name", "prereq-entry"]
+    line = _assert_one_fix_it_line(
+        _run(argv, _tools(tmp_path), tmp_path), "run_pykueue: missing binaries kube-apiserver"
+    )
+    assert line.endswith("run `make binaries`")
