@@ -1,0 +1,186 @@
+"""hack/build-binaries.sh: what it asks Go to build, where it caches it, and when it rebuilds.
+
+The real first build takes about 12 CPU-minutes (docs/development.md), so here `go` and `curl`
+are stand-ins that record their calls and write placeholder files; everything else is the real
+script, copied with its versions.env into a temporary `hack/` so a pin can be changed. Checked:
+Kubernetes is built from `k8s.io/kubernetes` at the pin with every staging module replaced by its
+published v0.<minor>.<patch>, with `GOTOOLCHAIN=local`; etcd from `go.etcd.io/etcd/server/v3`;
+kwok and helm with `go install`; all into per-pin directories under `$PYKUEUE_CACHE`, outside the
+repository; and nothing is rebuilt until a pin changes, and then only what that pin builds.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hack.localcluster import binaries
+
+ROOT = Path(__file__).resolve().parents[2]
+PINS = binaries.read_versions()
+K8S = PINS["K8S_VERSION"]
+STAGING = ("k8s.io/api", "k8s.io/client-go", "k8s.io/component-base")
+
+# `go` stand-in: records each call with the environment the build cares about, answers
+# `go env GOVERSION`, creates go.mod on `mod init`, and writes placeholder binaries (keeping a copy
+# of the go.mod each Kubernetes binary was built from, since the script deletes its work dir).
+FAKE_GO = r"""#!/bin/bash
+echo "go $* | GOTOOLCHAIN=${GOTOOLCHAIN:-} GOFLAGS=${GOFLAGS:-}" >>"$CALLS"
+case "$1" in
+  env) echo go1.26.1 ;;
+  mod) [ "$2" != init ] || printf 'module %s\n\ngo 1.26\n' "$3" >go.mod ;;
+  build)
+    out= prev=
+    for arg in "$@"; do [ "$prev" != -o ] || out=$arg; prev=$arg; done
+    mkdir -p "$(dirname "$out")" && echo built >"$out"
+    cp go.mod "$GOMODS/$(basename "$out").go.mod" ;;
+  install)
+    module=${*: -1}; module=${module%@*}
+    echo built >"$GOBIN/${module##*/}" ;;
+esac
+"""
+
+# `curl` stand-in: the proxy probe succeeds; the download of k8s.io/kubernetes's go.mod gets one
+# with a `replace ... => ./staging/...` line per staging module, as the real one has.
+FAKE_CURL = (
+    r"""#!/bin/bash
+echo "curl $*" >>"$CALLS"
+out= prev=
+for arg in "$@"; do [ "$prev" != -o ] || out=$arg; prev=$arg; done
+[ -n "$out" ] || exit 0
+{
+  echo 'module k8s.io/kubernetes'
+  echo 'replace ('
+"""
+    + "".join(f"  printf '\\t{m} => ./staging/src/{m}\\n'\n" for m in STAGING)
+    + r"""  echo ')'
+} >"$out"
+"""
+)
+
+
+@dataclass
+class Builder:
+    tmp: Path
+    script: Path
+    cache: Path
+    calls: Path
+    gomods: Path
+
+    def run(self) -> subprocess.CompletedProcess[str]:
+        env = {
+            "PATH": f"{self.tmp / 'fake-bin'}:/usr/bin:/bin",
+            "HOME": str(self.tmp),
+            "PYKUEUE_CACHE": str(self.cache),
+            "GOPROXY": "https://proxy.example",
+            "CALLS": str(self.calls),
+            "GOMODS": str(self.gomods),
+        }
+        return subprocess.run(
+            ["bash", str(self.script)], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+
+    def go_calls(self, verb: str) -> list[str]:
+        if not self.calls.exists():
+            return []
+        return [line for line in self.calls.read_text().splitlines() if line.startswith(f"go {verb} ")]
+
+    def set_pin(self, key: str, value: str) -> None:
+        versions = self.script.with_name("versions.env")
+        lines = [
+            f"{key}={value}" if line.startswith(f"{key}=") else line
+            for line in versions.read_text().splitlines()
+        ]
+        versions.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def builder(tmp_path: Path) -> Builder:
+    hack = tmp_path / "checkout" / "hack"
+    hack.mkdir(parents=True)
+    shutil.copy(ROOT / "hack" / "build-binaries.sh", hack)
+    shutil.copy(ROOT / "hack" / "versions.env", hack)
+    fake_bin = tmp_path / "fake-bin"
+    fake_bin.mkdir()
+    for name, text in (("go", FAKE_GO), ("curl", FAKE_CURL)):
+        (fake_bin / name).write_text(text)
+        (fake_bin / name).chmod(0o755)
+    gomods = tmp_path / "gomods"
+    gomods.mkdir()
+    return Builder(tmp_path, hack / "build-binaries.sh", tmp_path / "cache", tmp_path / "calls", gomods)
+
+
+def test_kubernetes_is_built_from_the_pinned_module_with_published_staging_modules(builder: Builder) -> None:
+    result = builder.run()
+    assert result.returncode == 0, result.stderr
+    kube_dir = builder.cache / "bin" / f"kubernetes-{K8S}"
+    builds = builder.go_calls("build")
+    for component in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"):
+        (call,) = [c for c in builds if f"-o {kube_dir / component} " in c]
+        assert call.split(" | ")[0].endswith(f"k8s.io/kubernetes/cmd/{component}")
+        assert f"-X k8s.io/component-base/version.gitVersion={K8S}" in call
+        go_mod = (builder.gomods / f"{component}.go.mod").read_text().splitlines()
+        assert f"require k8s.io/kubernetes {K8S}" in go_mod
+        staging_version = "v0." + K8S.removeprefix("v1.")
+        assert [line for line in go_mod if line.startswith("replace ")] == [
+            f"replace {module} => {module} {staging_version}" for module in STAGING
+        ]
+    assert any(c.startswith(f"go get k8s.io/kubernetes@{K8S} ") for c in builder.go_calls("get"))
+    for call in builder.go_calls("build") + builder.go_calls("get") + builder.go_calls("install"):
+        assert "GOTOOLCHAIN=local" in call, call
+
+
+def test_etcd_kwok_and_helm_are_built_from_the_module_proxy_at_their_pins(builder: Builder) -> None:
+    assert builder.run().returncode == 0
+    assert any(
+        c.startswith(f"go get go.etcd.io/etcd/server/v3@{PINS['ETCD_VERSION']} ")
+        for c in builder.go_calls("get")
+    )
+    etcd = builder.cache / "bin" / f"etcd-{PINS['ETCD_VERSION']}" / "etcd"
+    assert any(f"-o {etcd} ." in c for c in builder.go_calls("build"))
+    installs = [c.split(" | ")[0] for c in builder.go_calls("install")]
+    assert installs == [
+        f"go install -ldflags -s -w sigs.k8s.io/kwok/cmd/kwok@{PINS['KWOK_VERSION']}",
+        f"go install -ldflags -s -w helm.sh/helm/v3/cmd/helm@{PINS['HELM_VERSION']}",
+    ]
+    assert (builder.cache / "bin" / f"kwok-{PINS['KWOK_VERSION']}" / "kwok").is_file()
+
+
+def test_binaries_are_cached_per_pin_outside_the_checkout_and_linked_from_current(builder: Builder) -> None:
+    result = builder.run()
+    assert result.returncode == 0, result.stderr
+    current = builder.cache / "bin" / "current"
+    assert result.stdout.strip() == str(current)
+    for name in (*binaries.CLUSTER_BINARIES, "helm"):
+        assert (current / name).resolve().parent.parent == builder.cache / "bin", name
+    for stamp in (builder.cache / "bin").glob("*/.stamp"):
+        assert stamp.parent.name.endswith("-" + stamp.read_text().strip())
+    assert sorted(p.name for p in builder.script.parent.iterdir()) == ["build-binaries.sh", "versions.env"]
+
+
+def test_nothing_is_rebuilt_until_a_pin_changes_and_then_only_that_pins_build(builder: Builder) -> None:
+    assert builder.run().returncode == 0
+    builder.calls.unlink()
+    again = builder.run()
+    assert again.returncode == 0, again.stderr
+    assert not builder.calls.exists(), "a warm cache runs neither go nor curl"
+
+    builder.set_pin("K8S_VERSION", "v1.36.99")
+    changed = builder.run()
+    assert changed.returncode == 0, changed.stderr
+    built = [c.split(" -o ")[1].split()[0] for c in builder.go_calls("build")]
+    assert sorted(Path(path).name for path in built) == [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubectl",
+    ]
+    assert all(Path(path).parent.name == "kubernetes-v1.36.99" for path in built)
+    assert builder.go_calls("install") == [], "kwok and helm kept their pins"
+    current = builder.cache / "bin" / "current"
+    assert (current / "kube-apiserver").resolve().parent.name == "kubernetes-v1.36.99"
+    assert (builder.cache / "bin" / f"kubernetes-{K8S}" / ".stamp").is_file(), "the old pin's build is kept"
