@@ -5,7 +5,8 @@ not leave it pointing at nothing. This parses every test reference in the map an
 each one that does not resolve. The forms the map uses:
 
 - ``unit/api/test_x.py`` or ``e2e/test_y.py``: a test file (``unit/`` is ``tests/unit/``);
-- ``unit/api/test_x.py::test_name[param id]``: a test function in it (the id is not checked);
+- ``unit/api/test_x.py::test_name[id|other id]``: a test function in it, and those cases of it
+  among the tests pytest collects from the file;
 - ``::test_other``: another function of the file referenced last in the same section;
 - ``test_prefix_…`` (an ellipsis) and ``test_cohort_*``: any test function with that prefix or
   matching that pattern; ``e2e/…::test_x`` is a function in some e2e file;
@@ -32,8 +33,8 @@ ELLIPSIS = "…"
 _NAME = rf"[A-Za-z_][\w*{ELLIPSIS}]*"
 _REFERENCE = re.compile(
     rf"(?P<full>(?<![\w/.])(?P<tree>unit|e2e)/(?P<path>(?:[\w/]+\.py|{ELLIPSIS}))"
-    rf"(?:::(?P<full_test>{_NAME})(?:\[[^\]]*\])?)?)"
-    rf"|(?P<cont>(?<![\w.])::(?P<cont_test>{_NAME})(?:\[[^\]]*\])?)"
+    rf"(?:::(?P<full_test>{_NAME})(?:\[(?P<full_ids>[^\]]*)\])?)?)"
+    rf"|(?P<cont>(?<![\w.])::(?P<cont_test>{_NAME})(?:\[(?P<cont_ids>[^\]]*)\])?)"
     rf"|`(?P<bare_file>test_\w+\.py)`"
     rf"|`(?P<bare_test>test_[\w*{ELLIPSIS}]+)(?:\[[^\]]*\])?`"
 )
@@ -119,9 +120,9 @@ def _check_one(match: re.Match[str], line: str, context: _Context) -> str | None
                 if problem is not None:
                     return problem
         test = match.group("full_test")
-        return None if test is None else _check_test(test, context)
+        return None if test is None else _check_test(test, context, match.group("full_ids"))
     if match.group("cont"):
-        return _check_test(match.group("cont_test"), context)
+        return _check_test(match.group("cont_test"), context, match.group("cont_ids"))
     if match.group("bare_file"):
         found = sorted(TESTS.rglob(match.group("bare_file")))
         if not found:
@@ -142,16 +143,16 @@ def _check_count(path: Path, claimed: int) -> str | None:
     functions = len(functions_in(path))
     if claimed == functions:
         return None
-    collected = collected_count(path)
-    if claimed == collected:
+    ids = collected(path)
+    total = None if ids is None else len(ids)
+    if claimed == total:
         return None
-    return (
-        f"says {claimed} tests, {_rel(path)} has {functions} test functions and {collected} collected tests"
-    )
+    return f"says {claimed} tests, {_rel(path)} has {functions} test functions and {total} collected tests"
 
 
 @cache
-def collected_count(path: Path) -> int | None:
+def collected(path: Path) -> frozenset[str] | None:
+    """The test ids pytest collects from `path` (``test_name[param id]``), None if collection fails."""
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(path)],
         cwd=ROOT,
@@ -160,18 +161,29 @@ def collected_count(path: Path) -> int | None:
         timeout=120,
         check=False,
     )
-    found = re.search(r"^(\d+) tests? collected", result.stdout, re.MULTILINE)
-    return int(found.group(1)) if found else None
+    if result.returncode != 0:
+        return None
+    prefix = f"{path.relative_to(ROOT)}::"
+    return frozenset(
+        line.removeprefix(prefix) for line in result.stdout.splitlines() if line.startswith(prefix)
+    )
 
 
-def _check_test(pattern: str, context: _Context) -> str | None:
+def _check_test(pattern: str, context: _Context, ids: str | None) -> str | None:
+    """`pattern` names a test function of the current file; `ids` (``a|b``) cases pytest collects."""
     if context.tree_files is not None:
         return None if _found_in(pattern, context.tree_files) else f"no test function {pattern} in any file"
     if context.section_file is None:
         return "a ::test reference with no file before it in its section"
     if not _found_in(pattern, [context.section_file]):
         return f"no test function {pattern} in {_rel(context.section_file)}"
-    return None
+    if ids is None:
+        return None
+    cases = collected(context.section_file)
+    if cases is None:
+        return f"pytest cannot collect {_rel(context.section_file)}"
+    missing = [case for case in ids.split("|") if f"{pattern}[{case}]" not in cases]
+    return f"no case {', '.join(missing)} of {pattern} in {_rel(context.section_file)}" if missing else None
 
 
 def test_every_test_the_acceptance_map_names_exists() -> None:
@@ -201,7 +213,7 @@ def test_a_missing_file_is_reported() -> None:
 
 def test_a_missing_function_is_reported_also_through_a_continuation() -> None:
     real = _real_test()
-    text = f"| x | | `{_REAL}::{real}`, `::test_renamed_away[case]` |\n| y | | `::{real}[id]` |"
+    text = f"| x | | `{_REAL}::{real}`, `::test_renamed_away[case]` |\n| y | | `::{real}` |"
     assert _problems(text) == ["no test function test_renamed_away in unit/test_quantity.py"]
 
 
@@ -224,9 +236,21 @@ def test_prefixes_patterns_and_bare_names_resolve_against_their_row() -> None:
 def test_a_wrong_test_count_is_reported() -> None:
     count = len(functions_in(TESTS / _REAL))
     assert _problems(f"`{_REAL}` ({count} tests)") == []
-    collected = collected_count(TESTS / _REAL)
-    assert collected is not None and collected >= count
-    assert _problems(f"`{_REAL}` ({collected} tests)") == []
-    assert _problems(f"`{_REAL}` ({collected + 1} tests)") == [
-        f"says {collected + 1} tests, unit/test_quantity.py has {count} test functions and {collected} collected tests"
+    ids = collected(TESTS / _REAL)
+    assert ids is not None and len(ids) >= count
+    assert _problems(f"`{_REAL}` ({len(ids)} tests)") == []
+    assert _problems(f"`{_REAL}` ({len(ids) + 1} tests)") == [
+        f"says {len(ids) + 1} tests, unit/test_quantity.py has {count} test functions and {len(ids)} collected tests"
+    ]
+
+
+def test_parametrised_cases_must_be_collected() -> None:
+    ids = collected(TESTS / _REAL)
+    assert ids is not None
+    cases = sorted(case for case in ids if "[" in case)
+    assert len(cases) >= 2, "test_quantity.py is expected to have parametrised cases"
+    (name, first), (_, second) = (case.removesuffix("]").split("[", 1) for case in cases[:2])
+    assert _problems(f"`{_REAL}::{name}[{first}|{second}]`") == []
+    assert _problems(f"`{_REAL}::{name}[{first}|no such case]`") == [
+        f"no case no such case of {name} in unit/test_quantity.py"
     ]
