@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -160,38 +161,102 @@ def test_readme_shows_the_two_commands() -> None:
     assert _readme_commands() == ["make demo", "make test"]
 
 
-def test_ci_runs_exactly_the_readmes_test_command(tmp_path: Path) -> None:
-    """`.ci/run` with a recording `make`: set up the venv, the binaries, then the README's command."""
-    path = tmp_path / "path"
-    path.mkdir()
-    for tool in ("bash", "env", "git", "curl", "date", "dirname", "id", "cat"):
-        real = shutil.which(tool)
-        assert real is not None, f"{tool} is a prerequisite (see README) but is not on PATH"
-        (path / tool).symlink_to(real)
-    calls = tmp_path / "make-calls"
-    fake_make = path / "make"
-    fake_make.write_text(f'#!/bin/sh\necho "$*" >>{calls}\n[ "$1" != test ] || exit "${{FAIL_TEST:-0}}"\n')
-    fake_make.chmod(0o755)
+@dataclass
+class CiMachine:
+    """A PATH for `.ci/run` with a recording `make` and, on request, a recording `apt-get`."""
 
-    def ci(**extra: str) -> subprocess.CompletedProcess[str]:
+    root: Path
+
+    @property
+    def path(self) -> Path:
+        return self.root / "path"
+
+    @property
+    def make_calls(self) -> Path:
+        return self.root / "make-calls"
+
+    @property
+    def apt_calls(self) -> Path:
+        return self.root / "apt-calls"
+
+    def provide(self, *tools: str) -> None:
+        for tool in tools:
+            real = shutil.which(tool)
+            assert real is not None, f"{tool} is a prerequisite (see README) but is not on PATH"
+            (self.path / tool).symlink_to(real)
+
+    def script(self, name: str, text: str) -> None:
+        (self.path / name).write_text(text)
+        (self.path / name).chmod(0o755)
+
+    def run(self, **extra: str) -> subprocess.CompletedProcess[str]:
         env = {
-            "PATH": str(path),
-            "HOME": str(tmp_path),
+            "PATH": str(self.path),
+            "HOME": str(self.root),
             "PYTHON": sys.executable,
-            "PYKUEUE_CACHE": str(tmp_path / "cache"),
+            "PYKUEUE_CACHE": str(self.root / "cache"),
             **extra,
         }
         return subprocess.run(
             [str(ROOT / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=120, check=False
         )
 
-    passed = ci()
+
+@pytest.fixture
+def ci_machine(tmp_path: Path) -> CiMachine:
+    machine = CiMachine(tmp_path)
+    machine.path.mkdir()
+    machine.provide("bash", "env", "date", "dirname", "id", "cat")
+    machine.script(
+        "make", f'#!/bin/sh\necho "$*" >>{machine.make_calls}\n[ "$1" != test ] || exit "${{FAIL_TEST:-0}}"\n'
+    )
+    return machine
+
+
+def test_ci_runs_exactly_the_readmes_test_command(ci_machine: CiMachine) -> None:
+    """`.ci/run` with a recording `make`: set up the venv, the binaries, then the README's command."""
+    ci_machine.provide("git", "curl")
+    passed = ci_machine.run()
     assert passed.returncode == 0, passed.stderr
     readme_test = _readme_commands()[1].removeprefix("make ")
-    assert calls.read_text().splitlines() == [f"env PYTHON={sys.executable}", "binaries", readme_test]
+    assert ci_machine.make_calls.read_text().splitlines() == [
+        f"env PYTHON={sys.executable}",
+        "binaries",
+        readme_test,
+    ]
     assert "make test passed" in passed.stdout
 
-    calls.unlink()
-    failed = ci(FAIL_TEST="2")
+    ci_machine.make_calls.unlink()
+    failed = ci_machine.run(FAIL_TEST="2")
     assert failed.returncode == 2
     assert "the local cluster's logs are in" in failed.stdout
+
+
+def test_ci_installs_the_tools_a_fresh_machine_lacks_before_the_test_command(ci_machine: CiMachine) -> None:
+    """No git and no curl: `.ci/run` (as root) installs them with apt-get, then runs as usual."""
+    ci_machine.script("id", "#!/bin/sh\necho 0\n")  # root, so no sudo is needed
+    # The stand-in apt-get "installs" a package by putting a working command of that name on PATH.
+    ci_machine.script(
+        "apt-get",
+        f'#!/bin/bash\necho "$*" >>{ci_machine.apt_calls}\n'
+        f'if [ "$1" = install ]; then for p in "${{@: -1}}"; do {shutil.which("ln")} -s {shutil.which("true")} '
+        f'"{ci_machine.path}/$p"; done; fi\n',
+    )
+    passed = ci_machine.run()
+    assert passed.returncode == 0, passed.stderr
+    assert ci_machine.apt_calls.read_text().splitlines() == [
+        "update -qq",
+        "install -y -qq git",
+        "update -qq",
+        "install -y -qq curl",
+    ]
+    assert "installing git" in passed.stdout and "installing curl" in passed.stdout
+    assert ci_machine.make_calls.read_text().splitlines()[-1] == "test"
+
+
+def test_ci_without_a_way_to_install_a_missing_tool_says_which_and_stops(ci_machine: CiMachine) -> None:
+    ci_machine.provide("curl")  # git missing, and no apt-get
+    failed = ci_machine.run()
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == "[ci] git is missing and could not be installed; install it and re-run."
+    assert not ci_machine.make_calls.exists()
