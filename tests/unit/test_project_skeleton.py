@@ -143,6 +143,7 @@ def test_make_test_runs_lint_then_unit_tests_then_e2e_on_the_built_cluster() -> 
     commands = _make_dry_run("test")
     order = [
         _position(commands, "ruff check ."),
+        _position(commands, "bin/mypy"),
         _position(commands, "shellcheck hack/*.sh .ci/run"),
         _position(commands, "pytest tests/unit"),
         _position(commands, "hack/build-binaries.sh"),
