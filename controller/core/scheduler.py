@@ -25,7 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,6 +56,7 @@ from .own_writes import OwnWrites
 from .pending_writer import GRACE_SECONDS as PENDING_REASON_GRACE_SECONDS
 from .pending_writer import PendingReasonWriter
 from .plan import EVENT_NORMAL, EventSpec
+from .ranked_pool import RankedThreadPool
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ class SchedulerLoop:
         """Lead: build a fresh engine from the caches and schedule until ``stop`` is set."""
         engine = self.start_engine()
         self.pending_reasons.start()
-        pool = ThreadPoolExecutor(max_workers=self._write_threads, thread_name_prefix="admission-write")
+        pool = RankedThreadPool(self._write_threads, thread_name_prefix="admission-write")
         try:
             while not stop.is_set():
                 try:
@@ -233,7 +234,7 @@ class SchedulerLoop:
         )
         return engine
 
-    def step(self, engine: Engine, pool: ThreadPoolExecutor) -> CycleResult | None:
+    def step(self, engine: Engine, pool: Executor) -> CycleResult | None:
         """Apply finished writes, feed pending changes, run one cycle and hand its decisions to
         ``pool``. Returns None when no cycle ran (at the cap on writes in flight, admission
         blocked, or the cycle failed). The cycle's writes may still be in flight on return
@@ -403,7 +404,7 @@ class SchedulerLoop:
 
     # --- applying a cycle ----------------------------------------------------------------------------
 
-    def _apply(self, engine: Engine, result: CycleResult, pool: ThreadPoolExecutor) -> None:
+    def _apply(self, engine: Engine, result: CycleResult, pool: Executor) -> None:
         """Hand the cycle's writes to ``pool``; their outcomes are applied by a later step.
 
         Order matters only per workload (a later write on the same workload waits for the earlier
@@ -416,6 +417,7 @@ class SchedulerLoop:
                 (eviction.workload,),
                 functools.partial(self._evict, eviction, now),
                 functools.partial(self._eviction_done, engine, eviction),
+                ranks.FREEING,
             )
         for preemption in result.preemptions:
             self.writes.submit(
@@ -423,6 +425,7 @@ class SchedulerLoop:
                 (preemption.victim,),
                 functools.partial(self._preempt, preemption, now),
                 functools.partial(self._preemption_done, engine, preemption.victim),
+                ranks.FREEING,
             )
         reservations = result.reservations
         if self._block_admission and len(reservations) > 1:
@@ -440,9 +443,14 @@ class SchedulerLoop:
                 keys,
                 functools.partial(self._reserve, reservation, now),
                 functools.partial(self._reservation_done, engine, reservation),
+                ranks.reservation(self._priority_of(reservation.workload)),
             )
         for reason in result.pending:
             self.pending_reasons.submit(reason.workload, reason.reason, reason.message)
+
+    def _priority_of(self, key: str) -> int:
+        cached = self._informers["workloads"].store.get(key)
+        return wv.priority(cached) if cached is not None else 0
 
     # --- outcomes, applied on the loop thread ------------------------------------------------------
 
@@ -554,7 +562,7 @@ class SchedulerLoop:
         wl_before = self._informers["workloads"].store.get(reservation.workload)
         if reservation.displaces is not None and not self._displace(reservation.displaces, now):
             return False
-        rank = ranks.reservation(wv.priority(wl_before) if wl_before is not None else 0)
+        rank = ranks.reservation(self._priority_of(reservation.workload))
         try:
             with request_rank(rank):
                 written = self._write(
