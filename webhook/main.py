@@ -19,13 +19,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from pykueue.observability.logging import setup_logging
+
+if TYPE_CHECKING:
+    from webhook.server import ServerOptions
 
 log = logging.getLogger("pykueue.webhook")
 
@@ -41,6 +45,7 @@ class Settings:
     port: int
     workers: int
     threads: int
+    keepalive_linger: float
     namespace: str
     cert_dir: Path
     cert_secret: str
@@ -63,6 +68,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--port", type=int, default=9443)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
+    parser.add_argument("--keepalive-linger", type=float, default=0.1,
+                        help="seconds a request thread waits on its kept-alive connection for the next request "
+                        "before handing it back to the poller (0: never; see webhook/worker.py)")
     parser.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE)
     parser.add_argument("--cert-dir", default="/tmp/k8s-webhook-server/serving-certs")
     parser.add_argument("--cert-secret", default="pykueue-webhook-server-cert")
@@ -85,6 +93,10 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     args = parser.parse_args(argv)
     if args.local_url and urlparse(args.local_url).scheme != "https":
         parser.error("--local-url must be an https:// URL")
+    if args.workers < 1 or args.threads < 1:
+        parser.error("--workers and --threads must be at least 1")
+    if not 0 <= args.keepalive_linger <= 1:
+        parser.error("--keepalive-linger must be between 0 and 1 second")
     return Settings(
         config=args.config,
         kubeconfig=args.kubeconfig,
@@ -92,6 +104,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         port=args.port,
         workers=args.workers,
         threads=args.threads,
+        keepalive_linger=args.keepalive_linger,
         namespace=args.namespace,
         cert_dir=Path(args.cert_dir),
         cert_secret=args.cert_secret,
@@ -186,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     from webhook.certprovision import CertFiles, CertProvisioner
     from webhook.certs import service_dns_names
     from webhook.configurations import LocalConfigurations, ServiceConfigurations
-    from webhook.server import ServerOptions, WebhookServer
+    from webhook.server import WebhookServer
 
     job_policy = job_policy_from_config(settings)
     files = CertFiles(settings.cert_dir)
@@ -233,17 +246,32 @@ def main(argv: list[str] | None = None) -> int:
             except Exception:
                 log.exception("could not delete the local webhook configurations")
 
-    options = ServerOptions(
+    options = server_options(settings, files.certfile, files.keyfile, on_ready=on_ready, on_exit=on_exit)
+    WebhookServer(functools.partial(build_app, settings, job_policy), options).run()
+    return 0
+
+
+def server_options(
+    settings: Settings,
+    certfile: Path,
+    keyfile: Path,
+    *,
+    on_ready: Callable[[], None] | None = None,
+    on_exit: Callable[[], None] | None = None,
+) -> ServerOptions:
+    """gunicorn's settings from the command line (listener, worker layout, keep-alive linger)."""
+    from webhook.server import ServerOptions
+
+    return ServerOptions(
         bind=f"{settings.bind}:{settings.port}",
-        certfile=str(files.certfile),
-        keyfile=str(files.keyfile),
+        certfile=str(certfile),
+        keyfile=str(keyfile),
         workers=settings.workers,
         threads=settings.threads,
+        linger_seconds=settings.keepalive_linger,
         on_ready=on_ready,
         on_exit=on_exit,
     )
-    WebhookServer(functools.partial(build_app, settings, job_policy), options).run()
-    return 0
 
 
 def build_app(settings: Settings, job_policy: Any) -> Any:
