@@ -17,8 +17,12 @@ goes back to the poller exactly as in stock gunicorn.
 Lingering never takes the last idle thread: at most ``threads - 1`` threads linger at once, so a
 request on any other connection still finds a thread. The worst case — every non-lingering thread
 busy, say with a slow apiserver read of a Job hook — delays such a request by at most
-``linger_seconds``, which is why the linger is short. A stopping worker stops lingering, and
-HTTP/2 connections are left to gunicorn.
+``linger_seconds``, which is why the linger is short. Nor does a lingering thread jump the queue:
+while requests the poller dispatched wait for a thread, a thread neither starts lingering nor
+serves its own connection's next request, but hands the connection back to the poller (behind
+the waiting ones) and takes the oldest waiting request. So a saturated worker serves its
+connections first come, first served, as stock gthread does. A stopping worker stops lingering,
+and HTTP/2 connections are left to gunicorn.
 
 This builds on gunicorn 27's ``ThreadWorker`` (``handle`` answers one request and returns whether
 the connection may be kept; ``TConn`` holds the socket and the parser), hence the pin to
@@ -44,40 +48,54 @@ class LingeringThreadWorker(ThreadWorker):
 
     def init_process(self) -> None:
         self._lingering = 0
+        self._waiting = 0  # requests the poller submitted that no thread has started yet
         self._linger_lock = threading.Lock()
         super().init_process()
 
+    def enqueue_req(self, conn: TConn) -> None:
+        with self._linger_lock:
+            self._waiting += 1
+        super().enqueue_req(conn)
+
     def handle(self, conn: TConn) -> bool:
+        with self._linger_lock:
+            self._waiting -= 1
         keep = super().handle(conn)
         while keep is True and self.alive and not conn.is_http2 and self.next_request_arrived(conn):
             keep = super().handle(conn)
         return keep
 
-    def next_request_arrived(self, conn: TConn) -> bool:
-        """Whether ``conn`` becomes readable (a request, or the peer closing) within the linger.
+    def others_waiting(self) -> bool:
+        """Whether requests dispatched by the poller wait for a thread (then lingering would jump them)."""
+        with self._linger_lock:
+            return self._waiting > 0
 
-        Bytes gunicorn already read past the last request, or that the TLS layer decrypted and
-        holds, do not make the socket readable, so they count as arrived at once — the same
-        read-ahead check gunicorn makes before handing a connection back to its poller.
+    def next_request_arrived(self, conn: TConn) -> bool:
+        """Whether this thread should answer ``conn``'s next request itself.
+
+        Yes when the connection becomes readable (a request, or the peer closing) within the
+        linger and no request dispatched by the poller is waiting for a thread. Bytes gunicorn
+        already read past the last request, or that the TLS layer decrypted and holds, do not
+        make the socket readable to the poller, so they are always answered here at once — the
+        same read-ahead check gunicorn makes before handing a connection back to its poller.
         """
-        if self.linger_seconds <= 0:
-            return False
         unreader = getattr(conn.parser, "unreader", None)
         if unreader is not None and unreader.buf.getvalue():
             return True
         pending = getattr(conn.sock, "pending", None)
         if pending is not None and pending():
             return True
-        if not self._take_linger_slot():
+        if self.linger_seconds <= 0 or self.others_waiting() or not self._take_linger_slot():
             return False
         try:
             poller = select.poll()
             poller.register(conn.sock, select.POLLIN)
-            return bool(poller.poll(self.linger_seconds * 1000))
+            readable = bool(poller.poll(self.linger_seconds * 1000))
         except (OSError, ValueError):  # closed under us: let gunicorn's own path deal with it
             return False
         finally:
             self._release_linger_slot()
+        return readable and not self.others_waiting()
 
     def _take_linger_slot(self) -> bool:
         with self._linger_lock:

@@ -38,6 +38,7 @@ def _worker(threads: int, linger: float) -> LingeringThreadWorker:
     worker = lingering_worker(linger).__new__(lingering_worker(linger))
     worker.cfg = SimpleNamespace(threads=threads)  # type: ignore[assignment]
     worker._lingering = 0
+    worker._waiting = 0
     worker._linger_lock = threading.Lock()
     return worker
 
@@ -103,6 +104,32 @@ def test_the_last_free_thread_never_lingers(pair: tuple[socket.socket, socket.so
     worker = _worker(threads=3, linger=5.0)
     worker._lingering = 2
     assert not worker.next_request_arrived(_conn(server))
+
+
+def test_a_thread_does_not_jump_requests_waiting_for_a_thread(pair: tuple[socket.socket, socket.socket]) -> None:
+    server, client = pair
+    client.sendall(b"POST / HTTP/1.1\r\n")
+    worker = _worker(threads=4, linger=5.0)
+    worker._waiting = 1  # the poller dispatched a request on another connection; no thread has it yet
+    assert not worker.next_request_arrived(_conn(server)), "served its own connection ahead of the queue"
+    # Bytes already read cannot go back to the poller (it would never see them): served here.
+    assert worker.next_request_arrived(_conn(server, read_ahead=b"POST / HTTP/1.1\r\n"))
+
+
+def test_a_request_dispatched_during_the_linger_is_not_jumped(pair: tuple[socket.socket, socket.socket]) -> None:
+    server, client = pair
+    worker = _worker(threads=4, linger=5.0)
+
+    def dispatch_then_send() -> None:
+        worker._waiting = 1
+        client.sendall(b"POST / HTTP/1.1\r\n")
+
+    timer = threading.Timer(0.05, dispatch_then_send)
+    timer.start()
+    try:
+        assert not worker.next_request_arrived(_conn(server))
+    finally:
+        timer.cancel()
 
 
 def test_zero_linger_is_stock_gthread(pair: tuple[socket.socket, socket.socket]) -> None:
