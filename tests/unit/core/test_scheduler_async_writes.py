@@ -337,3 +337,43 @@ def test_admission_is_busy_while_half_the_write_threads_have_a_write() -> None:
         assert not h.loop.admission_busy()
     finally:
         h.close()
+
+
+def test_each_write_asks_for_its_token_with_its_rank() -> None:
+    """The client serves waiting requests by rank (pykueue/kube/ratelimit.py): the loop's
+    reservations carry the workload's priority, preemptions rank above them, pending reasons
+    below everything."""
+    from controller.core import request_ranks as ranks
+    from pykueue.kube.ratelimit import Rank, current_rank
+
+    h = Harness(cpu="1", preemption=("LowerPriority",))
+    seen: list[tuple[str, str, Rank]] = []
+    send = h.gate.patch_status
+
+    def recording_patch_status(res: Any, name: str, patch: dict[str, Any], namespace: str | None = None) -> Any:
+        status = patch.get("status") or {}
+        types = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        kind = (
+            "reservation"
+            if status.get("admission")
+            else "preemption"
+            if types.get("Evicted") == "True"
+            else "pending"
+        )
+        seen.append((name, kind, current_rank()))
+        return send(res, name, patch, namespace)
+
+    h.gate.patch_status = recording_patch_status
+    try:
+        h.submit("low", priority=7)
+        h.start()
+        h.step()
+        assert h.loop.settle(5)
+        h.submit("high", priority=100)  # preempts low, and waits for it with a pending reason
+        h.step()
+        assert h.loop.settle(5) and h.loop.pending_reasons.flush(5)
+    finally:
+        h.close()
+    assert ("low", "reservation", ranks.reservation(7)) in seen
+    assert ("low", "preemption", ranks.FREEING) in seen
+    assert ("high", "pending", ranks.STATUS) in seen
