@@ -16,9 +16,6 @@ queue and admissions per second were bounded by threads / write latency (docs/pe
   them, :mod:`controller.core.own_writes`). This is what keeps a preemption of a just-assumed
   victim, or a concurrent-admission migration of a just-assumed sibling, from reading a stale
   "holds no quota" and doing nothing;
-* on a :class:`controller.core.ranked_pool.RankedThreadPool` a write starts by its rank (evictions,
-  then reservations by priority); a write chained after an earlier one on the same workload gets
-  no higher rank than it, so the earlier one always starts first;
 * :meth:`full` is the backpressure signal: at ``cap`` outcomes not yet applied, the loop waits for
   completions instead of running more cycles (decisions would otherwise pile up far ahead of the
   client's rate limit, each holding assumed quota);
@@ -32,12 +29,8 @@ import logging
 import queue
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-
-from pykueue.kube.ratelimit import DEFAULT_RANK, Rank
-
-from .ranked_pool import RankedThreadPool
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +60,7 @@ class InFlightWrites:
         self._completed: queue.SimpleQueue[_Completion] = queue.SimpleQueue()
         self._epoch = 0
         self._count = 0
-        self._last_by_key: dict[str, tuple[Future[bool], Rank]] = {}
+        self._last_by_key: dict[str, Future[bool]] = {}
 
     def __len__(self) -> int:
         """Writes submitted in this epoch whose outcome has not been applied yet."""
@@ -88,37 +81,24 @@ class InFlightWrites:
             except queue.Empty:
                 return
 
-    def submit(
-        self,
-        pool: Executor,
-        keys: Sequence[str],
-        write: Write,
-        on_done: OnDone,
-        rank: Rank = DEFAULT_RANK,
-    ) -> None:
+    def submit(self, pool: ThreadPoolExecutor, keys: Sequence[str], write: Write, on_done: OnDone) -> None:
         """Run ``write`` on ``pool`` after any earlier write on one of ``keys``; ``on_done(ok)`` is
-        applied later by :meth:`apply_completed` (ok is False when ``write`` raised). ``rank``
-        orders queued writes on a :class:`RankedThreadPool` (other pools run them FIFO)."""
+        applied later by :meth:`apply_completed` (ok is False when ``write`` raised)."""
         keys = tuple(keys)
-        earlier = [
-            entry for k in keys if (entry := self._last_by_key.get(k)) is not None and not entry[0].done()
-        ]
-        # Never above an earlier write it waits for: that one must start first (see below).
-        rank = min([rank, *(earlier_rank for _, earlier_rank in earlier)])
-        earlier_futures = [f for f, _ in earlier]
+        earlier = [f for k in keys if (f := self._last_by_key.get(k)) is not None and not f.done()]
 
         def job() -> bool:
-            if earlier_futures:
-                # Earlier jobs were queued first with at least this job's rank, so the pool
-                # started them first: they are running or done, and waiting cannot deadlock it.
-                wait(earlier_futures)
+            if earlier:
+                # Earlier jobs were queued first on a FIFO pool, so they are running or done:
+                # waiting here cannot deadlock the pool.
+                wait(earlier)
             return write()
 
         epoch = self._epoch
-        future = pool.submit_ranked(rank, job) if isinstance(pool, RankedThreadPool) else pool.submit(job)
+        future = pool.submit(job)
         self._count += 1
         for key in keys:
-            self._last_by_key[key] = (future, rank)
+            self._last_by_key[key] = future
 
         def completed(done: Future[bool]) -> None:
             ok = False
@@ -148,8 +128,7 @@ class InFlightWrites:
                 continue  # submitted to an engine that is gone
             self._count -= 1
             for key in completion.keys:
-                last = self._last_by_key.get(key)
-                if last is not None and last[0] is completion.future:
+                if self._last_by_key.get(key) is completion.future:
                     del self._last_by_key[key]
             try:
                 completion.on_done(completion.ok)

@@ -31,14 +31,12 @@ from controller.runtime.workqueue import WorkQueue
 from pykueue.api import constants as C
 from pykueue.kube.backoff import TokenBucket
 from pykueue.kube.errors import Conflict, Invalid, NotFound
-from pykueue.kube.ratelimit import request_rank
 from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
 
 from . import finalizers as fin
 from . import indexes
 from . import metrics as m
 from . import queue_status as qs
-from . import request_ranks as ranks
 from . import workload_view as wv
 from .clock import utcnow
 from .indexes import ApiClient, InformerLike, cached_keys
@@ -145,12 +143,6 @@ class QueueStatusController:
     # --- reconcile -------------------------------------------------------------------------------
 
     def reconcile(self, key: str) -> float | None:
-        # Queue status is eventually true: its requests give way to admission's when the client's
-        # tokens are short (controller/core/request_ranks.py).
-        with request_rank(ranks.STATUS):
-            return self._reconcile(key)
-
-    def _reconcile(self, key: str) -> float | None:
         try:
             if key.startswith(CQ_PREFIX):
                 self._reconcile_cq(key[len(CQ_PREFIX) :])

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,11 +34,9 @@ from controller.engine.results import CycleResult, Eviction, Preemption, Reserva
 from controller.runtime.informer import FuncHandler
 from pykueue.api import constants as C
 from pykueue.kube.errors import ApiError, Conflict, NotFound
-from pykueue.kube.ratelimit import request_rank
 from pykueue.kube.resources import WORKLOADS
 
 from . import metrics as m
-from . import request_ranks as ranks
 from . import workload_view as wv
 from .cycle_patches import (
     CyclePatch,
@@ -56,7 +54,6 @@ from .own_writes import OwnWrites
 from .pending_writer import GRACE_SECONDS as PENDING_REASON_GRACE_SECONDS
 from .pending_writer import PendingReasonWriter
 from .plan import EVENT_NORMAL, EventSpec
-from .ranked_pool import RankedThreadPool
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +184,7 @@ class SchedulerLoop:
         """Lead: build a fresh engine from the caches and schedule until ``stop`` is set."""
         engine = self.start_engine()
         self.pending_reasons.start()
-        pool = RankedThreadPool(self._write_threads, thread_name_prefix="admission-write")
+        pool = ThreadPoolExecutor(max_workers=self._write_threads, thread_name_prefix="admission-write")
         try:
             while not stop.is_set():
                 try:
@@ -234,7 +231,7 @@ class SchedulerLoop:
         )
         return engine
 
-    def step(self, engine: Engine, pool: Executor) -> CycleResult | None:
+    def step(self, engine: Engine, pool: ThreadPoolExecutor) -> CycleResult | None:
         """Apply finished writes, feed pending changes, run one cycle and hand its decisions to
         ``pool``. Returns None when no cycle ran (at the cap on writes in flight, admission
         blocked, or the cycle failed). The cycle's writes may still be in flight on return
@@ -404,7 +401,7 @@ class SchedulerLoop:
 
     # --- applying a cycle ----------------------------------------------------------------------------
 
-    def _apply(self, engine: Engine, result: CycleResult, pool: Executor) -> None:
+    def _apply(self, engine: Engine, result: CycleResult, pool: ThreadPoolExecutor) -> None:
         """Hand the cycle's writes to ``pool``; their outcomes are applied by a later step.
 
         Order matters only per workload (a later write on the same workload waits for the earlier
@@ -417,7 +414,6 @@ class SchedulerLoop:
                 (eviction.workload,),
                 functools.partial(self._evict, eviction, now),
                 functools.partial(self._eviction_done, engine, eviction),
-                ranks.FREEING,
             )
         for preemption in result.preemptions:
             self.writes.submit(
@@ -425,7 +421,6 @@ class SchedulerLoop:
                 (preemption.victim,),
                 functools.partial(self._preempt, preemption, now),
                 functools.partial(self._preemption_done, engine, preemption.victim),
-                ranks.FREEING,
             )
         reservations = result.reservations
         if self._block_admission and len(reservations) > 1:
@@ -443,14 +438,9 @@ class SchedulerLoop:
                 keys,
                 functools.partial(self._reserve, reservation, now),
                 functools.partial(self._reservation_done, engine, reservation),
-                ranks.reservation(self._priority_of(reservation.workload)),
             )
         for reason in result.pending:
             self.pending_reasons.submit(reason.workload, reason.reason, reason.message)
-
-    def _priority_of(self, key: str) -> int:
-        cached = self._informers["workloads"].store.get(key)
-        return wv.priority(cached) if cached is not None else 0
 
     # --- outcomes, applied on the loop thread ------------------------------------------------------
 
@@ -485,13 +475,12 @@ class SchedulerLoop:
     def _evict(self, eviction: Eviction, now: datetime) -> bool:
         """A HoldAndDrain eviction; False only when the write failed (the engine emits it again)."""
         try:
-            with request_rank(ranks.FREEING):
-                self._write(
-                    eviction.workload,
-                    lambda wl: eviction_patch(wl, reason=eviction.reason, message=eviction.message, now=now),
-                    kind="eviction",
-                    recheck=_may_hide_our_reservation,
-                )
+            self._write(
+                eviction.workload,
+                lambda wl: eviction_patch(wl, reason=eviction.reason, message=eviction.message, now=now),
+                kind="eviction",
+                recheck=_may_hide_our_reservation,
+            )
         except ApiError as err:
             log.warning("eviction write failed", extra={"workload": eviction.workload, "error": str(err)})
             return False
@@ -499,10 +488,9 @@ class SchedulerLoop:
 
     def _write_pending_reason(self, key: str, reason: str, message: str) -> None:
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
-        with request_rank(ranks.STATUS):
-            self._write(
-                key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now), kind="pending_reason"
-            )
+        self._write(
+            key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now), kind="pending_reason"
+        )
 
     def _current(self, key: str, fresh: bool) -> dict[str, Any] | None:
         if not fresh:
@@ -562,21 +550,19 @@ class SchedulerLoop:
         wl_before = self._informers["workloads"].store.get(reservation.workload)
         if reservation.displaces is not None and not self._displace(reservation.displaces, now):
             return False
-        rank = ranks.reservation(self._priority_of(reservation.workload))
         try:
-            with request_rank(rank):
-                written = self._write(
-                    reservation.workload,
-                    lambda wl: reservation_patch(
+            written = self._write(
+                reservation.workload,
+                lambda wl: reservation_patch(
                     wl,
-                        uid=reservation.uid,
-                        admission=reservation.admission,
-                        admission_checks=reservation.admission_checks,
-                        message=reservation.message,
-                        now=now,
-                    ),
-                    kind="reservation",
-                )
+                    uid=reservation.uid,
+                    admission=reservation.admission,
+                    admission_checks=reservation.admission_checks,
+                    message=reservation.message,
+                    now=now,
+                ),
+                kind="reservation",
+            )
         except ApiError as err:
             log.warning("admission write failed", extra={"workload": reservation.workload, "error": str(err)})
             return False
@@ -606,13 +592,12 @@ class SchedulerLoop:
         before the preferred option's reservation is written (never two holding quota)."""
         before = self._informers["workloads"].store.get(eviction.workload)
         try:
-            with request_rank(ranks.FREEING):
-                written = self._write(
-                    eviction.workload,
-                    lambda wl: migration_patch(wl, message=eviction.message, now=now),
-                    kind="migration",
-                    recheck=_may_hide_our_reservation,
-                )
+            written = self._write(
+                eviction.workload,
+                lambda wl: migration_patch(wl, message=eviction.message, now=now),
+                kind="migration",
+                recheck=_may_hide_our_reservation,
+            )
         except ApiError as err:
             log.warning("migration eviction failed", extra={"workload": eviction.workload, "error": str(err)})
             return False
@@ -630,19 +615,18 @@ class SchedulerLoop:
         """Evict one victim; False only when the write failed (the engine may pick it again).
         A victim that no longer holds quota or is already evicted needs nothing: True."""
         try:
-            with request_rank(ranks.FREEING):
-                written = self._write(
-                    preemption.victim,
-                    lambda wl: preemption_patch(
-                        wl,
-                        uid=preemption.victim_uid,
-                        reason=preemption.reason,
-                        message=preemption.message,
-                        now=now,
-                    ),
-                    kind="preemption",
-                    recheck=_may_hide_our_reservation,
-                )
+            written = self._write(
+                preemption.victim,
+                lambda wl: preemption_patch(
+                    wl,
+                    uid=preemption.victim_uid,
+                    reason=preemption.reason,
+                    message=preemption.message,
+                    now=now,
+                ),
+                kind="preemption",
+                recheck=_may_hide_our_reservation,
+            )
         except ApiError as err:
             log.warning("preemption write failed", extra={"victim": preemption.victim, "error": str(err)})
             return False

@@ -19,12 +19,10 @@ from typing import Any
 from controller.runtime.informer import FuncHandler
 from controller.runtime.workqueue import WorkQueue
 from pykueue.kube.errors import Conflict, Invalid, NotFound
-from pykueue.kube.ratelimit import request_rank
 from pykueue.kube.resources import WORKLOADS
 
 from . import indexes
 from . import metrics as m
-from . import request_ranks as ranks
 from . import workload_view as wv
 from .clock import parse_time, utcnow
 from .decisions import PodsReadyPolicy, WorkloadContext, plan_workload
@@ -184,10 +182,7 @@ class WorkloadController:
             self._patch_spec(wl, {"active": False})
         patch = workload_status_patch(wl, plan, now)
         if patch is not None:
-            # Clearing an evicted reservation releases quota a preemptor is waiting for.
-            rank = ranks.FREEING if plan.admission is None or plan.eviction is not None else ranks.DEFAULT
-            with request_rank(rank):
-                self._client.patch_status(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
+            self._client.patch_status(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
         for event in plan.events:
             self._events.emit(wl, event)
         self._record_metrics(wl, plan, now)

@@ -4,9 +4,7 @@ Objects go in and come out as plain JSON dicts, exactly as the apiserver serves 
 client handles built-in kinds and CRDs (see :mod:`pykueue.kube.resources`). The client owns the
 cross-cutting policy every caller would otherwise re-implement:
 
-* a QPS/burst token bucket, so a burst of reconciles cannot flood the apiserver; callers waiting
-  for a token are served by the rank they set with :func:`pykueue.kube.ratelimit.request_rank`
-  (arrival order within a rank, and anyone who waited long enough first);
+* a QPS/burst token bucket, so a burst of reconciles cannot flood the apiserver;
 * retries with jittered backoff on 429 (honouring ``Retry-After``), 5xx and connection errors;
 * one credential reload on 401, because service-account tokens and kubeconfig credentials rotate;
 * typed errors (:mod:`pykueue.kube.errors`) so a 409 surfaces as :class:`Conflict` and the caller
@@ -29,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pykueue.kube import metrics
-from pykueue.kube.backoff import Backoff, Sleep
+from pykueue.kube.backoff import Backoff, Sleep, TokenBucket
 from pykueue.kube.errors import (
     ApiError,
     Conflict,
@@ -40,7 +38,6 @@ from pykueue.kube.errors import (
     Unauthorized,
     error_from_response,
 )
-from pykueue.kube.ratelimit import PrioritisedTokenBucket
 from pykueue.kube.resources import EVENTS, Resource
 from pykueue.kube.transport import (
     ApiClientTransport,
@@ -172,7 +169,7 @@ class KubeClient:
         timeout: Timeout = DEFAULT_TIMEOUT,
     ) -> None:
         self._transport = transport
-        self._bucket = PrioritisedTokenBucket(qps, burst, sleep=sleep)
+        self._bucket = TokenBucket(qps, burst, sleep=sleep)
         self._max_retries = max_retries
         self._retry_backoff_factory: Callable[[], Backoff] = (
             (lambda: retry_backoff) if retry_backoff is not None else (lambda: Backoff(0.2, 5.0, 2.0))

@@ -4,11 +4,11 @@ confirm/rollback, conflict retry with fresh state, preemption writes, pending re
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from controller.core.events import RecordingEvents
-from controller.core.ranked_pool import RankedThreadPool
 from controller.core.scheduler import KINDS, SchedulerLoop
 from pykueue.kube.errors import ServerError
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
@@ -45,7 +45,7 @@ class Harness:
             write_threads=write_threads,
             pending_reason_grace=0,  # reasons at once; the grace has its own tests
         )
-        self.pool = RankedThreadPool(2)  # the loop's own pool, as in run()
+        self.pool = ThreadPoolExecutor(max_workers=2)
         self.engine = None
 
     def submit(self, name: str, cpu: str = "1", priority: int = 0) -> None:
