@@ -61,6 +61,8 @@ class Settings:
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
+    from webhook.worker import DEFAULT_LINGER_SECONDS
+
     parser = argparse.ArgumentParser(prog="pykueue-webhook", description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="controller Configuration file (manageJobsWithoutQueueName, ...)")
     parser.add_argument("--kubeconfig", help="kubeconfig path (default: in-cluster, then ~/.kube/config)")
@@ -68,7 +70,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--port", type=int, default=9443)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
-    parser.add_argument("--keepalive-linger", type=float, default=0.1,
+    parser.add_argument("--keepalive-linger", type=float, default=DEFAULT_LINGER_SECONDS,
                         help="seconds a request thread waits on its kept-alive connection for the next request "
                         "before handing it back to the poller (0: never; see webhook/worker.py)")
     parser.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE)
