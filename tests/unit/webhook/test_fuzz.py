@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import signal
 import socket
 import ssl
 import subprocess
@@ -22,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import JobBuilder, SeedClusterQueueBuilder, WorkloadBuilder
+from tests.unit.webhook.gunicorn_process import stop_gunicorn
 from tests.unit.webhook.reviews import review
 from webhook.certs import generate_bundle
 from webhook.registry import HOOKS
@@ -162,12 +161,7 @@ def gunicorn_server(tmp_path: Path) -> Iterator[tuple[int, bytes, subprocess.Pop
     try:
         yield port, bundle.ca_cert, process
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_gunicorn(process)
 
 
 def _healthy(port: int, ca: bytes) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.client
 import io
 import json
-import os
 import signal
 import socket
 import ssl
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.builders import SeedClusterQueueBuilder
+from tests.unit.webhook.gunicorn_process import stop_gunicorn
 from tests.unit.webhook.reviews import review
 from webhook.certs import generate_bundle
 from webhook.handlers import kueue_path
@@ -184,19 +184,9 @@ def _serve(tmp_path: Path, *flags: str) -> Served:
         except OSError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
-            _stop(process)
+            stop_gunicorn(process)
             raise AssertionError(f"gunicorn did not start:\n{log.read_text()}")
         time.sleep(0.2)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 @pytest.fixture
@@ -206,7 +196,7 @@ def one_worker_two_threads(tmp_path: Path) -> Iterator[Served]:
     try:
         yield served
     finally:
-        _stop(served.process)
+        stop_gunicorn(served.process)
 
 
 VALIDATE = kueue_path("validate", "ClusterQueue")
