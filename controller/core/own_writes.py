@@ -19,10 +19,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-
-def _rv(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
+from . import workload_view as wv
 
 
 class OwnWrites:
@@ -38,8 +35,8 @@ class OwnWrites:
 
     def record(self, key: str, based_on: Mapping[str, Any], written: dict[str, Any]) -> None:
         """Our guarded patch on ``based_on`` succeeded and returned ``written``."""
-        based_on_rv = _rv(based_on)
-        if based_on_rv and _rv(written):
+        based_on_rv = wv.resource_version(based_on)
+        if based_on_rv and wv.resource_version(written):
             with self._lock:
                 self._written[key] = (based_on_rv, written)
 
@@ -51,7 +48,7 @@ class OwnWrites:
             entry = self._written.get(key)
             if entry is None:
                 return cached
-            if _rv(cached) == entry[0]:
+            if wv.resource_version(cached) == entry[0]:
                 return entry[1]
             del self._written[key]  # the cache has moved on: our echo or something newer
             return cached
@@ -61,7 +58,7 @@ class OwnWrites:
         cache has moved past the version it replaced."""
         with self._lock:
             entry = self._written.get(key)
-            if entry is not None and (obj is None or _rv(obj) != entry[0]):
+            if entry is not None and (obj is None or wv.resource_version(obj) != entry[0]):
                 del self._written[key]
 
     def clear(self) -> None:

@@ -318,7 +318,7 @@ class SchedulerLoop:
         if reserved is None or latest is None or wv.has_reservation(latest):
             return  # nothing skipped: the latest version tells the engine everything
         rv_key = ("workloads", key)
-        rv = str(wv.meta(reserved).get("resourceVersion") or "")
+        rv = wv.resource_version(reserved)
         if rv and self._applied_rv.get(rv_key) == rv:
             return
         try:
@@ -338,7 +338,7 @@ class SchedulerLoop:
                 self._applied_rv.pop(rv_key, None)
                 self._delete(engine, kind, key)
                 return
-            rv = str(wv.meta(obj).get("resourceVersion") or "")
+            rv = wv.resource_version(obj)
             if rv and self._applied_rv.get(rv_key) == rv:
                 return
             self._upsert(engine, kind, obj)

@@ -52,6 +52,11 @@ def namespace(obj: Obj) -> str:
     return str(meta(obj).get("namespace") or "")
 
 
+def resource_version(obj: Obj) -> str:
+    """``metadata.resourceVersion``, or "" when absent: compared for equality only, never ordered."""
+    return str(meta(obj).get("resourceVersion") or "")
+
+
 def key(obj: Obj) -> str:
     """``namespace/name`` (or ``name`` for cluster-scoped objects): the work-queue key."""
     ns = namespace(obj)
