@@ -39,7 +39,7 @@ DEFAULT_NAMESPACE = "pykueue-system"
 DEFAULT_LEASE_NAME = "pykueue-controller-leader"
 
 # Imported in this order; each defines setup(ctrl). Later areas append their module here.
-SETUP_MODULES: tuple[str, ...] = ("controller.core.setup", "controller.jobs.setup", "controller.concurrent.setup")
+SETUP_MODULES: tuple[str, ...] = ("controller.core.setup", "controller.jobs.setup", "controller.concurrentadmission.setup")
 
 # Informers every controller needs; started even before any area plugs in, so readiness means
 # "the Kueue objects are cached".

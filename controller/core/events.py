@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .plan import EventSpec
+from controller.workload.status_plan import EventSpec
 
 log = logging.getLogger(__name__)
 

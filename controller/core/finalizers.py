@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controller.core.queue_status import nominal_quotas
+from controller.workload import view as wv
 from pykueue.api.constants import RESOURCE_IN_USE_FINALIZER
-
-from . import workload_view as wv
-from .queue_status import nominal_quotas
 
 
 def finalizers(obj: Mapping[str, Any]) -> list[str]:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from . import workload_view as wv
+from controller.workload import view as wv
 
 
 class OwnWrites:

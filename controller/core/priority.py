@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import workload_view as wv
+from controller.workload import view as wv
 
 SOURCE_WORKLOAD_PRIORITY_CLASS = "kueue.x-k8s.io/workloadpriorityclass"
 SOURCE_POD_PRIORITY_CLASS = "scheduling.k8s.io/priorityclass"

@@ -19,11 +19,10 @@ from typing import Any
 
 from controller.engine.activity import MESSAGE_READY, cluster_queue_problems, inactive_reason
 from controller.engine.parse import parse_cluster_queue
+from controller.workload import view as wv
+from controller.workload.status_plan import ConditionSpec
 from pykueue.api import constants as C
 from pykueue.api.quantity import QuantityError, format_quantity, parse_quantity
-
-from . import workload_view as wv
-from .plan import ConditionSpec
 
 FlavorResource = tuple[str, str]
 Usage = dict[FlavorResource, int]

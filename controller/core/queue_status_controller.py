@@ -4,7 +4,7 @@ Every workload change marks its LocalQueue and ClusterQueue dirty with a one-sec
 work queue folds repeated marks into one key, so a burst of a thousand workload updates costs one
 status write per queue per second at most (Kueue's per-cycle status writes were its biggest API
 load, kueue-engine.md §1.14). A write happens only when a field differs from what the object
-already shows (:func:`controller.core.patches.queue_status_patch`).
+already shows (:func:`controller.workload.patches.queue_status_patch`).
 
 Status writes of all queues also share a budget, :data:`STATUS_WRITES_PER_SECOND` (burst
 :data:`STATUS_WRITE_BURST`), on the controller's main client. Under load every queue changes
@@ -27,21 +27,20 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from controller.core import finalizers as fin
+from controller.core import metrics as m
+from controller.core import queue_status as qs
+from controller.core.workers import start_workers
 from controller.runtime.workqueue import WorkQueue
+from controller.workload import indexes
+from controller.workload import view as wv
+from controller.workload.indexes import ApiClient, InformerLike, cached_keys
+from controller.workload.patches import queue_status_patch
 from pykueue.api import constants as C
+from pykueue.api.timestamps import utcnow
 from pykueue.kube.backoff import TokenBucket
 from pykueue.kube.errors import Conflict, Invalid, NotFound
 from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
-
-from . import finalizers as fin
-from . import indexes
-from . import metrics as m
-from . import queue_status as qs
-from . import workload_view as wv
-from .clock import utcnow
-from .indexes import ApiClient, InformerLike, cached_keys
-from .patches import queue_status_patch
-from .workers import start_workers
 
 log = logging.getLogger(__name__)
 

@@ -29,16 +29,18 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.core import metrics as m
+from controller.core.events import EventSink
+from controller.core.inflight import InFlightWrites
+from controller.core.own_writes import OwnWrites
+from controller.core.pending_writer import GRACE_SECONDS as PENDING_REASON_GRACE_SECONDS
+from controller.core.pending_writer import PendingReasonWriter
 from controller.engine.engine import Engine
 from controller.engine.results import CycleResult, Eviction, Preemption, Reservation
 from controller.runtime.informer import FuncHandler
-from pykueue.api import constants as C
-from pykueue.kube.errors import ApiError, Conflict, NotFound
-from pykueue.kube.resources import WORKLOADS
-
-from . import metrics as m
-from . import workload_view as wv
-from .cycle_patches import (
+from controller.workload import view as wv
+from controller.workload.indexes import ApiClient, InformerLike, cached_keys
+from controller.workload.scheduling_patches import (
     CyclePatch,
     eviction_patch,
     migration_patch,
@@ -47,13 +49,10 @@ from .cycle_patches import (
     queued_since,
     reservation_patch,
 )
-from .events import EventSink
-from .indexes import ApiClient, InformerLike, cached_keys
-from .inflight import InFlightWrites
-from .own_writes import OwnWrites
-from .pending_writer import GRACE_SECONDS as PENDING_REASON_GRACE_SECONDS
-from .pending_writer import PendingReasonWriter
-from .plan import EVENT_NORMAL, EventSpec
+from controller.workload.status_plan import EVENT_NORMAL, EventSpec
+from pykueue.api import constants as C
+from pykueue.kube.errors import ApiError, Conflict, NotFound
+from pykueue.kube.resources import WORKLOADS
 
 log = logging.getLogger(__name__)
 

@@ -14,18 +14,17 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from controller.core.events import KubeEvents
+from controller.core.queue_status_controller import QueueStatusController
+from controller.core.scheduler import SchedulerLoop
+from controller.core.workload_controller import WorkloadController
 from controller.engine import Engine
 from controller.runtime.informer import FuncHandler
+from controller.workload.decisions import PodsReadyPolicy
+from controller.workload.indexes import InformerLike
 from pykueue.api import constants as C
 from pykueue.api.dsl import duration_seconds
 from pykueue.kube import resources as R
-
-from .decisions import PodsReadyPolicy
-from .events import KubeEvents
-from .indexes import InformerLike
-from .queue_status_controller import QueueStatusController
-from .scheduler import SchedulerLoop
-from .workload_controller import WorkloadController
 
 log = logging.getLogger(__name__)
 

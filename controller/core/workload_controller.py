@@ -1,4 +1,4 @@
-"""The Workload controller: applies :func:`controller.core.decisions.plan_workload` to the cluster.
+"""The Workload controller: applies :func:`controller.workload.decisions.plan_workload` to the cluster.
 
 Triggered by Workload changes and by changes of the LocalQueue/ClusterQueue/priority class a
 workload refers to; timers (``requeueAt``, the PodsReady deadline) come back as requeue-after.
@@ -16,22 +16,21 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from controller.core import metrics as m
+from controller.core.events import EventSink
+from controller.core.priority import desired_priority
+from controller.core.workers import start_workers
 from controller.runtime.informer import FuncHandler
 from controller.runtime.workqueue import WorkQueue
+from controller.workload import indexes
+from controller.workload import view as wv
+from controller.workload.decisions import PodsReadyPolicy, WorkloadContext, plan_workload
+from controller.workload.indexes import ApiClient, InformerLike
+from controller.workload.patches import workload_status_patch
+from controller.workload.status_plan import EVENT_WARNING, EventSpec, WorkloadPlan
+from pykueue.api.timestamps import parse_time, utcnow
 from pykueue.kube.errors import Conflict, Invalid, NotFound
 from pykueue.kube.resources import WORKLOADS
-
-from . import indexes
-from . import metrics as m
-from . import workload_view as wv
-from .clock import parse_time, utcnow
-from .decisions import PodsReadyPolicy, WorkloadContext, plan_workload
-from .events import EventSink
-from .indexes import ApiClient, InformerLike
-from .patches import workload_status_patch
-from .plan import EVENT_WARNING, EventSpec, WorkloadPlan
-from .priority import desired_priority
-from .workers import start_workers
 
 log = logging.getLogger(__name__)
 

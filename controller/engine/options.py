@@ -1,6 +1,6 @@
 """Concurrent admission inside the engine (seed 000, SPEC §6): parents, options and migration.
 
-The option controller (:mod:`controller.concurrent`) creates one *option* workload per flavor (or
+The option controller (:mod:`controller.concurrentadmission`) creates one *option* workload per flavor (or
 explicit option) of a *parent*; the engine schedules options like any workload, with these rules:
 
 * A parent is never queued and never holds quota. A workload of a ClusterQueue with

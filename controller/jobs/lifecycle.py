@@ -1,7 +1,7 @@
-"""What the Job side writes on its Workload's status, as :class:`~controller.core.plan.WorkloadPlan`s.
+"""What the Job side writes on its Workload's status, as :class:`~controller.workload.status_plan.WorkloadPlan`s.
 
 The plans are turned into resourceVersion-guarded status merge patches by
-:func:`controller.core.patches.workload_status_patch`, the same writer the workload controller
+:func:`controller.workload.patches.workload_status_patch`, the same writer the workload controller
 uses, so the two controllers write conditions with the same semantics (lastTransitionTime moves
 only on a status flip; observedGeneration is the generation decided on).
 
@@ -24,10 +24,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from controller.core import checks
-from controller.core import workload_view as wv
-from controller.core.decisions import MSG_NO_RESERVATION, clear_reservation
-from controller.core.plan import ConditionSpec, WorkloadPlan
+from controller.workload import admissionchecks as checks
+from controller.workload import view as wv
+from controller.workload.decisions import MSG_NO_RESERVATION, clear_reservation
+from controller.workload.status_plan import ConditionSpec, WorkloadPlan
 from pykueue.api.constants import (
     COND_ADMITTED,
     COND_EVICTED,

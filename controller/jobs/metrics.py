@@ -17,10 +17,10 @@ from typing import Any
 
 from prometheus_client import Histogram
 
-from controller.core import workload_view as wv
-from controller.core.clock import parse_time
 from controller.core.metrics import WAIT_BUCKETS
+from controller.workload import view as wv
 from pykueue.api.constants import COND_ADMITTED, COND_REQUEUED
+from pykueue.api.timestamps import parse_time
 
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 

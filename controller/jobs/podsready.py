@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.core import workload_view as wv
-from controller.core.plan import ConditionSpec
+from controller.workload import view as wv
+from controller.workload.status_plan import ConditionSpec
 from pykueue.api.constants import (
     COND_PODS_READY,
     REASON_RECOVERED,

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from controller.concurrent.jobview import followed_workload, is_parent
-from controller.core import workload_view as wv
-from controller.core.clock import utcnow
-from controller.core.patches import workload_status_patch
-from controller.core.plan import WorkloadPlan
+from controller.concurrentadmission.jobview import followed_workload, is_parent
+from controller.workload import view as wv
+from controller.workload.patches import workload_status_patch
+from controller.workload.status_plan import WorkloadPlan
 from pykueue.api import constants as C
+from pykueue.api.timestamps import utcnow
 from pykueue.kube import resources as R
 from pykueue.kube.errors import AlreadyExists, Invalid, NotFound
 
@@ -241,7 +241,7 @@ class JobReconciler:
 
     def _drive_parent(self, job: Obj, parent: Obj) -> Result:
         """Concurrent admission: the Job follows the option holding quota (or the parent while
-        none does, which keeps it suspended); see :mod:`controller.concurrent.jobview`. When that
+        none does, which keeps it suspended); see :mod:`controller.concurrentadmission.jobview`. When that
         option's admission would inject a different template than the running Job carries, the
         parent migrated: stop the Job here, the next pass starts it on the new flavors."""
         options = self._lister.options_of_parent(wv.namespace(parent), str(wv.meta(parent).get("uid") or ""))

@@ -36,33 +36,7 @@ RUNTIME_DEPENDENCIES = (
 )
 
 
-def test_layout_of_spec_section_1() -> None:
-    directories = (
-        "pykueue/api",
-        "pykueue/kube",
-        "pykueue/observability",
-        "webhook",
-        "controller/runtime",
-        "controller/engine",
-        "controller/jobs",
-        "manifests",
-        "charts/pykueue",
-        "hack/localcluster",
-        "bench",
-        "docs/design",
-        "tests/unit",
-        "tests/e2e",
-    )
-    missing = [d for d in directories if not (ROOT / d).is_dir()]
-    assert not missing, f"directories of SPEC §1 missing: {missing}"
-    for file in (
-        "pyproject.toml",
-        "README.md",
-        "Makefile",
-        "docs/limitations.md",
-        "pykueue/api/constants.py",
-    ):
-        assert (ROOT / file).is_file(), file
+def test_ci_entry_point_is_executable() -> None:
     assert (ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
 
 

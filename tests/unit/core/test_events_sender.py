@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from controller.core.events import MAX_MESSAGE, KubeEvents
-from controller.core.plan import EventSpec
+from controller.workload.status_plan import EventSpec
 from tests.builders import WorkloadBuilder
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from controller.core import queue_status as qs
-from controller.core.patches import apply_conditions, queue_status_patch, workload_status_patch
-from controller.core.plan import ConditionSpec, WorkloadPlan
+from controller.workload.patches import apply_conditions, queue_status_patch, workload_status_patch
+from controller.workload.status_plan import ConditionSpec, WorkloadPlan
 from tests.builders import AdmissionCheckBuilder, ClusterQueueBuilder, LocalQueueBuilder, WorkloadBuilder
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

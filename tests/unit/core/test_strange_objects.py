@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core import checks, finalizers, priority, queue_status
-from controller.core.cycle_patches import pending_patch, preemption_patch, reservation_patch
-from controller.core.decisions import PodsReadyPolicy, WorkloadContext, plan_workload
-from controller.core.patches import queue_status_patch, workload_status_patch
+from controller.core import finalizers, priority, queue_status
+from controller.workload import admissionchecks as checks
+from controller.workload.decisions import PodsReadyPolicy, WorkloadContext, plan_workload
+from controller.workload.patches import queue_status_patch, workload_status_patch
+from controller.workload.scheduling_patches import pending_patch, preemption_patch, reservation_patch
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, WorkloadBuilder
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controller.concurrent.config import concurrent_config
+from controller.concurrentadmission.config import concurrent_config
 from tests.builders import ClusterQueueBuilder, SeedClusterQueueBuilder
-from tests.unit.concurrent.helpers import three_flavor_queue
+from tests.unit.concurrentadmission.helpers import three_flavor_queue
 
 
 def test_no_concurrent_admission_means_no_config() -> None:

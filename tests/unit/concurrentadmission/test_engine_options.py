@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.builders import PlacementWorkloadBuilder, SeedClusterQueueBuilder
-from tests.unit.concurrent.helpers import config_of, option, parent, reserved
+from tests.unit.concurrentadmission.helpers import config_of, option, parent, reserved
 from tests.unit.engine.harness import World
 
 Obj = dict[str, Any]

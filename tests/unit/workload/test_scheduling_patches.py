@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from controller.core.cycle_patches import eviction_patch, pending_patch, preemption_patch, reservation_patch
+from controller.workload.scheduling_patches import (
+    eviction_patch,
+    pending_patch,
+    preemption_patch,
+    reservation_patch,
+)
 from tests.builders import WorkloadBuilder
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

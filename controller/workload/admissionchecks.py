@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from controller.workload.view import as_list
 from pykueue.api.constants import CHECK_PENDING, CHECK_READY, CHECK_REJECTED, CHECK_RETRY
-
-from .clock import format_time, parse_time
-from .workload_view import as_list
+from pykueue.api.timestamps import format_time, parse_time
 
 CheckState = dict[str, Any]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from controller.core.decisions import PodsReadyPolicy, WorkloadContext, plan_workload
-from controller.core.plan import UNSET, ConditionSpec, WorkloadPlan
+from controller.workload.decisions import PodsReadyPolicy, WorkloadContext, plan_workload
+from controller.workload.status_plan import UNSET, ConditionSpec, WorkloadPlan
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, WorkloadBuilder
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from controller.concurrent.controller import OptionController
+from controller.concurrentadmission.controller import OptionController
 from controller.core.events import RecordingEvents
 from controller.runtime.workqueue import WorkQueue
 from pykueue.kube.errors import AlreadyExists, NotFound
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, SeedWorkloadBuilder
-from tests.unit.concurrent.helpers import CREATED, reserved, three_flavor_queue
+from tests.unit.concurrentadmission.helpers import CREATED, reserved, three_flavor_queue
 from tests.unit.core.fakes import FakeApi, FakeInformer
 
 NOW = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)

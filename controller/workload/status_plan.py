@@ -1,6 +1,6 @@
 """The value objects a workload decision produces: what to write, which Events, when to look again.
 
-A :class:`WorkloadPlan` is data only; :mod:`controller.core.patches` turns it into one status
+A :class:`WorkloadPlan` is data only; :mod:`controller.workload.patches` turns it into one status
 merge patch (and, for deactivation, one spec patch), so the decision logic never touches the API.
 """
 

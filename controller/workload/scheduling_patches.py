@@ -14,13 +14,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from controller.workload import view as wv
+from controller.workload.decisions import MSG_ADMITTED, evict
+from controller.workload.patches import workload_status_patch
+from controller.workload.status_plan import (
+    EVENT_NORMAL,
+    EVENT_WARNING,
+    ConditionSpec,
+    EventSpec,
+    WorkloadPlan,
+)
 from pykueue.api import constants as C
-
-from . import workload_view as wv
-from .clock import format_time, parse_time
-from .decisions import MSG_ADMITTED, evict
-from .patches import workload_status_patch
-from .plan import EVENT_NORMAL, EVENT_WARNING, ConditionSpec, EventSpec, WorkloadPlan
+from pykueue.api.timestamps import format_time, parse_time
 
 
 @dataclass(slots=True)

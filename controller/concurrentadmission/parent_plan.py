@@ -31,14 +31,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.core import workload_view as wv
-from controller.core.checks import sync_check_states
-from controller.core.clock import format_time, parse_time
+from controller.concurrentadmission.config import ConcurrentConfig, OptionSpec
+from controller.concurrentadmission.naming import option_name
+from controller.concurrentadmission.objects import (
+    allowed_flavors,
+    annotations_patch,
+    matches_spec,
+    option_rank,
+)
+from controller.workload import view as wv
+from controller.workload.admissionchecks import sync_check_states
 from pykueue.api import constants as c
-
-from .config import ConcurrentConfig, OptionSpec
-from .naming import option_name
-from .objects import allowed_flavors, annotations_patch, matches_spec, option_rank
+from pykueue.api.timestamps import format_time, parse_time
 
 Obj = Mapping[str, Any]
 

@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.concurrent.naming import MAX_NAME_LENGTH, option_name
+from controller.concurrentadmission.naming import MAX_NAME_LENGTH, option_name
 
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 

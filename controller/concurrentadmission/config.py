@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.core.checks import cluster_queue_checks
+from controller.workload.admissionchecks import cluster_queue_checks
 from pykueue.api import constants as c
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from controller.core import checks
+from controller.workload import admissionchecks as checks
 from tests.builders import ClusterQueueBuilder, WorkloadBuilder
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

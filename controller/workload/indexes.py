@@ -10,8 +10,7 @@ import contextlib
 from typing import Any, Protocol
 
 from controller.runtime.store import IndexFunc, StoreReader
-
-from . import workload_view as wv
+from controller.workload import view as wv
 
 
 class InformerLike(Protocol):

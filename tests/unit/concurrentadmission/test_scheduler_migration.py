@@ -13,7 +13,7 @@ from controller.core.scheduler import KINDS, SchedulerLoop
 from controller.engine.results import CycleResult
 from pykueue.kube.errors import ServerError
 from tests.builders import LocalQueueBuilder, ResourceFlavorBuilder, SeedClusterQueueBuilder
-from tests.unit.concurrent.helpers import config_of, option, parent
+from tests.unit.concurrentadmission.helpers import config_of, option, parent
 from tests.unit.core.fakes import FakeApi, FakeInformer
 
 SPOT = "job-a-12345-option-spot"

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from controller.concurrent.naming import option_name
-from controller.concurrent.objects import build_option
+from controller.concurrentadmission.naming import option_name
+from controller.concurrentadmission.objects import build_option
 from controller.jobs.reconciler import JobReconciler, JobSettings
 from pykueue.kube import resources as R
 from tests.builders import JobBuilder, ResourceFlavorBuilder, condition
-from tests.unit.concurrent.helpers import config_of, three_flavor_queue
+from tests.unit.concurrentadmission.helpers import config_of, three_flavor_queue
 from tests.unit.jobs.fake import FakeCluster
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -27,23 +27,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from controller.core import indexes
-from controller.core import workload_view as wv
-from controller.core.clock import utcnow
-from controller.core.decisions import clear_reservation
-from controller.core.events import EventSink
-from controller.core.patches import workload_status_patch
-from controller.core.plan import EVENT_NORMAL, EventSpec, WorkloadPlan
-from controller.core.workers import start_workers
-from controller.runtime.informer import FuncHandler
-from controller.runtime.workqueue import WorkQueue
-from pykueue.api import constants as c
-from pykueue.kube.errors import AlreadyExists, NotFound
-from pykueue.kube.resources import WORKLOADS, Resource
-
-from . import metrics
-from .config import concurrent_config
-from .objects import (
+from controller.concurrentadmission import metrics
+from controller.concurrentadmission.config import concurrent_config
+from controller.concurrentadmission.objects import (
     OPTION_BY_PARENT_UID,
     build_option,
     is_option,
@@ -51,7 +37,20 @@ from .objects import (
     option_by_parent_uid,
     parent_name,
 )
-from .plan import ParentPlan, plan_parent
+from controller.concurrentadmission.parent_plan import ParentPlan, plan_parent
+from controller.core.events import EventSink
+from controller.core.workers import start_workers
+from controller.runtime.informer import FuncHandler
+from controller.runtime.workqueue import WorkQueue
+from controller.workload import indexes
+from controller.workload import view as wv
+from controller.workload.decisions import clear_reservation
+from controller.workload.patches import workload_status_patch
+from controller.workload.status_plan import EVENT_NORMAL, EventSpec, WorkloadPlan
+from pykueue.api import constants as c
+from pykueue.api.timestamps import utcnow
+from pykueue.kube.errors import AlreadyExists, NotFound
+from pykueue.kube.resources import WORKLOADS, Resource
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Kueue's workload controller (kueue-engine.md §1.10-§1.11) handles deactivation
 the PodsReady timeout and requeue backoff (stop policies and "missing queue" reasons come from the
 engine, which sees every queue change, through the scheduler loop). Here that logic
 is one pure function, :func:`plan_workload`, taking the Workload, the queues it refers to and the
-time, and returning a :class:`~controller.core.plan.WorkloadPlan`. It makes **one step at a time**
+time, and returning a :class:`~controller.workload.status_plan.WorkloadPlan`. It makes **one step at a time**
 (e.g. deactivate, then on the next reconcile evict): each write produces a watch event that
 re-runs the reconcile with fresh state, so a conflicting writer can never make us act on a stale
 picture for more than one step.
@@ -17,13 +17,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from controller.workload import admissionchecks as checks
+from controller.workload import view as wv
+from controller.workload.backoff import (
+    DEFAULT_BACKOFF_BASE_SECONDS,
+    DEFAULT_BACKOFF_MAX_SECONDS,
+    next_requeue,
+)
+from controller.workload.status_plan import (
+    EVENT_NORMAL,
+    EVENT_WARNING,
+    ConditionSpec,
+    EventSpec,
+    Eviction,
+    WorkloadPlan,
+)
 from pykueue.api import constants as C
-
-from . import checks
-from . import workload_view as wv
-from .backoff import DEFAULT_BACKOFF_BASE_SECONDS, DEFAULT_BACKOFF_MAX_SECONDS, next_requeue
-from .clock import format_time, parse_time
-from .plan import EVENT_NORMAL, EVENT_WARNING, ConditionSpec, EventSpec, Eviction, WorkloadPlan
+from pykueue.api.timestamps import format_time, parse_time
 
 # Messages (Kueue's wording where it has one).
 MSG_ADMITTED = "The workload is admitted"

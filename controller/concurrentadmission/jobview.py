@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .objects import is_parent
-from .plan import holder_of
+from controller.concurrentadmission.objects import is_parent
+from controller.concurrentadmission.parent_plan import holder_of
 
 __all__ = ["followed_workload", "is_parent"]
 

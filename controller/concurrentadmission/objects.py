@@ -19,9 +19,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controller.concurrentadmission.config import OptionSpec
 from pykueue.api import constants as c
-
-from .config import OptionSpec
 
 Obj = dict[str, Any]
 

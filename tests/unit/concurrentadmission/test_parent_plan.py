@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from controller.concurrent.plan import ParentPlan, plan_parent
+from controller.concurrentadmission.parent_plan import ParentPlan, plan_parent
 from tests.builders import SeedClusterQueueBuilder, condition
-from tests.unit.concurrent.helpers import (
+from tests.unit.concurrentadmission.helpers import (
     config_of,
     evicted,
     option,

@@ -14,12 +14,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from controller.workload import view as wv
+from controller.workload.status_plan import UNSET, ConditionSpec, WorkloadPlan
+from controller.workload.view import ACCUMULATED_EXECUTION_FIELD
 from pykueue.api.conditions import remove_condition, set_condition
-
-from . import workload_view as wv
-from .clock import format_time
-from .plan import UNSET, ConditionSpec, WorkloadPlan
-from .workload_view import ACCUMULATED_EXECUTION_FIELD
+from pykueue.api.timestamps import format_time
 
 
 def apply_conditions(

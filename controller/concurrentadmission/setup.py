@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from controller.concurrentadmission.controller import OptionController
 from controller.core.events import KubeEvents
 from pykueue.kube import resources as R
-
-from .controller import OptionController
 
 log = logging.getLogger(__name__)
 

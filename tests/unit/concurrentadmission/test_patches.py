@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from controller.core.cycle_patches import migration_patch, reservation_patch
-from tests.unit.concurrent.helpers import config_of, option, parent, reserved, three_flavor_queue
+from controller.workload.scheduling_patches import migration_patch, reservation_patch
+from tests.unit.concurrentadmission.helpers import config_of, option, parent, reserved, three_flavor_queue
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 ADMISSION = {
