@@ -16,7 +16,7 @@ The order of checks follows Kueue (kueue-engine.md §1.12):
    admission, seed 004).
 5. Workload evicted, deactivated, finished elsewhere, being deleted, or not admitted while the
    Job runs → stop the Job (suspend, forget ``startTime``, restore the template); once the Job
-   has no pods left, release the quota (:func:`.lifecycle.release_plan`).
+   has no pods left, release the quota (:func:`controller.workload.lifecycle.release_plan`).
 6. Job running and admitted → keep ``PodsReady`` current (when waitForPodsReady is on).
 7. Job suspended and Workload admitted → start it with the flavors injected.
 """
@@ -32,6 +32,13 @@ from typing import Any, Protocol
 
 from controller.concurrentadmission.jobview import followed_workload, is_parent
 from controller.workload import view as wv
+from controller.workload.lifecycle import (
+    back_to_pending_plan,
+    failed_to_start_plan,
+    finish_plan,
+    pods_ready_plan,
+    release_plan,
+)
 from controller.workload.patches import workload_status_patch
 from controller.workload.status_plan import WorkloadPlan
 from pykueue.api import constants as C
@@ -42,7 +49,6 @@ from pykueue.kube.errors import AlreadyExists, Invalid, NotFound
 from . import job as jobs
 from . import metrics
 from .compose import ComposeError, compose_workload, job_podsets, owned_by, podsets_match
-from .lifecycle import back_to_pending_plan, failed_to_start_plan, finish_plan, pods_ready_plan, release_plan
 from .management import ManagementPolicy, queue_name_for
 from .podsets import (
     FlavorNotFound,
@@ -297,7 +303,7 @@ class JobReconciler:
     def _finish(self, job: Obj, workloads: list[Obj], finish: jobs.Finish) -> Result:
         for workload in workloads:
             if not wv.is_finished(workload):
-                workload = self._write_plan(workload, finish_plan(finish)) or workload
+                workload = self._write_plan(workload, finish_plan(finish.success, finish.message)) or workload
                 self._event(
                     job,
                     "Normal",
@@ -429,7 +435,7 @@ class JobReconciler:
         return _after_stop(restored)
 
     def _sync_pods_ready(self, job: Obj, workload: Obj) -> None:
-        plan = pods_ready_plan(job, workload)
+        plan = pods_ready_plan(jobs.pods_ready(job), workload)
         if plan is None or self._write_plan(workload, plan) is None:
             return
         if any(c.reason == C.REASON_STARTED for c in plan.set_conditions):

@@ -1,4 +1,4 @@
-"""What the Job side writes on its Workload's status, as :class:`~controller.workload.status_plan.WorkloadPlan`s.
+"""What the job integration writes on its Workload's status, as :class:`~controller.workload.status_plan.WorkloadPlan`s.
 
 The plans are turned into resourceVersion-guarded status merge patches by
 :func:`controller.workload.patches.workload_status_patch`, the same writer the workload controller
@@ -15,7 +15,8 @@ only on a status flip; observedGeneration is the generation decided on).
   set it already with its backoff decision, which is kept), admission checks reset to Pending,
   and ``PodsReady`` back to ``WaitForStart`` so a re-admission is timed from scratch.
 - :func:`back_to_pending_plan`: a reservation that cannot be used before any pod exists goes
-  back to pending (seed 004: the InQueue analogue falls back instead of retry-looping).
+  back to pending (as a delayed-pod-creation design would have its InQueue state fall back instead of
+  retry-looping: nothing has started, so nothing needs stopping).
 - :func:`pods_ready_plan`: keep ``PodsReady`` in step with the running Job.
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 from controller.workload import admissionchecks as checks
 from controller.workload import view as wv
 from controller.workload.decisions import MSG_NO_RESERVATION, clear_reservation
+from controller.workload.podsready import MSG_NOT_READY, differs, pods_ready_condition
 from controller.workload.status_plan import ConditionSpec, WorkloadPlan
 from pykueue.api.constants import (
     COND_ADMITTED,
@@ -43,19 +45,17 @@ from pykueue.api.constants import (
     REASON_WAIT_FOR_START,
 )
 
-from .job import Finish
-from .podsready import MSG_NOT_READY, differs, pods_ready_condition
-
 REASON_FAILED_TO_START = "FailedToStart"
 REASON_NODE_FAILURES = "NodeFailures"
 # Eviction reasons after which the workload may be admitted again at once (Kueue's rule).
 REQUEUE_IMMEDIATELY_REASONS = frozenset({REASON_PREEMPTED, REASON_NODE_FAILURES})
 
 
-def finish_plan(finish: Finish) -> WorkloadPlan:
+def finish_plan(success: bool, message: str) -> WorkloadPlan:
+    """``Finished=True``: ``Succeeded`` or ``Failed`` with the job's own message."""
     plan = WorkloadPlan()
-    reason = REASON_SUCCEEDED if finish.success else REASON_FAILED
-    plan.set_conditions.append(ConditionSpec(COND_FINISHED, "True", reason, finish.message))
+    reason = REASON_SUCCEEDED if success else REASON_FAILED
+    plan.set_conditions.append(ConditionSpec(COND_FINISHED, "True", reason, message))
     return plan
 
 
@@ -106,9 +106,9 @@ def back_to_pending_plan(workload: dict[str, Any], message: str, now: datetime) 
     return plan
 
 
-def pods_ready_plan(job: dict[str, Any], workload: dict[str, Any]) -> WorkloadPlan | None:
-    """The PodsReady update for a running Job, or ``None`` when the condition is current."""
-    wanted = pods_ready_condition(job, workload)
+def pods_ready_plan(pods_ready: bool, workload: dict[str, Any]) -> WorkloadPlan | None:
+    """The PodsReady update for a running job, or ``None`` when the condition is current."""
+    wanted = pods_ready_condition(pods_ready, workload)
     if not differs(workload, wanted):
         return None
     plan = WorkloadPlan()

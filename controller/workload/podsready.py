@@ -1,4 +1,4 @@
-"""The Workload's ``PodsReady`` condition, computed from the Job's pod counts.
+"""The Workload's ``PodsReady`` condition, from whether the job's pods are ready.
 
 The workload controller's WaitForPodsReady logic (eviction after a timeout, requeue with
 backoff) only reads this condition; the Job side is the one that knows how many pods are ready.
@@ -26,19 +26,21 @@ from pykueue.api.constants import (
     REASON_WAIT_FOR_START,
 )
 
-from . import job as jobs
-
 MSG_NOT_READY = "Not all pods are ready or succeeded"
 MSG_WAITING_FOR_RECOVERY = "At least one pod has failed, waiting for recovery"
 MSG_READY = "All pods reached readiness and the workload is running"
 
 
-def pods_ready_condition(job: dict[str, Any], workload: dict[str, Any]) -> ConditionSpec:
-    """The ``PodsReady`` condition ``workload`` should carry given ``job``'s status."""
+def pods_ready_condition(pods_ready: bool, workload: dict[str, Any]) -> ConditionSpec:
+    """The ``PodsReady`` condition ``workload`` should carry.
+
+    ``pods_ready``: the job has as many ready or succeeded pods as its podSets count (the job
+    integration knows how to count them; see :func:`controller.jobs.job.pods_ready`).
+    """
     previous = wv.condition(workload, COND_PODS_READY) or {}
     if not wv.is_admitted(workload):
         return ConditionSpec(COND_PODS_READY, "False", REASON_WAIT_FOR_START, MSG_NOT_READY)
-    if jobs.pods_ready(job):
+    if pods_ready:
         recovered = previous.get("status") == "False" and previous.get("reason") == REASON_WAIT_FOR_RECOVERY
         return ConditionSpec(
             COND_PODS_READY, "True", REASON_RECOVERED if recovered else REASON_STARTED, MSG_READY
