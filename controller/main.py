@@ -17,17 +17,18 @@ import argparse
 import importlib
 import logging
 import os
-import re
 import socket
 import sys
 import threading
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
+from controller.runtime.health import parse_address
 from controller.runtime.leaderelection import ElectionConfig
 from controller.runtime.manager import Controller
 from controller.runtime.signals import install_shutdown_handlers
+from pykueue.api.config import Configuration, load_config, require_supported
 from pykueue.kube import resources as R
 from pykueue.kube.client import KubeClient
 from pykueue.observability.logging import setup_logging
@@ -36,7 +37,9 @@ log = logging.getLogger("pykueue.controller")
 
 COMPONENT = "pykueue-controller"
 DEFAULT_NAMESPACE = "pykueue-system"
-DEFAULT_LEASE_NAME = "pykueue-controller-leader"
+# A Configuration (or flag) that is invalid or asks for what pykueue lacks: like a missing
+# prerequisite, restarting will not help, so it is not the 1 of a lost lease.
+EXIT_BAD_CONFIGURATION = 2
 
 # Imported in this order; each defines setup(ctrl). Later areas append their module here.
 SETUP_MODULES: tuple[str, ...] = ("controller.core.setup", "controller.jobs.setup", "controller.concurrentadmission.setup")
@@ -61,88 +64,109 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="campaign for the Lease before admitting (default: the Configuration's leaderElection.leaderElect, else on)",
     )
-    parser.add_argument("--health-addr", default="0.0.0.0:8081", help="/healthz and /readyz address ('0' disables)")
-    parser.add_argument("--metrics-addr", default="0.0.0.0:8080", help="/metrics address ('0' disables)")
+    parser.add_argument(
+        "--health-addr",
+        default=None,
+        help="/healthz and /readyz address ('0' disables; default: the Configuration's "
+        "health.healthProbeBindAddress, else :8081)",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        default=None,
+        help="/metrics address ('0' disables; default: the Configuration's metrics.bindAddress, else :8080)",
+    )
     parser.add_argument("--log-format", choices=("json", "text"), default="json")
     parser.add_argument("--log-level", default=os.environ.get("PYKUEUE_LOG_LEVEL", "INFO"))
-    parser.add_argument("--qps", type=float, default=50.0, help="client-side API request rate")
-    parser.add_argument("--burst", type=int, default=100, help="client-side API request burst")
+    parser.add_argument(
+        "--qps",
+        type=float,
+        default=None,
+        help="client-side API request rate (default: the Configuration's clientConnection.qps, else 20)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=int,
+        default=None,
+        help="client-side API request burst (default: the Configuration's clientConnection.burst, else 30)",
+    )
     parser.add_argument("--identity", default=None, help="leader-election identity (default: hostname_<random>)")
     return parser
 
 
 # --- Configuration --------------------------------------------------------------------------------
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)")
-_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-
-
-def parse_duration(value: Any, field: str) -> float:
-    """Seconds from a number or a Go duration string (``15s``, ``1m30s``) as Kueue writes them."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str) and value and _DURATION_PART.sub("", value) == "":
-        seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(value))
-    else:
-        raise ValueError(f"{field}: invalid duration {value!r} (use e.g. \"15s\")")
-    if seconds <= 0:
-        raise ValueError(f"{field}: must be positive, got {value!r}")
-    return seconds
+#
+# A setting that has both a flag and a Configuration field is resolved the same way everywhere:
+# the flag when it is given, else the Configuration's field (Kueue's default when the file does
+# not set it). docs/design/runtime.md tables the fields and their flags.
 
 
-def _field(obj: Any, *names: str) -> Any:
-    """Read a field from a dataclass or a dict under any of its spellings (snake or camel case)."""
-    for name in names:
-        if isinstance(obj, dict) and name in obj:
-            return obj[name]
-        if not isinstance(obj, dict) and hasattr(obj, name):
-            return getattr(obj, name)
-    return None
+def load_configuration(path: str | None) -> Configuration:
+    """The Configuration at ``path`` (Kueue's defaults without one), refusing what pykueue cannot
+    honour; a :class:`ConfigError` (a ValueError) names the bad or refused field."""
+    return require_supported(load_config(path), path)
 
 
-def load_configuration(path: str | None) -> Any:
-    """The Configuration via ``pykueue.api.config.load_config`` (None if that module is absent)."""
-    try:
-        config_module = importlib.import_module("pykueue.api.config")
-    except ModuleNotFoundError as exc:
-        if exc.name != "pykueue.api.config":
-            raise
-        if path:
-            raise SystemExit(f"--config {path}: this build cannot read Configuration files") from exc
-        return None
-    return config_module.load_config(path)
-
-
-def election_config(config: Any, args: argparse.Namespace, identity: str) -> ElectionConfig | None:
-    """Leader-election settings: flags win, then the Configuration's ``leaderElection``, then
-    client-go's defaults (15 s lease, 10 s renew deadline, 2 s retry)."""
-    section = _field(config, "leader_election", "leaderElection") if config is not None else None
-    enabled = args.leader_elect
-    if enabled is None:
-        configured = _field(section, "leader_elect", "leaderElect") if section is not None else None
-        enabled = True if configured is None else bool(configured)
+def election_config(config: Configuration, args: argparse.Namespace, identity: str) -> ElectionConfig | None:
+    """Leader-election settings: ``--leader-elect`` wins over ``leaderElection.leaderElect``; the
+    Lease's name, namespace and timings come from ``leaderElection`` (client-go's 15 s / 10 s / 2 s
+    by default), and the namespace falls back to ``--namespace``."""
+    section = config.leader_election
+    enabled = section.leader_elect if args.leader_elect is None else bool(args.leader_elect)
     if not enabled:
         return None
-
-    def duration(camel: str, default: float) -> float:
-        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()
-        # pykueue.api.config spells these ``lease_duration_seconds`` (floats); Kueue's YAML
-        # spells them ``leaseDuration: 15s``. Accept both so neither silently falls back.
-        value = _field(section, f"{snake}_seconds", snake, camel) if section is not None else None
-        return default if value is None else parse_duration(value, f"leaderElection.{camel}")
-
-    name = (_field(section, "resource_name", "resourceName") if section is not None else None) or DEFAULT_LEASE_NAME
-    namespace = (
-        _field(section, "resource_namespace", "resourceNamespace") if section is not None else None
-    ) or args.namespace
     return ElectionConfig(
-        lease_name=str(name),
-        lease_namespace=str(namespace),
+        lease_name=section.resource_name,
+        lease_namespace=section.resource_namespace or args.namespace,
         identity=identity,
-        lease_duration=duration("leaseDuration", 15.0),
-        renew_deadline=duration("renewDeadline", 10.0),
-        retry_period=duration("retryPeriod", 2.0),
+        lease_duration=section.lease_duration,
+        renew_deadline=section.renew_deadline,
+        retry_period=section.retry_period,
     )
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    """The API client's token bucket (Kueue: ``clientConnection``)."""
+
+    qps: float
+    burst: int
+
+
+def client_limits(config: Configuration, args: argparse.Namespace) -> ClientLimits:
+    """``--qps``/``--burst`` when given, else ``clientConnection.qps``/``burst`` (20/30 by default)."""
+    connection = config.client_connection
+    return ClientLimits(
+        qps=connection.qps if args.qps is None else args.qps,
+        burst=connection.burst if args.burst is None else args.burst,
+    )
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """Where ``/healthz``+``/readyz`` and ``/metrics`` listen (``"0"`` disables one)."""
+
+    health: str
+    metrics: str
+
+
+def listeners(config: Configuration, args: argparse.Namespace) -> Listeners:
+    """``--health-addr``/``--metrics-addr`` when given, else ``health.healthProbeBindAddress`` and
+    ``metrics.bindAddress`` (``:8081`` and ``:8080`` by default); a bad address names its source."""
+    chosen = Listeners(
+        health=config.health_probe_bind_address if args.health_addr is None else args.health_addr,
+        metrics=config.metrics_bind_address if args.metrics_addr is None else args.metrics_addr,
+    )
+    for address, given, flag, field_path in (
+        (chosen.health, args.health_addr, "--health-addr", "health.healthProbeBindAddress"),
+        (chosen.metrics, args.metrics_addr, "--metrics-addr", "metrics.bindAddress"),
+    ):
+        if address in ("0", ""):
+            continue
+        try:
+            parse_address(address)
+        except ValueError as exc:
+            raise ValueError(f"{field_path if given is None else flag}: {exc}") from None
+    return chosen
 
 
 def default_identity() -> str:
@@ -174,16 +198,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_configuration(args.config)
         identity = args.identity or default_identity()
         election = election_config(config, args, identity)
-    except ValueError as exc:  # pykueue.api.config.ConfigError is a ValueError naming the field
+        limits = client_limits(config, args)
+        addresses = listeners(config, args)
+    except ValueError as exc:  # ConfigError is a ValueError; every message names its field or flag
         log.error("invalid configuration", extra={"error": str(exc)})
-        return 2
-    client = KubeClient.from_config(args.kubeconfig, qps=args.qps, burst=args.burst, user_agent=COMPONENT)
+        return EXIT_BAD_CONFIGURATION
+    client = KubeClient.from_config(args.kubeconfig, qps=limits.qps, burst=limits.burst, user_agent=COMPONENT)
     ctrl = Controller(
         client,
         identity=identity,
         election=election,
-        health_addr=args.health_addr,
-        metrics_addr=args.metrics_addr,
+        health_addr=addresses.health,
+        metrics_addr=addresses.metrics,
         config=config,
     )
     for resource in BASE_RESOURCES:

@@ -86,6 +86,7 @@ def controller_spec(cluster: LocalCluster, health_port: int, metrics_port: int) 
             "--health-addr", f"127.0.0.1:{health_port}",
             "--metrics-addr", f"127.0.0.1:{metrics_port}",
             "--log-format", "text",
+            "--qps", "50", "--burst", "100",
         ],
     )  # fmt: skip
 

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 from pykueue.observability.logging import setup_logging
 
 if TYPE_CHECKING:
+    from pykueue.api.config import Configuration
     from webhook.server import ServerOptions
 
 log = logging.getLogger("pykueue.webhook")
@@ -39,7 +40,10 @@ DEFAULT_CONTROLLER_USERNAME = "system:serviceaccount:pykueue-system:pykueue-cont
 
 @dataclass(frozen=True)
 class Settings:
+    """The command line resolved against the Configuration file (see :func:`parse_args`)."""
+
     config: str | None
+    configuration: Configuration
     kubeconfig: str | None
     bind: str
     port: int
@@ -64,22 +68,29 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     from webhook.worker import DEFAULT_LINGER_SECONDS
 
     parser = argparse.ArgumentParser(prog="pykueue-webhook", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", help="controller Configuration file (manageJobsWithoutQueueName, ...)")
+    parser.add_argument("--config", help="the Configuration file both programs read (manageJobsWithoutQueueName, "
+                        "webhook, internalCertManagement, ...)")
     parser.add_argument("--kubeconfig", help="kubeconfig path (default: in-cluster, then ~/.kube/config)")
-    parser.add_argument("--bind", default="0.0.0.0")
-    parser.add_argument("--port", type=int, default=9443)
+    parser.add_argument("--bind", default=None, help="listen address (default: the Configuration's webhook.host, "
+                        "else 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=None, help="listen port (default: the Configuration's "
+                        "webhook.port, else 9443)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
     parser.add_argument("--keepalive-linger", type=float, default=DEFAULT_LINGER_SECONDS,
                         help="seconds a request thread waits on its kept-alive connection for the next request "
                         "before handing it back to the poller (0: never; see webhook/worker.py)")
     parser.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE)
-    parser.add_argument("--cert-dir", default="/tmp/k8s-webhook-server/serving-certs")
-    parser.add_argument("--cert-secret", default="pykueue-webhook-server-cert")
-    parser.add_argument("--service-name", default="pykueue-webhook-service")
-    parser.add_argument("--cert-management", choices=("internal", "external"), default="internal",
+    parser.add_argument("--cert-dir", default=None, help="where the serving certificate's files are (default: the "
+                        "Configuration's webhook.certDir, else /tmp/k8s-webhook-server/serving-certs)")
+    parser.add_argument("--cert-secret", default=None, help="Secret of the self-provisioned certificates (default: "
+                        "the Configuration's internalCertManagement.webhookSecretName)")
+    parser.add_argument("--service-name", default=None, help="Service the certificate is issued for (default: the "
+                        "Configuration's internalCertManagement.webhookServiceName)")
+    parser.add_argument("--cert-management", choices=("internal", "external"), default=None,
                         help="internal: provision and rotate certificates; external: serve the files in --cert-dir "
-                        "(cert-manager), reloading them when they change")
+                        "(cert-manager), reloading them when they change (default: internal when the "
+                        "Configuration's internalCertManagement.enable is true, as it is by default)")
     parser.add_argument("--local-url", help="the apiserver calls this https://127.0.0.1:PORT URL; the webhook "
                         "writes its own webhook configurations (deleted again on exit)")
     parser.add_argument("--controller-username", default=DEFAULT_CONTROLLER_USERNAME,
@@ -99,19 +110,24 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error("--workers and --threads must be at least 1")
     if not 0 <= args.keepalive_linger <= 1:
         parser.error("--keepalive-linger must be between 0 and 1 second")
+    # A flag that is given wins; otherwise the Configuration's field (Kueue's default without it).
+    configuration = load_configuration(args.config)
+    certs, server = configuration.internal_cert_management, configuration.webhook
+    cert_management = args.cert_management or ("internal" if certs.enable else "external")
     return Settings(
         config=args.config,
+        configuration=configuration,
         kubeconfig=args.kubeconfig,
-        bind=args.bind,
-        port=args.port,
+        bind=args.bind if args.bind is not None else (server.host or "0.0.0.0"),
+        port=args.port if args.port is not None else server.port,
         workers=args.workers,
         threads=args.threads,
         keepalive_linger=args.keepalive_linger,
         namespace=args.namespace,
-        cert_dir=Path(args.cert_dir),
-        cert_secret=args.cert_secret,
-        service_name=args.service_name,
-        cert_management=args.cert_management,
+        cert_dir=Path(args.cert_dir if args.cert_dir is not None else server.cert_dir),
+        cert_secret=args.cert_secret if args.cert_secret is not None else certs.webhook_secret_name,
+        service_name=args.service_name if args.service_name is not None else certs.webhook_service_name,
+        cert_management=cert_management,
         local_url=args.local_url,
         controller_username=args.controller_username,
         cert_validity=timedelta(seconds=args.cert_validity),
@@ -122,20 +138,28 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     )
 
 
+def load_configuration(path: str | None) -> Configuration:
+    """The Configuration file (Kueue's defaults without one); a bad or refused field stops the
+    program with a one-line message naming it, before anything is served."""
+    from pykueue.api.config import ConfigError, load_config, require_supported
+
+    try:
+        return require_supported(load_config(path), path)
+    except ConfigError as err:
+        raise SystemExit(f"pykueue-webhook: {err}") from None
+
+
 def job_policy_from_config(settings: Settings) -> Any:
-    """manageJobsWithoutQueueName and its namespace selector, from the controller's Configuration.
+    """manageJobsWithoutQueueName and its namespace selector, from the Configuration.
 
     Without ``--config`` Kueue's defaults apply, with this program's namespace excluded.
     """
-    from pykueue.api.config import ConfigError, default_namespace_selector, load_config
+    from pykueue.api.config import default_namespace_selector
     from webhook.jobs import JobPolicy
 
+    config = settings.configuration
     if not settings.config:
         return JobPolicy(False, default_namespace_selector(settings.namespace))
-    try:
-        config = load_config(settings.config)
-    except ConfigError as err:
-        raise SystemExit(f"pykueue-webhook: {err}") from None
     return JobPolicy(config.manage_jobs_without_queue_name, config.managed_jobs_namespace_selector)
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from controller.concurrentadmission.controller import OptionController
 from controller.core.events import KubeEvents
+from controller.runtime.manager import Controller
 from pykueue.kube import resources as R
 
 log = logging.getLogger(__name__)
 
 
-def setup(ctrl: Any) -> None:
+def setup(ctrl: Controller) -> None:
+    """Registers the option controller; it reads no Configuration field (a ClusterQueue's
+    ``concurrentAdmission`` stanza configures it)."""
     controller = OptionController(
         ctrl.client,
         workloads=ctrl.informer(R.WORKLOADS),

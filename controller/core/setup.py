@@ -20,16 +20,15 @@ from controller.core.scheduler import SchedulerLoop
 from controller.core.workload_controller import WorkloadController
 from controller.engine import Engine
 from controller.runtime.informer import FuncHandler
+from controller.runtime.manager import Controller
 from controller.workload.decisions import PodsReadyPolicy
 from controller.workload.indexes import InformerLike
 from pykueue.api import constants as C
-from pykueue.api.dsl import duration_seconds
+from pykueue.api.config import Configuration
 from pykueue.kube import resources as R
 
 log = logging.getLogger(__name__)
 
-# v1beta1 Configuration defaults for waitForPodsReady (opt-in there, 5 minutes when enabled).
-DEFAULT_PODS_READY_TIMEOUT_SECONDS = 300.0
 # How long parked (inadmissible) workloads of a cohort tree wait, after quota was freed in it,
 # before they are tried again. Kueue batches these requeues for 1 s because each retry in Go
 # re-sorted heaps under a lock and wrote a QuotaReserved=False patch per failure (#8095); here a
@@ -39,66 +38,34 @@ DEFAULT_PODS_READY_TIMEOUT_SECONDS = 300.0
 REQUEUE_BATCH_SECONDS = 0.2
 
 
-def _field(obj: Any, *names: str) -> Any:
-    for name in names:
-        if isinstance(obj, dict) and name in obj:
-            return obj[name]
-        if obj is not None and not isinstance(obj, dict) and hasattr(obj, name):
-            return getattr(obj, name)
-    return None
-
-
-def _seconds(value: Any, field: str) -> float | None:
-    if value is None:
+def pods_ready_policy(config: Configuration) -> PodsReadyPolicy | None:
+    """``waitForPodsReady`` for the Workload controller, or ``None`` when it is off (the v1beta1
+    default). The durations and backoff are already Kueue-defaulted by the Configuration."""
+    section = config.wait_for_pods_ready
+    if not section.enable:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if hasattr(value, "total_seconds"):
-        return float(value.total_seconds())
-    try:
-        return duration_seconds(str(value))
-    except ValueError:
-        raise ValueError(f'{field}: invalid duration {value!r} (use e.g. "30s")') from None
-
-
-def pods_ready_policy(config: Any) -> PodsReadyPolicy | None:
-    """``waitForPodsReady`` from the Configuration (dataclass or dict), or ``None`` when off."""
-    section = _field(config, "wait_for_pods_ready", "waitForPodsReady")
-    if section is None or _field(section, "enable") is False:
-        return None
-    timeout = (
-        _seconds(_field(section, "timeout"), "waitForPodsReady.timeout") or DEFAULT_PODS_READY_TIMEOUT_SECONDS
-    )
-    recovery = _seconds(
-        _field(section, "recovery_timeout", "recoveryTimeout"), "waitForPodsReady.recoveryTimeout"
-    )
-    strategy = _field(section, "requeuing_strategy", "requeuingStrategy")
-    base = _field(strategy, "backoff_base_seconds", "backoffBaseSeconds")
-    maximum = _field(strategy, "backoff_max_seconds", "backoffMaxSeconds")
-    limit = _field(strategy, "backoff_limit_count", "backoffLimitCount")
+    strategy = section.requeuing_strategy
     return PodsReadyPolicy(
-        timeout_seconds=timeout,
-        recovery_timeout_seconds=recovery,
-        backoff_base_seconds=float(base) if base is not None else 60.0,
-        backoff_max_seconds=float(maximum) if maximum is not None else 3600.0,
-        backoff_limit_count=int(limit) if limit is not None else None,
+        timeout_seconds=section.timeout,
+        recovery_timeout_seconds=section.recovery_timeout,
+        backoff_base_seconds=float(strategy.backoff_base_seconds),
+        backoff_max_seconds=float(strategy.backoff_max_seconds),
+        backoff_limit_count=strategy.backoff_limit_count,
     )
 
 
-def requeuing_timestamp(config: Any) -> str:
+def requeuing_timestamp(config: Configuration) -> str:
     """``waitForPodsReady.requeuingStrategy.timestamp`` for the engine's queue order (``Eviction``,
     Kueue's default, also when waitForPodsReady is off: then no PodsReady eviction happens)."""
-    section = _field(config, "wait_for_pods_ready", "waitForPodsReady")
-    if section is None or _field(section, "enable") is False:
+    section = config.wait_for_pods_ready
+    if not section.enable:
         return C.REQUEUE_BY_EVICTION
-    strategy = _field(section, "requeuing_strategy", "requeuingStrategy")
-    value = _field(strategy, "timestamp") or C.REQUEUE_BY_EVICTION
-    if value not in (C.REQUEUE_BY_EVICTION, C.REQUEUE_BY_CREATION):
-        raise ValueError(
-            f"waitForPodsReady.requeuingStrategy.timestamp: Unsupported value: {value!r}: "
-            f'supported values: "{C.REQUEUE_BY_EVICTION}", "{C.REQUEUE_BY_CREATION}"'
-        )
-    return str(value)
+    return section.requeuing_strategy.timestamp
+
+
+def blocks_admission(config: Configuration) -> bool:
+    """``waitForPodsReady.blockAdmission``, which only means something while waiting is on."""
+    return config.wait_for_pods_ready.enable and config.wait_for_pods_ready.block_admission
 
 
 class SchedulerRunnable:
@@ -166,9 +133,9 @@ class QueueStatusRunnable:
         self.controller.stop()
 
 
-def setup(ctrl: Any) -> None:
+def setup(ctrl: Controller) -> None:
     """Entry point used by ``controller.main`` (see its SETUP_MODULES)."""
-    informers = {
+    informers: dict[str, InformerLike] = {
         "workloads": ctrl.informer(R.WORKLOADS),
         "localqueues": ctrl.informer(R.LOCAL_QUEUES),
         "clusterqueues": ctrl.informer(R.CLUSTER_QUEUES),
@@ -192,13 +159,7 @@ def setup(ctrl: Any) -> None:
         pods_ready=policy,
         events=events,
     )
-    block = policy is not None and bool(
-        _field(
-            _field(ctrl.config, "wait_for_pods_ready", "waitForPodsReady"),
-            "block_admission",
-            "blockAdmission",
-        )
-    )
+    block = blocks_admission(ctrl.config)
     engine_factory = functools.partial(
         Engine,
         requeuing_timestamp=requeuing_timestamp(ctrl.config),

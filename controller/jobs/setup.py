@@ -9,8 +9,9 @@ integration is skipped when the Configuration's ``integrations.frameworks`` does
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+
+from controller.runtime.manager import Controller
+from pykueue.api.config import Configuration
 
 from .controller import JobController
 from .management import ManagementPolicy
@@ -21,58 +22,23 @@ log = logging.getLogger(__name__)
 FRAMEWORK_NAME = "batch/job"
 
 
-def _field(obj: Any, *names: str) -> Any:
-    """A Configuration field from a dataclass or a dict, under its snake or camel spelling."""
-    if obj is None:
-        return None
-    for name in names:
-        if isinstance(obj, Mapping):
-            if name in obj:
-                return obj[name]
-        elif hasattr(obj, name):
-            return getattr(obj, name)
-    return None
+def framework_enabled(config: Configuration) -> bool:
+    """Whether ``integrations.frameworks`` lists ``batch/job`` (it does by default)."""
+    return FRAMEWORK_NAME in config.integrations.frameworks
 
 
-def _as_mapping(value: Any) -> Mapping[str, Any] | None:
-    """A label selector as a JSON dict, whether the Configuration keeps it as a dict or a dataclass."""
-    if value is None or isinstance(value, Mapping):
-        return value
-    labels = _field(value, "match_labels", "matchLabels")
-    expressions = _field(value, "match_expressions", "matchExpressions") or []
-    return {
-        "matchLabels": dict(labels or {}),
-        "matchExpressions": [
-            e
-            if isinstance(e, Mapping)
-            else {
-                "key": _field(e, "key"),
-                "operator": _field(e, "operator"),
-                "values": list(_field(e, "values") or []),
-            }
-            for e in expressions
-        ],
-    }
+def settings_from_config(config: Configuration) -> JobSettings:
+    """The Job integration's view of the Configuration."""
+    return JobSettings(
+        management=ManagementPolicy.from_raw(
+            config.manage_jobs_without_queue_name, config.managed_jobs_namespace_selector
+        ),
+        wait_for_pods_ready=config.wait_for_pods_ready.enable,
+    )
 
 
-def framework_enabled(config: Any) -> bool:
-    frameworks = _field(_field(config, "integrations"), "frameworks")
-    return frameworks is None or FRAMEWORK_NAME in frameworks
-
-
-def settings_from_config(config: Any) -> JobSettings:
-    """The Job integration's view of the Configuration (defaults when ``config`` is None)."""
-    manage = bool(_field(config, "manage_jobs_without_queue_name", "manageJobsWithoutQueueName"))
-    selector = _as_mapping(_field(config, "managed_jobs_namespace_selector", "managedJobsNamespaceSelector"))
-    wait = _field(config, "wait_for_pods_ready", "waitForPodsReady")
-    enabled = _field(wait, "enable")
-    # v1beta1 spells the switch ``enable``; a section without one (v1beta2 style) means on.
-    pods_ready = wait is not None and (enabled is None or bool(enabled))
-    return JobSettings(management=ManagementPolicy.from_raw(manage, selector), wait_for_pods_ready=pods_ready)
-
-
-def setup(ctrl: Any) -> None:
-    config = getattr(ctrl, "config", None)
+def setup(ctrl: Controller) -> None:
+    config = ctrl.config
     if not framework_enabled(config):
         log.info("batch/job integration disabled by integrations.frameworks")
         return

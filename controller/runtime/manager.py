@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from controller.runtime.health import HealthChecks, ProbeServer, start_probe_servers
 from controller.runtime.informer import Informer, InformerSet
 from controller.runtime.leaderelection import Callbacks, ElectionConfig, LeaderElector, LeaseLock, Lock
+from pykueue.api.config import Configuration
 from pykueue.kube.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -56,13 +57,14 @@ class Controller:
         election: ElectionConfig | None,
         health_addr: str = "0.0.0.0:8081",
         metrics_addr: str = "0.0.0.0:8080",
-        config: Any = None,
+        config: Configuration | None = None,
         sync_timeout: float | None = None,
         lock: Lock | None = None,
     ) -> None:
         self.client = client
         self.identity = identity
-        self.config = config
+        # The parsed Configuration the setup modules read (Kueue's defaults when none is given).
+        self.config = config if config is not None else Configuration()
         self.informers = InformerSet(client)
         self.health = HealthChecks()
         self.on_started_leading: list[Callable[[threading.Event], None]] = []

@@ -1,12 +1,18 @@
 """The controller's configuration file: ``config.kueue.x-k8s.io/v1beta1`` kind ``Configuration``.
 
-pykueue reads the subset of Kueue's v1beta1 Configuration it implements (SPEC §2).  The file is
-checked with ``jsonschema`` (unknown fields are errors, as in Kueue's strict loader) and then with
-the semantic rules Kueue applies; every problem becomes a :class:`ConfigError` whose message
-starts with the field path, e.g. ``waitForPodsReady.timeout: Invalid value: "0s": must be
-greater than 0``.  Defaults follow Kueue's v1beta1 ``SetDefaults_Configuration``, with pykueue's
-own namespace and object names.  Durations (``timeout``, ``lease_duration``, ``gc_interval``,
-...) are exposed as float seconds under the snake_case of their YAML names.
+pykueue reads the subset of Kueue's v1beta1 Configuration (``apis/config/v1beta1`` in Kueue) that
+it implements; both programs load the same file with :func:`load_config` and receive the frozen
+:class:`Configuration` below, never the raw document.  The file is checked with ``jsonschema``
+(unknown fields are errors, as in Kueue's strict loader) and then with the semantic rules Kueue
+applies; every problem becomes a :class:`ConfigError` whose message starts with the field path,
+e.g. ``waitForPodsReady.timeout: Invalid value: "0s": must be greater than 0``.  Defaults follow
+Kueue's v1beta1 ``SetDefaults_Configuration``, with pykueue's own namespace and object names.
+Durations (``timeout``, ``lease_duration``, ``gc_interval``, ...) are exposed as float seconds
+under the snake_case of their YAML names.
+
+A field the schema accepts is either honoured by one of the programs or refused at start by
+:func:`refused_fields` (today: any non-default ``multiKueue`` value, since pykueue has no
+MultiKueue controller); docs/design/runtime.md tables which program honours which field.
 """
 
 from __future__ import annotations
@@ -382,6 +388,41 @@ def _build(raw: dict[str, Any]) -> Configuration:
             dispatcher_name=mk.get("dispatcherName", DISPATCHER_ALL_AT_ONCE),
         ),
     )
+
+
+# --- what pykueue cannot honour ---------------------------------------------------------------------
+
+MULTIKUEUE_NOT_IMPLEMENTED = "MultiKueue is not implemented yet; remove the multiKueue settings"
+_MULTIKUEUE_FIELDS = (
+    ("gc_interval", "gcInterval"),
+    ("origin", "origin"),
+    ("worker_lost_timeout", "workerLostTimeout"),
+    ("dispatcher_name", "dispatcherName"),
+)
+
+
+def refused_fields(cfg: Configuration) -> list[FieldError]:
+    """The valid settings neither program can honour, each naming its field.
+
+    Kueue accepts them, so :func:`parse_config` does too; the programs refuse to start on them
+    (:func:`require_supported`) rather than run while silently ignoring what the file asks for.
+    An absent or empty ``multiKueue`` stanza, or one that spells out Kueue's defaults, is fine:
+    it asks for nothing.
+    """
+    defaults = MultiKueue()
+    return [
+        FieldError(f"multiKueue.{camel}", f"Forbidden: {MULTIKUEUE_NOT_IMPLEMENTED}")
+        for snake, camel in _MULTIKUEUE_FIELDS
+        if getattr(cfg.multi_kueue, snake) != getattr(defaults, snake)
+    ]
+
+
+def require_supported(cfg: Configuration, source: str | None = None) -> Configuration:
+    """``cfg`` itself, or a :class:`ConfigError` listing :func:`refused_fields` on one line."""
+    errors = refused_fields(cfg)
+    if errors:
+        raise ConfigError(errors, source)
+    return cfg
 
 
 def parse_config(raw: Any, source: str | None = None) -> Configuration:

@@ -118,6 +118,9 @@ def test_helm_lint_strict_passes(values: dict[str, str]) -> None:
         ({"webhook.podAntiAffinity": "maybe"}, "/webhook/podAntiAffinity': value must be one of"),
         ({"certmanager.enabled": "true"}, "additional properties 'certmanager' not allowed"),
         ({"controller.config.namespace": "elsewhere"}, "invalid propertyName 'namespace'"),
+        # The Pods' ports and probes follow controller.metricsPort/healthPort and webhook.port.
+        ({"controller.config.metrics.bindAddress": ":9090"}, "invalid propertyName 'metrics'"),
+        ({"controller.config.webhook.port": "9444"}, "invalid propertyName 'webhook'"),
         ({"webhook.externalURL": "http://127.0.0.1:9443"}, "/webhook/externalURL'"),
         ({"certManager.issuerRef.kind": "Issuers"}, "/certManager/issuerRef/kind'"),
     ],
@@ -235,16 +238,44 @@ def test_controller_command_line(default_objects: list[Obj]) -> None:
     assert "POD_NAME" in env
 
 
-def test_controller_command_line_is_accepted_by_the_controller(default_objects: list[Obj]) -> None:
-    from controller.main import build_parser
+def rendered_config_file(objects: list[Obj], tmp_path: Path) -> Path:
+    """The ConfigMap's config.yaml written where a test can pass it as --config."""
+    path = tmp_path / "config.yaml"
+    path.write_text(one(objects, "ConfigMap", "pykueue-manager-config")["data"]["config.yaml"])
+    return path
 
+
+def with_config(args: list[str], path: Path) -> list[str]:
+    """A Deployment's arguments with --config pointing at ``path`` instead of the mounted file."""
+    assert "--config=/etc/pykueue/config.yaml" in args
+    return [f"--config={path}" if a.startswith("--config=") else a for a in args]
+
+
+def test_controller_command_line_is_accepted_by_the_controller(default_objects: list[Obj], tmp_path: Path) -> None:
+    """The controller's arguments and the rendered Configuration resolve as the chart means them:
+    the listeners from the flags (the Pod's ports), the client limits from clientConnection."""
+    from controller.main import build_parser, client_limits, listeners, load_configuration
+
+    path = rendered_config_file(default_objects, tmp_path)
     args = build_parser().parse_args(
-        container(one(default_objects, "Deployment", "pykueue-controller"))["args"]
+        with_config(container(one(default_objects, "Deployment", "pykueue-controller"))["args"], path)
     )
     assert args.leader_elect is True
     assert args.namespace == NAMESPACE
-    assert (args.qps, args.burst) == (50.0, 100)
-    assert args.health_addr == "0.0.0.0:8081" and args.metrics_addr == "0.0.0.0:8080"
+    assert (args.qps, args.burst) == (None, None), "the limits travel in the Configuration"
+    config = load_configuration(args.config)
+    limits = client_limits(config, args)
+    assert (limits.qps, limits.burst) == (50.0, 100)
+    addresses = listeners(config, args)
+    assert (addresses.health, addresses.metrics) == ("0.0.0.0:8081", "0.0.0.0:8080")
+
+
+def test_client_connection_in_the_values_config_wins_over_the_qps_value(tmp_path: Path) -> None:
+    from pykueue.api.config import load_config
+
+    objects = helm.render_objects(set_values={"controller.qps": "5", "controller.config.clientConnection.burst": "7"})
+    config = load_config(rendered_config_file(objects, tmp_path))
+    assert (config.client_connection.qps, config.client_connection.burst) == (5.0, 7)
 
 
 def test_controller_replicas_and_leader_election_are_values() -> None:
@@ -311,14 +342,16 @@ def test_configuration_rendered_from_values() -> None:
     ids=["default", "cert-manager", "customised"],
 )
 def test_rendered_configuration_loads_in_the_programs(tmp_path: Path, values: dict[str, str]) -> None:
-    """Both programs read the ConfigMap with pykueue.api.config.load_config; it must accept it."""
-    from pykueue.api.config import load_config
+    """Both programs read the ConfigMap with pykueue.api.config.load_config; it must accept it,
+    and nothing in it may be refused at start (require_supported)."""
+    from pykueue.api.config import load_config, require_supported
 
     objects = helm.render_objects(namespace=NAMESPACE, set_values=values)
     path = tmp_path / "config.yaml"
     path.write_text(one(objects, "ConfigMap", "pykueue-manager-config")["data"]["config.yaml"])
-    config = load_config(path)
+    config = require_supported(load_config(path), str(path))
     assert config.namespace == NAMESPACE
+    assert (config.client_connection.qps, config.client_connection.burst) == (50.0, 100)
     assert config.internal_cert_management.enable is (values != CERT_MANAGER)
     assert config.internal_cert_management.webhook_secret_name == "pykueue-webhook-server-cert"
     assert config.integrations.frameworks == ("batch/job",)
@@ -338,13 +371,20 @@ def test_a_configuration_the_programs_reject_is_caught(tmp_path: Path) -> None:
         load_config(path)
 
 
-def test_webhook_command_line_is_accepted_by_the_webhook() -> None:
+@pytest.mark.parametrize("values", [{}, CERT_MANAGER], ids=["default", "cert-manager"])
+def test_webhook_command_line_is_accepted_by_the_webhook(tmp_path: Path, values: dict[str, str]) -> None:
+    """The webhook's arguments with the rendered Configuration: flags and file agree."""
     from webhook.main import parse_args
 
-    objects = helm.render_objects(namespace=NAMESPACE)
-    settings = parse_args(container(one(objects, "Deployment", "pykueue-webhook"))["args"])
+    objects = helm.render_objects(namespace=NAMESPACE, set_values=values)
+    args = container(one(objects, "Deployment", "pykueue-webhook"))["args"]
+    settings = parse_args(with_config(args, rendered_config_file(objects, tmp_path)))
+    cert_management = "external" if values else "internal"
+    assert settings.cert_management == cert_management
+    assert settings.configuration.internal_cert_management.enable is (cert_management == "internal")
+    assert settings.service_name == settings.configuration.internal_cert_management.webhook_service_name
+    assert settings.cert_secret == settings.configuration.internal_cert_management.webhook_secret_name
     assert settings.namespace == NAMESPACE
-    assert settings.cert_management == "internal"
     assert settings.cert_secret == "pykueue-webhook-server-cert"
     assert settings.service_name == "pykueue-webhook-service"
     assert settings.port == 9443 and settings.workers == 2

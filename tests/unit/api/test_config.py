@@ -14,6 +14,8 @@ from pykueue.api.config import (
     Configuration,
     load_config,
     parse_config,
+    refused_fields,
+    require_supported,
 )
 
 HEADER = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration"}
@@ -135,3 +137,31 @@ def test_config_error_is_a_value_error() -> None:
     """The controller's start-up code catches ValueError for every bad-input case."""
     with pytest.raises(ValueError, match=r"waitForPodsReady\.timeout"):
         parse_config(doc(waitForPodsReady={"timeout": "0s"}))
+
+
+# --- what the programs refuse at start --------------------------------------------------------------
+
+
+def test_absent_empty_or_default_multikueue_is_not_refused() -> None:
+    assert refused_fields(Configuration()) == []
+    assert refused_fields(parse_config(doc(multiKueue={}))) == []
+    spelled_out = {"gcInterval": "1m", "origin": "multikueue", "workerLostTimeout": "15m",
+                   "dispatcherName": DISPATCHER_ALL_AT_ONCE}
+    assert refused_fields(parse_config(doc(multiKueue=spelled_out))) == []
+
+
+@pytest.mark.parametrize(
+    ("stanza", "field"),
+    [
+        ({"gcInterval": "2m"}, "multiKueue.gcInterval"),
+        ({"origin": "manager-1"}, "multiKueue.origin"),
+        ({"workerLostTimeout": "5m"}, "multiKueue.workerLostTimeout"),
+        ({"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental"}, "multiKueue.dispatcherName"),
+    ],
+)
+def test_multikueue_settings_are_refused_naming_the_field(stanza: dict[str, Any], field: str) -> None:
+    cfg = parse_config(doc(multiKueue=stanza))  # valid for Kueue ...
+    with pytest.raises(ConfigError) as err:  # ... but pykueue has no MultiKueue controller
+        require_supported(cfg, "config.yaml")
+    assert str(err.value) == f"{field}: Forbidden: MultiKueue is not implemented yet; remove the multiKueue settings"
+    assert require_supported(Configuration()) == Configuration()

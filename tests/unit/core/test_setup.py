@@ -3,13 +3,11 @@ engine's queue order (requeuingStrategy.timestamp)."""
 
 from __future__ import annotations
 
-import pytest
-
-from controller.core.setup import pods_ready_policy, requeuing_timestamp
-from pykueue.api.config import parse_config
+from controller.core.setup import blocks_admission, pods_ready_policy, requeuing_timestamp
+from pykueue.api.config import Configuration, parse_config
 
 
-def _config(wait_for_pods_ready: dict | None) -> object:
+def _config(wait_for_pods_ready: dict | None) -> Configuration:
     raw: dict = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration"}
     if wait_for_pods_ready is not None:
         raw["waitForPodsReady"] = wait_for_pods_ready
@@ -19,7 +17,7 @@ def _config(wait_for_pods_ready: dict | None) -> object:
 def test_disabled_by_default_as_in_v1beta1() -> None:
     assert pods_ready_policy(_config(None)) is None
     assert pods_ready_policy(_config({"enable": False, "timeout": "1m"})) is None
-    assert pods_ready_policy(None) is None
+    assert pods_ready_policy(Configuration()) is None
 
 
 def test_enabled_policy_carries_timeouts_and_requeuing_strategy() -> None:
@@ -57,18 +55,17 @@ def test_enabled_defaults_are_kueues() -> None:
     )
 
 
-def test_plain_dict_configuration_is_understood() -> None:
-    policy = pods_ready_policy({"waitForPodsReady": {"enable": True, "timeout": "2m"}})
-    assert policy is not None and policy.timeout_seconds == 120.0
-
-
 def test_requeuing_timestamp_for_the_engine() -> None:
     assert requeuing_timestamp(_config(None)) == "Eviction"
     assert requeuing_timestamp(_config({"enable": True})) == "Eviction"
     creation = {"enable": True, "requeuingStrategy": {"timestamp": "Creation"}}
     assert requeuing_timestamp(_config(creation)) == "Creation"
-    assert requeuing_timestamp({"waitForPodsReady": creation}) == "Creation"
     # Off: no PodsReady eviction happens, the setting does not matter.
-    assert requeuing_timestamp({"waitForPodsReady": {**creation, "enable": False}}) == "Eviction"
-    with pytest.raises(ValueError, match=r"waitForPodsReady\.requeuingStrategy\.timestamp: Unsupported value"):
-        requeuing_timestamp({"waitForPodsReady": {"enable": True, "requeuingStrategy": {"timestamp": "Later"}}})
+    assert requeuing_timestamp(_config({**creation, "enable": False})) == "Eviction"
+
+
+def test_block_admission_only_while_waiting_for_pods_ready() -> None:
+    assert not blocks_admission(_config(None))
+    assert blocks_admission(_config({"enable": True}))  # Kueue defaults blockAdmission to enable
+    assert not blocks_admission(_config({"enable": True, "blockAdmission": False}))
+    assert not blocks_admission(_config({"enable": False, "blockAdmission": True}))

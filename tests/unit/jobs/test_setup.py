@@ -2,35 +2,41 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from controller.concurrentadmission.objects import OPTION_BY_PARENT_UID, option_by_parent_uid
 from controller.jobs.controller import InformerLister, owner_job_index
 from controller.jobs.setup import framework_enabled, settings_from_config
 from controller.runtime.store import Store
+from pykueue.api.config import Configuration, Integrations, parse_config
 from pykueue.kube import resources as R
 from tests.builders import SeedWorkloadBuilder, WorkloadBuilder
 
 
+def _config(**fields: Any) -> Configuration:
+    return parse_config({"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration", **fields})
+
+
 def test_defaults_without_configuration() -> None:
-    settings = settings_from_config(None)
+    settings = settings_from_config(Configuration())
     assert not settings.management.manage_jobs_without_queue_name
     assert settings.management.namespace_matches({"kubernetes.io/metadata.name": "anything"})
+    assert not settings.management.namespace_matches({"kubernetes.io/metadata.name": "kube-system"})
     assert not settings.wait_for_pods_ready
 
 
-def test_camel_case_dict_configuration() -> None:
+def test_configuration_fields_reach_the_settings() -> None:
     settings = settings_from_config(
-        {
-            "manageJobsWithoutQueueName": True,
-            "managedJobsNamespaceSelector": {
+        _config(
+            manageJobsWithoutQueueName=True,
+            managedJobsNamespaceSelector={
                 "matchExpressions": [
-                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "pykueue-system"]}
                 ]
             },
-            "waitForPodsReady": {"enable": True, "timeout": "5m"},
-        }
+            waitForPodsReady={"enable": True, "timeout": "5m"},
+        )
     )
     assert settings.management.manage_jobs_without_queue_name
     assert not settings.management.namespace_matches({"kubernetes.io/metadata.name": "kube-system"})
@@ -39,31 +45,19 @@ def test_camel_case_dict_configuration() -> None:
 
 
 def test_wait_for_pods_ready_disabled_by_enable_false() -> None:
-    assert not settings_from_config({"waitForPodsReady": {"enable": False}}).wait_for_pods_ready
+    assert not settings_from_config(_config(waitForPodsReady={"enable": False})).wait_for_pods_ready
 
 
-@dataclass
-class _Selector:
-    match_labels: dict[str, str] = field(default_factory=dict)
-    match_expressions: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class _Config:
-    manage_jobs_without_queue_name: bool = True
-    managed_jobs_namespace_selector: _Selector | None = None
-
-
-def test_dataclass_configuration() -> None:
-    settings = settings_from_config(_Config(managed_jobs_namespace_selector=_Selector({"team": "a"})))
+def test_match_labels_selector() -> None:
+    settings = settings_from_config(_config(managedJobsNamespaceSelector={"matchLabels": {"team": "a"}}))
     assert settings.management.namespace_matches({"team": "a"})
     assert not settings.management.namespace_matches({"team": "b"})
 
 
 def test_framework_switch() -> None:
-    assert framework_enabled(None)
-    assert framework_enabled({"integrations": {"frameworks": ["batch/job", "pod"]}})
-    assert not framework_enabled({"integrations": {"frameworks": ["pod"]}})
+    assert framework_enabled(Configuration())
+    assert framework_enabled(_config(integrations={"frameworks": ["batch/job"]}))
+    assert not framework_enabled(replace(Configuration(), integrations=Integrations(frameworks=("pod",))))
 
 
 def test_owner_job_index_maps_a_workload_to_its_job_key() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from tests.builders import LocalQueueBuilder
 from tests.unit.webhook.conftest import post
 from tests.unit.webhook.reviews import review
 from webhook.cluster_state import KubeClusterState, TTLCache
-from webhook.main import job_policy_from_config, parse_args
+from webhook.main import job_policy_from_config, parse_args, server_options
 
 
 def test_defaults_match_the_agreed_command_line() -> None:
@@ -53,6 +54,44 @@ def test_bad_configuration_stops_with_the_field(tmp_path: Path) -> None:
     config.write_text("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nmanageJobsWithoutQueueName: 3\n")
     with pytest.raises(SystemExit, match="manageJobsWithoutQueueName"):
         job_policy_from_config(parse_args(["--config", str(config)]))
+
+
+def _config_file(tmp_path: Path, **fields: Any) -> str:
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps({"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration", **fields}))
+    return str(path)
+
+
+def test_listener_and_certificates_come_from_the_configuration(tmp_path: Path) -> None:
+    config = _config_file(
+        tmp_path,
+        webhook={"port": 10250, "host": "127.0.0.1", "certDir": "/certs"},
+        internalCertManagement={"enable": False, "webhookServiceName": "svc", "webhookSecretName": "sec"},
+    )
+    settings = parse_args(["--config", config])
+    assert (settings.bind, settings.port, str(settings.cert_dir)) == ("127.0.0.1", 10250, "/certs")
+    assert (settings.cert_management, settings.service_name, settings.cert_secret) == ("external", "svc", "sec")
+    assert server_options(settings, Path("c"), Path("k")).bind == "127.0.0.1:10250"
+
+
+def test_flags_win_over_the_configuration(tmp_path: Path) -> None:
+    config = _config_file(
+        tmp_path,
+        webhook={"port": 10250, "host": "127.0.0.1", "certDir": "/certs"},
+        internalCertManagement={"enable": False, "webhookServiceName": "svc", "webhookSecretName": "sec"},
+    )
+    settings = parse_args([
+        "--config", config, "--port", "9443", "--bind", "0.0.0.0", "--cert-dir", "/tmp/c",
+        "--cert-management", "internal", "--service-name", "s2", "--cert-secret", "c2",
+    ])
+    assert (settings.bind, settings.port, str(settings.cert_dir)) == ("0.0.0.0", 9443, "/tmp/c")
+    assert (settings.cert_management, settings.service_name, settings.cert_secret) == ("internal", "s2", "c2")
+
+
+def test_multikueue_settings_are_refused_at_start_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"multiKueue\.gcInterval: Forbidden: MultiKueue is not implemented yet"):
+        parse_args(["--config", _config_file(tmp_path, multiKueue={"gcInterval": "5m"})])
+    assert parse_args(["--config", _config_file(tmp_path, multiKueue={})]).port == 9443
 
 
 class CountingClient:
