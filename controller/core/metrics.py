@@ -1,4 +1,4 @@
-"""Kueue's core Prometheus metrics (kueue-engine.md §5.1), same names and labels.
+"""Kueue's core Prometheus metrics (Kueue's pkg/metrics/metrics.go), same names and labels.
 
 Dashboards and alerts written for Kueue keep working: ``kueue_pending_workloads``,
 ``kueue_admitted_workloads_total``, ``kueue_admission_wait_time_seconds``,
@@ -74,7 +74,7 @@ PREEMPTED_TOTAL = Counter(
 FINISHED_TOTAL = Counter(
     "kueue_finished_workloads_total",
     "Workloads that finished while holding a reservation.",
-    ["cluster_queue"],
+    ["cluster_queue", "priority_class"],
 )
 RESERVING_ACTIVE = Gauge(
     "kueue_reserving_active_workloads", "Unfinished workloads holding a reservation.", ["cluster_queue"]

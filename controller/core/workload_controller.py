@@ -80,9 +80,7 @@ class WorkloadController:
     def register_handlers(self) -> None:
         """Subscribe to the informers (each handler only enqueues keys)."""
         self._workloads.add_handler(
-            FuncHandler(
-                add=self._enqueue_obj, update=lambda _o, n: self._enqueue_obj(n), delete=self._enqueue_obj
-            ),
+            FuncHandler(add=self._enqueue_obj, update=self._workload_updated, delete=self._enqueue_obj),
             resync=True,
         )
         self._local_queues.add_handler(
@@ -109,8 +107,16 @@ class WorkloadController:
         self.queue.shutdown()
 
     def _workload_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if wv.is_finished(new) and not wv.is_finished(old) and wv.admitted_cluster_queue(new):
-            m.FINISHED_TOTAL.labels(wv.admitted_cluster_queue(new)).inc()
+        """Count a workload that just finished while holding quota, then enqueue it.
+
+        Counted on the informer's transition (old not Finished, new Finished), as Kueue's
+        ``WorkloadReconciler.Update`` does (pkg/controller/core/workload_controller.go,
+        ``reportFinishedWorkload``): once per workload, whoever wrote the condition. A workload
+        already Finished when first listed, or seen again by a resync, is not counted again.
+        """
+        cluster_queue = wv.admitted_cluster_queue(new)
+        if wv.is_finished(new) and not wv.is_finished(old) and cluster_queue:
+            m.FINISHED_TOTAL.labels(cluster_queue, _priority_class_label(new)).inc()
         self._enqueue_obj(new)
 
     def _enqueue_obj(self, obj: dict[str, Any]) -> None:

@@ -2,8 +2,10 @@
 
 The real script needs Docker; what can be checked without it is the part most likely to go wrong
 quietly: the order of the steps, that the cluster is deleted whatever fails, that logs are
-collected first, and that a missing Docker is reported plainly. The stand-ins only record how they
-were called (and fail on request); hack/e2e-deploy.sh itself runs for real in
+collected first, and that a missing Docker (or daemon) is reported plainly. The script runs with a
+PATH of stand-ins plus links to the system's programs minus docker and kind, so the machine's own
+Docker, installed or not, running or not, never changes the outcome. The stand-ins only record how
+they were called (and fail on request); hack/e2e-deploy.sh itself runs for real in
 tests/e2e/test_chart.py, except its install-kwok step, whose order and failure handling are checked
 here with stand-ins for kubectl and python (its manifests and nodes run for real in
 tests/e2e/test_kind_kwok.py).
@@ -11,6 +13,7 @@ tests/e2e/test_kind_kwok.py).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +26,8 @@ from hack import helm
 from hack.localcluster.incluster_kwok import SYSTEM_NODE_TAINT_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
+# By absolute path: the script's PATH is the test's stand-ins, not where bash is looked up.
+BASH = shutil.which("bash") or "/bin/bash"
 SCRIPT = ROOT / "hack" / "kind-e2e.sh"
 DEPLOY_SCRIPT = ROOT / "hack" / "e2e-deploy.sh"
 
@@ -41,24 +46,57 @@ class Run:
     stderr: str
 
 
+# A docker whose daemon is not reachable: `docker info` fails, as it does with no daemon running.
+NO_DAEMON_DOCKER = """#!/bin/bash
+echo "docker $*" >>"$CALLS"
+echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock" >&2
+exit 1
+"""
+
+SYSTEM_DIRS = ("/usr/local/bin", "/usr/bin", "/bin")
+
+
+def system_tools_without(directory: Path, *missing: str) -> Path:
+    """A directory of links to every program on the system PATH except ``missing``.
+
+    Putting only this directory on PATH makes the script see this machine's tools but not, say,
+    its real ``docker`` (wherever it is installed, and whether or not a daemon is running).
+    """
+    directory.mkdir(exist_ok=True)
+    for system_dir in SYSTEM_DIRS:
+        if not Path(system_dir).is_dir():
+            continue
+        for program in Path(system_dir).iterdir():
+            link = directory / program.name
+            if program.name in missing or link.exists() or link.is_symlink():
+                continue
+            link.symlink_to(program)
+    return directory
+
+
 def run_script(
     tmp_path: Path,
     *args: str,
     fail_on: str = "never-fails",
-    with_docker: bool = True,
+    docker: str = "recorder",
     extra_env: dict[str, str] | None = None,
 ) -> Run:
+    """Run the script with stand-ins; ``docker`` chooses what it finds: ``recorder`` (a docker
+    that works), ``no-daemon`` (one whose daemon is unreachable) or ``missing`` (none at all).
+    The machine's own docker is never on the PATH, so its state cannot change the outcome."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    tools = ["kind", "e2e-deploy"] + (["docker"] if with_docker else [])
-    for tool in tools:
+    for tool in ("kind", "e2e-deploy", "docker"):
         path = bin_dir / tool
-        path.write_text(RECORDER.format(name=tool))
+        if tool == "docker" and docker == "missing":
+            continue
+        path.write_text(NO_DAEMON_DOCKER if tool == "docker" and docker == "no-daemon" else RECORDER.format(name=tool))
         path.chmod(0o755)
+    system = system_tools_without(tmp_path / "system", "docker", "kind")
     calls = tmp_path / "calls.log"
     calls.touch()
     env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "PATH": f"{bin_dir}:{system}",
         "HOME": str(tmp_path),
         "TMPDIR": str(tmp_path),
         "CALLS": str(calls),
@@ -68,7 +106,7 @@ def run_script(
         **(extra_env or {}),
     }
     result = subprocess.run(
-        ["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=60, check=False
+        [BASH, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=60, check=False
     )
     return Run(result.returncode, calls.read_text().splitlines(), result.stderr)
 
@@ -134,10 +172,24 @@ def test_keep_cluster_leaves_it_running(tmp_path: Path) -> None:
 
 
 def test_without_docker_it_says_so_and_touches_nothing(tmp_path: Path) -> None:
-    run = run_script(tmp_path, with_docker=False)
+    run = run_script(tmp_path, docker="missing")
     assert run.returncode == 1
     assert "needs Docker" in run.stderr
     assert run.calls == []
+
+
+def test_without_a_docker_daemon_it_says_so_and_touches_nothing(tmp_path: Path) -> None:
+    run = run_script(tmp_path, docker="no-daemon")
+    assert run.returncode == 1
+    assert "Docker daemon is not reachable" in run.stderr
+    assert run.calls == ["docker info"], "nothing is created when Docker cannot build"
+
+
+def test_the_script_never_sees_the_machines_docker(tmp_path: Path) -> None:
+    """The stand-in PATH has every system program but docker and kind, wherever they live."""
+    system = system_tools_without(tmp_path / "system", "docker", "kind")
+    assert (system / "bash").exists() and (system / "dirname").exists()
+    assert not (system / "docker").exists() and not (system / "kind").exists()
 
 
 def test_kind_workers_are_reserved_for_pykueue_and_the_chart_goes_there() -> None:

@@ -1,31 +1,101 @@
-"""Randomised runs: whatever happens, no quota is over-committed and nothing is admitted twice."""
+"""Randomised runs over nested Cohorts with borrowing and lending limits at every level.
+
+Whatever happens (arrivals, finishes, preemptions, rolled-back reservations), after every step:
+every ClusterQueue's usage is what its admitted workloads hold; each workload that holds quota
+holds it once, in one ClusterQueue; and the usage fits the tree's limits, checked against a model
+built from the generated specs alone (not from the engine's quota forest): no ClusterQueue or
+Cohort subtree takes more from its parent than its ``borrowingLimit`` allows, no node lends more
+than its ``lendingLimit``, and no tree uses more than it has.
+"""
 
 from __future__ import annotations
 
+import copy
 import random
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
-from controller.engine import quota
-from tests.builders import CohortBuilder, FungibleClusterQueueBuilder, PlacementWorkloadBuilder
+from controller.engine import Reservation, quota
+from tests.builders import CohortBuilder, FungibleClusterQueueBuilder, PlacementWorkloadBuilder, condition
 from tests.unit.engine.harness import World
 
-FR = ("default", "cpu")
+Obj = dict[str, Any]
+FLAVORS = ("default", "spot")
+FRS = tuple((flavor, "cpu") for flavor in FLAVORS)
+CLUSTER_QUEUES = 6
+MILLI = 1000  # engine units of cpu per core
+
+# The Cohort tree every run uses; each Cohort's quotas and limits, and each ClusterQueue's place,
+# are drawn per seed. "root" has no parent, so it may not have limits (Kueue's validation).
+COHORT_PARENTS = {"root": None, "left": "root", "right": "root", "left-a": "left", "left-b": "left"}
 
 
-def _world(rng: random.Random) -> World:
-    world = World(heads=rng.choice([1, 3, 8]), batch=rng.choice([0.0, 1.0])).flavors("default", "spot")
-    world.engine.upsert_cohort(CohortBuilder("left").parent("root").obj())
-    world.engine.upsert_cohort(CohortBuilder("right").parent("root").flavor("default", cpu="2").obj())
-    for i in range(5):
-        cq = FungibleClusterQueueBuilder(f"cq{i}").cohort(rng.choice(["left", "right", "root"]))
-        limits = {}
-        if rng.random() < 0.5:
-            limits["borrowing_limit"] = {"cpu": str(rng.randint(0, 4))}
-        if rng.random() < 0.5:
-            limits["lending_limit"] = {"cpu": str(rng.randint(0, 3))}
-        cq.flavor("default", cpu=str(rng.randint(0, 4)), **limits)
-        cq.flavor("spot", cpu=str(rng.randint(0, 2)))
+@dataclass
+class ModelNode:
+    """A ClusterQueue or Cohort as the test generated it, in engine units."""
+
+    parent: str | None
+    is_cluster_queue: bool
+    nominal: dict[tuple[str, str], int] = field(default_factory=dict)
+    borrowing_limit: dict[tuple[str, str], int] = field(default_factory=dict)
+    lending_limit: dict[tuple[str, str], int] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DrawnQuota:
+    """One flavor's cpu quota as the builders take it."""
+
+    nominal: str
+    borrowing_limit: dict[str, str] | None = None
+    lending_limit: dict[str, str] | None = None
+
+
+def _draw_quota(
+    rng: random.Random, node: ModelNode, fr: tuple[str, str], *, max_nominal: int, lend_within_nominal: bool
+) -> DrawnQuota:
+    """Draw nominal quota and limits for ``fr`` and record them in ``node``. Only a node with a
+    parent may have limits (Kueue's validation)."""
+    nominal = rng.randint(0, max_nominal)
+    node.nominal[fr] = nominal * MILLI
+    drawn = DrawnQuota(str(nominal))
+    if node.parent is not None and rng.random() < 0.5:
+        limit = rng.randint(0, 3)
+        node.borrowing_limit[fr] = limit * MILLI
+        drawn.borrowing_limit = {"cpu": str(limit)}
+    if node.parent is not None and rng.random() < 0.5:
+        # A ClusterQueue may not lend more than its nominal quota; a Cohort lends from its subtree.
+        limit = rng.randint(0, nominal if lend_within_nominal else 4)
+        node.lending_limit[fr] = limit * MILLI
+        drawn.lending_limit = {"cpu": str(limit)}
+    return drawn
+
+
+def _world(rng: random.Random) -> tuple[World, dict[str, ModelNode]]:
+    world = World(heads=rng.choice([1, 3, 8]), batch=rng.choice([0.0, 1.0])).flavors(*FLAVORS)
+    model: dict[str, ModelNode] = {}
+    for name, parent in COHORT_PARENTS.items():
+        node = model[name] = ModelNode(parent, is_cluster_queue=False)
+        if name == "root" and rng.random() < 0.5:
+            continue  # an implicit Cohort: named by its children, never created
+        cohort = CohortBuilder(name)
+        if parent is not None:
+            cohort.parent(parent)
+        for fr in FRS:
+            if rng.random() < 0.6:
+                q = _draw_quota(rng, node, fr, max_nominal=2, lend_within_nominal=False)
+                cohort.flavor(fr[0], cpu=q.nominal, borrowing_limit=q.borrowing_limit, lending_limit=q.lending_limit)
+        world.engine.upsert_cohort(cohort.obj())
+    for i in range(CLUSTER_QUEUES):
+        name = f"cq{i}"
+        parent = rng.choice(sorted(COHORT_PARENTS))
+        node = model[name] = ModelNode(parent, is_cluster_queue=True)
+        cq = FungibleClusterQueueBuilder(name).cohort(parent)
+        for fr in FRS:
+            q = _draw_quota(rng, node, fr, max_nominal=3, lend_within_nominal=True)
+            cq.flavor(fr[0], cpu=q.nominal, borrowing_limit=q.borrowing_limit, lending_limit=q.lending_limit)
         cq.preemption(
             within_cluster_queue=rng.choice(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
             reclaim_within_cohort=rng.choice(["Never", "LowerPriority", "Any"]),
@@ -33,41 +103,99 @@ def _world(rng: random.Random) -> World:
         if rng.random() < 0.3:
             cq.strategy("StrictFIFO")
         world.queue(cq.obj())
-    return world
+    for name, node in model.items():
+        if node.parent is not None:
+            model[node.parent].children.append(name)
+    return world, model
 
 
-def _check_invariants(world: World, admitted_once: dict[str, str]) -> None:
+def _needs_from_parent(
+    name: str, model: dict[str, ModelNode], usage: dict[str, dict[tuple[str, str], int]], fr: tuple[str, str]
+) -> int:
+    """The least the subtree of ``name`` must take of ``fr`` from outside it (negative: what it can
+    lend out), asserting on the way that every node of the subtree keeps to its limits.
+
+    A node's subtree has its own nominal quota and what its children can lend; a child lends at
+    most its ``lendingLimit`` of what it does not use (quota beyond that stays private, so it is
+    not counted as available to anyone else: a node that lent more than its limit shows up as a
+    deficit above it). What the subtree uses beyond that must come from the parent, and may not
+    exceed the node's ``borrowingLimit``. This is Kueue's semantics of the limits
+    (pkg/cache/resource_node.go, KEP-79 hierarchical cohorts), computed from the specs directly.
+    """
+    node = model[name]
+    if node.is_cluster_queue:
+        demand = usage[name].get(fr, 0)
+    else:
+        demand = sum(_needs_from_parent(child, model, usage, fr) for child in node.children)
+    need = demand - node.nominal.get(fr, 0)
+    if need < 0 and fr in node.lending_limit:
+        need = max(need, -node.lending_limit[fr])
+    if need > 0 and fr in node.borrowing_limit:
+        assert need <= node.borrowing_limit[fr], f"{name} borrows {need} of {fr} over its limit"
+    return need
+
+
+def _check_invariants(world: World, model: dict[str, ModelNode], holding: dict[str, str]) -> None:
     engine = world.engine
+    # Each workload the run saw reserved (and not finished, rolled back or preempted since) holds
+    # quota exactly once, with the uid it was reserved with; nothing else holds quota.
+    held_by: dict[str, list[str]] = {}
+    usage: dict[str, dict[tuple[str, str], int]] = {}
+    for name, admitted in engine.admitted.items():
+        usage[name] = {}
+        for key, info in admitted.items():
+            assert info.admission is not None, key
+            held_by.setdefault(key, []).append(name)
+            assert holding.get(key) == info.uid, (key, "holds quota the run did not give it")
+            for fr, amount in info.admission.usage.items():
+                usage[name][fr] = usage[name].get(fr, 0) + amount
+    assert {key: len(queues) for key, queues in held_by.items()} == dict.fromkeys(holding, 1)
+
     for name, node in engine.forest.cluster_queues.items():
-        held = sum(w.admission.usage.get(fr, 0) for w in engine.admitted[name].values()
-                   for fr in [FR] if w.admission is not None)
-        assert node.usage.get(FR, 0) == held, name
+        for fr in FRS:
+            assert node.usage.get(fr, 0) == usage[name].get(fr, 0), (name, fr)
+            assert node.usage.get(fr, 0) <= quota.potential_available(node, fr), (name, fr)
         # The borrowing index used by preemption matches the usage.
         expected = {fr for fr, used in node.usage.items() if used > node.nominal(fr)}
         assert node.borrowing == expected, name
         assert (node in node.tree_borrowers) == bool(expected), name
-        # Every queue is within what it could ever get, and the whole tree within its quota.
-        for fr in (FR, ("spot", "cpu")):
-            assert node.usage.get(fr, 0) <= quota.potential_available(node, fr), (name, fr)
-    for node in engine.forest.cohorts.values():
-        if node.parent is None:
-            for fr in (FR, ("spot", "cpu")):
-                assert node.usage.get(fr, 0) <= node.subtree.get(fr, 0)
+
+    for fr in FRS:
+        # The engine's own arithmetic agrees that nothing is over its limits: the topology never
+        # changes here, so no node can be left with negative headroom.
+        for name, qnode in [*engine.forest.cluster_queues.items(), *engine.forest.cohorts.items()]:
+            assert quota.available(qnode, fr) >= 0, (name, fr)
+        assert _needs_from_parent("root", model, usage, fr) <= 0, f"the tree over-commits {fr}"
 
 
-@pytest.mark.parametrize("seed", range(25))
+def _echo(world: World, reservation: Reservation, submitted: Obj) -> None:
+    """The informer shows the reservation the controller wrote (the queues have no checks)."""
+    obj = copy.deepcopy(submitted)
+    obj["status"] = {
+        "admission": copy.deepcopy(reservation.admission),
+        "conditions": [
+            condition("QuotaReserved", True, "QuotaReserved", reservation.message),
+            condition("Admitted", True, "Admitted", "The workload is admitted"),
+        ],
+    }
+    world.add(obj)
+
+
+@pytest.mark.parametrize("seed", range(40))
 def test_random_operations_keep_invariants(seed: int) -> None:
     rng = random.Random(seed)
-    world = _world(rng)
+    world, model = _world(rng)
+    submitted: dict[str, Obj] = {}  # key -> the workload as created, pending
     holding: dict[str, str] = {}  # key -> uid holding quota
     counter = 0
-    for _step in range(80):
+    for _step in range(100):
         action = rng.random()
         if action < 0.45:
             counter += 1
-            cq = f"cq{rng.randrange(5)}"
-            world.add(PlacementWorkloadBuilder(f"w{counter}", "ns").queue(f"lq-{cq}").podset(cpu=rng.choice(["500m", "1", "2", "3"]))
-                      .priority(rng.choice([0, 5, 10])).at(counter % 3600).obj())
+            cq = f"cq{rng.randrange(CLUSTER_QUEUES)}"
+            wl = world.add(PlacementWorkloadBuilder(f"w{counter}", "ns").queue(f"lq-{cq}").podset(cpu=rng.choice(["500m", "1", "2", "3"]))
+                           .priority(rng.choice([0, 5, 10])).at(counter % 3600).obj())
+            submitted[f"ns/w{counter}"] = copy.deepcopy(wl)
         elif action < 0.6 and holding:
             key = rng.choice(sorted(holding))
             world.finish(key)
@@ -82,16 +210,11 @@ def test_random_operations_keep_invariants(seed: int) -> None:
                     holding.pop(reservation.workload)
                 else:
                     world.engine.confirm(reservation.workload)
+                    _echo(world, reservation, submitted[reservation.workload])
             for preemption in result.preemptions:
-                # The eviction completes: the victim goes back to pending without quota.
                 assert preemption.victim in holding or preemption.victim not in world.engine.workloads
                 if preemption.victim in holding:
-                    obj = PlacementWorkloadBuilder(preemption.victim.split("/")[1], "ns").obj()
-                    info = world.engine.workloads[preemption.victim]
-                    obj["spec"]["queueName"] = info.queue_name
-                    obj["spec"]["podSets"] = [{"name": "main", "count": 1, "template": {"spec": {"containers": [
-                        {"name": "c", "resources": {"requests": {"cpu": f"{info.podsets[0].requests['cpu']}m"}}}]}}}]
-                    obj["spec"]["priority"] = info.priority
-                    world.add(obj)
+                    # The eviction completes: the victim is pending again, without quota.
+                    world.add(copy.deepcopy(submitted[preemption.victim]))
                     holding.pop(preemption.victim)
-        _check_invariants(world, holding)
+        _check_invariants(world, model, holding)
