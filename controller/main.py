@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from controller.runtime.events import EventBroadcaster
 from controller.runtime.leaderelection import ElectionConfig
 from controller.runtime.manager import Controller
 from controller.runtime.signals import install_shutdown_handlers
@@ -185,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         health_addr=args.health_addr,
         metrics_addr=args.metrics_addr,
         config=config,
+        # One Event pipeline for every controller, on its own rate limit as controller-runtime's.
+        event_broadcaster=EventBroadcaster(client.with_own_rate_limit()),
     )
     for resource in BASE_RESOURCES:
         ctrl.informer(resource)

@@ -37,7 +37,7 @@ from controller.concurrentadmission.objects import (
     parent_name,
 )
 from controller.concurrentadmission.parent_plan import ParentPlan, plan_parent
-from controller.core.events import EventSink
+from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler
 from controller.runtime.workers import Workers
 from controller.runtime.workqueue import WorkQueue

@@ -6,7 +6,6 @@ import logging
 from typing import Any
 
 from controller.concurrentadmission.controller import OptionController
-from controller.core.events import KubeEvents
 from pykueue.kube import resources as R
 
 log = logging.getLogger(__name__)
@@ -18,7 +17,7 @@ def setup(ctrl: Any) -> None:
         workloads=ctrl.informer(R.WORKLOADS),
         local_queues=ctrl.informer(R.LOCAL_QUEUES),
         cluster_queues=ctrl.informer(R.CLUSTER_QUEUES),
-        events=KubeEvents(ctrl.client),
+        events=ctrl.event_recorder(),
     )
     ctrl.register(controller)
     log.info("concurrent admission controller registered")

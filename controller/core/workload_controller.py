@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from controller.core import metrics as m
-from controller.core.events import EventSink
 from controller.core.priority import desired_priority
+from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler
 from controller.runtime.workers import Workers
 from controller.runtime.workqueue import WorkQueue

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.concurrentadmission.objects import OPTION_BY_PARENT_UID, option_by_parent_uid
+from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler, InformerSet
 from controller.runtime.store import split_key
 from controller.runtime.workers import Workers
@@ -132,10 +133,11 @@ class JobController:
         informers: InformerSet,
         settings: JobSettings,
         *,
+        events: EventSink,
         workers: int = 5,
     ) -> None:
         self.lister = InformerLister(informers)
-        self.reconciler = JobReconciler(self.lister, writer, settings)
+        self.reconciler = JobReconciler(self.lister, writer, settings, events=events)
         self.queue: WorkQueue[str] = WorkQueue(QUEUE_NAME)
         self._runner = Workers(self.queue, self._reconcile_key, name=self.name, count=workers)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .controller import JobController
 from .management import ManagementPolicy
+from .reconciler import COMPONENT as JOB_EVENT_COMPONENT
 from .reconciler import JobSettings
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,9 @@ def setup(ctrl: Any) -> None:
         log.info("batch/job integration disabled by integrations.frameworks")
         return
     settings = settings_from_config(config)
-    job_controller = JobController(ctrl.client, ctrl.informers, settings)
+    job_controller = JobController(
+        ctrl.client, ctrl.informers, settings, events=ctrl.event_recorder(JOB_EVENT_COMPONENT)
+    )
     ctrl.register(job_controller)
     log.info(
         "batch/job integration registered",
