@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
@@ -38,9 +37,9 @@ from controller.concurrentadmission.objects import (
     parent_name,
 )
 from controller.concurrentadmission.parent_plan import ParentPlan, plan_parent
-from controller.core.events import EventSink
-from controller.core.workers import start_workers
+from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler
+from controller.runtime.workers import Workers
 from controller.runtime.workqueue import WorkQueue
 from controller.workload import indexes
 from controller.workload import view as wv
@@ -93,9 +92,8 @@ class OptionController:
         self._cluster_queues = cluster_queues
         self._events = events
         self._clock = clock
-        self._workers = workers
         self.queue: WorkQueue[str] = WorkQueue("concurrent-admission")
-        self._threads: list[threading.Thread] = []
+        self._runner = Workers(self.queue, self.reconcile, name=self.name, count=workers)
         with contextlib.suppress(KeyError, ValueError):
             workloads.add_indexer(OPTION_BY_PARENT_UID, option_by_parent_uid)
         indexes.add_workload_indexes(workloads)
@@ -117,10 +115,10 @@ class OptionController:
         )
 
     def start(self) -> None:
-        self._threads = start_workers(self.queue, self.reconcile, self._workers, self.name)
+        self._runner.start()
 
     def stop(self) -> None:
-        self.queue.shutdown()
+        self._runner.stop()
 
     def _workload_changed(self, wl: dict[str, Any]) -> None:
         if is_option(wl):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 from controller.concurrentadmission.controller import OptionController
-from controller.core.events import KubeEvents
 from controller.runtime.manager import Controller
 from pykueue.kube import resources as R
 
@@ -20,7 +19,7 @@ def setup(ctrl: Controller) -> None:
         workloads=ctrl.informer(R.WORKLOADS),
         local_queues=ctrl.informer(R.LOCAL_QUEUES),
         cluster_queues=ctrl.informer(R.CLUSTER_QUEUES),
-        events=KubeEvents(ctrl.client),
+        events=ctrl.event_recorder(),
     )
     ctrl.register(controller)
     log.info("concurrent admission controller registered")

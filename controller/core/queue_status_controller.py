@@ -2,9 +2,9 @@
 
 Every workload change marks its LocalQueue and ClusterQueue dirty with a one-second delay; the
 work queue folds repeated marks into one key, so a burst of a thousand workload updates costs one
-status write per queue per second at most (Kueue's per-cycle status writes were its biggest API
-load, kueue-engine.md §1.14). A write happens only when a field differs from what the object
-already shows (:func:`controller.workload.patches.queue_status_patch`).
+status write per queue per second at most (Kueue's ClusterQueue controller writes status from
+every scheduling cycle, a large share of its API load). A write happens only when a field
+differs from what the object already shows (:func:`controller.workload.patches.queue_status_patch`).
 
 Status writes of all queues also share a budget, :data:`STATUS_WRITES_PER_SECOND` (burst
 :data:`STATUS_WRITE_BURST`), on the controller's main client. Under load every queue changes
@@ -21,7 +21,6 @@ status is only eventually true anyway, and every status write then delays an adm
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -30,7 +29,7 @@ from typing import Any
 from controller.core import finalizers as fin
 from controller.core import metrics as m
 from controller.core import queue_status as qs
-from controller.core.workers import start_workers
+from controller.runtime.workers import Workers
 from controller.runtime.workqueue import WorkQueue
 from controller.workload import indexes
 from controller.workload import view as wv
@@ -89,7 +88,7 @@ class QueueStatusController:
         self._admission_busy = admission_busy
         self._sleep = sleep
         self.queue: WorkQueue[str] = WorkQueue("queue-status")
-        self._threads: list[threading.Thread] = []
+        self._runner = Workers(self.queue, self.reconcile, name=self.name, count=1)
         indexes.add_workload_indexes(workloads)
         indexes.add_local_queue_indexes(local_queues)
 
@@ -134,10 +133,10 @@ class QueueStatusController:
             self.queue.add(f"{RF_PREFIX}{name}")
 
     def start(self) -> None:
-        self._threads = start_workers(self.queue, self.reconcile, 1, self.name)
+        self._runner.start()
 
     def stop(self) -> None:
-        self.queue.shutdown()
+        self._runner.stop()
 
     # --- reconcile -------------------------------------------------------------------------------
 

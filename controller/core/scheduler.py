@@ -30,13 +30,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.core import metrics as m
-from controller.core.events import EventSink
 from controller.core.inflight import InFlightWrites
 from controller.core.own_writes import OwnWrites
 from controller.core.pending_writer import GRACE_SECONDS as PENDING_REASON_GRACE_SECONDS
 from controller.core.pending_writer import PendingReasonWriter
 from controller.engine.engine import Engine
 from controller.engine.results import CycleResult, Eviction, Preemption, Reservation
+from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler
 from controller.workload import view as wv
 from controller.workload.indexes import ApiClient, InformerLike, cached_keys

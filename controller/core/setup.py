@@ -14,7 +14,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from controller.core.events import KubeEvents
 from controller.core.queue_status_controller import QueueStatusController
 from controller.core.scheduler import SchedulerLoop
 from controller.core.workload_controller import WorkloadController
@@ -146,8 +145,8 @@ def setup(ctrl: Controller) -> None:
         "priorityclasses": ctrl.informer(R.PRIORITY_CLASSES),
         "namespaces": ctrl.informer(R.NAMESPACES),
     }
-    # Events get their own rate limit, as controller-runtime's recorder does (docs/performance.md).
-    events = KubeEvents(ctrl.client.with_own_rate_limit())
+    # The process's one Event pipeline (controller.runtime.events), on its own rate limit.
+    events = ctrl.event_recorder()
     policy = pods_ready_policy(ctrl.config)
     workload_controller = WorkloadController(
         ctrl.client,

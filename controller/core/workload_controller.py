@@ -11,16 +11,15 @@ rather than retried forever: the object itself must change first.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from controller.core import metrics as m
-from controller.core.events import EventSink
 from controller.core.priority import desired_priority
-from controller.core.workers import start_workers
+from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler
+from controller.runtime.workers import Workers
 from controller.runtime.workqueue import WorkQueue
 from controller.workload import indexes
 from controller.workload import view as wv
@@ -69,9 +68,8 @@ class WorkloadController:
         self._pods_ready = pods_ready
         self._events = events
         self._clock = clock
-        self._workers = workers
         self.queue: WorkQueue[str] = WorkQueue("workload")
-        self._threads: list[threading.Thread] = []
+        self._runner = Workers(self.queue, self.reconcile, name=self.name, count=workers)
         indexes.add_workload_indexes(workloads)
         indexes.add_local_queue_indexes(local_queues)
 
@@ -101,10 +99,10 @@ class WorkloadController:
             )
 
     def start(self) -> None:
-        self._threads = start_workers(self.queue, self.reconcile, self._workers, self.name)
+        self._runner.start()
 
     def stop(self) -> None:
-        self.queue.shutdown()
+        self._runner.stop()
 
     def _workload_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Count a workload that just finished while holding quota, then enqueue it.

@@ -4,8 +4,9 @@
 Workloads indexed by their owning Job, ResourceFlavors, LocalQueues, Namespaces and the two
 priority-class kinds). :class:`JobController` turns watch events into Job keys — a Workload
 event becomes its owning Job's key — and runs :class:`~.reconciler.JobReconciler` on them with
-the runtime's rate-limited work queue: failures are retried with per-key exponential backoff, a
-``requeue_after`` result parks the key, a key is never processed by two workers at once.
+the runtime's worker loop (:mod:`controller.runtime.workers`): failures are retried with per-key
+exponential backoff, a ``requeue_after`` result parks the key, a key is never processed by two
+workers at once, and stopping drains the reconciles in flight.
 
 It runs only while this process leads (it is started by the leader callback and stopped when
 the lease is lost), like every controller that writes.
@@ -15,18 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from controller.concurrentadmission.objects import OPTION_BY_PARENT_UID, option_by_parent_uid
+from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler, InformerSet
 from controller.runtime.store import split_key
+from controller.runtime.workers import Workers
 from controller.runtime.workqueue import WorkQueue
 from pykueue.api.constants import DEFAULT_LOCAL_QUEUE
 from pykueue.kube import resources as R
-from pykueue.kube.errors import ApiError, Conflict
 
 from . import job as jobs
 from .reconciler import JobReconciler, JobSettings, Writer, describe
@@ -132,13 +133,13 @@ class JobController:
         informers: InformerSet,
         settings: JobSettings,
         *,
+        events: EventSink,
         workers: int = 5,
     ) -> None:
         self.lister = InformerLister(informers)
-        self.reconciler = JobReconciler(self.lister, writer, settings)
+        self.reconciler = JobReconciler(self.lister, writer, settings, events=events)
         self.queue: WorkQueue[str] = WorkQueue(QUEUE_NAME)
-        self._workers = workers
-        self._threads: list[threading.Thread] = []
+        self._runner = Workers(self.queue, self._reconcile_key, name=self.name, count=workers)
 
     # --- events → keys ---------------------------------------------------------------------------
 
@@ -174,56 +175,25 @@ class JobController:
 
     # --- workers -----------------------------------------------------------------------------------
 
-    def process_one(self, key: str) -> None:
-        """Reconcile one key and schedule what follows (used by the workers and by tests)."""
+    def _reconcile_key(self, key: str) -> float | None:
+        """One pass of the reconciler for ``namespace/name``; errors are the runtime loop's job."""
         namespace, name = split_key(key)
         started = time.monotonic()
-        try:
-            result = self.reconciler.reconcile(namespace or "", name)
-        except Conflict:
-            log.debug("conflict reconciling job; retrying with fresh state", extra={"job": key})
-            self.queue.add_rate_limited(key)
-            return
-        except ApiError as err:
-            log.warning(
-                "API error reconciling job", extra={"job": key, "status": err.status, "error": str(err)}
-            )
-            self.queue.add_rate_limited(key)
-            return
-        except Exception:
-            log.exception("unexpected error reconciling job", extra={"job": key})
-            self.queue.add_rate_limited(key)
-            return
-        self.queue.forget(key)
-        if result.requeue_after is not None:
-            self.queue.add_after(key, result.requeue_after)
+        result = self.reconciler.reconcile(namespace or "", name)
         log.debug(
             "reconciled job",
             extra={"job": key, "result": describe(result), "seconds": round(time.monotonic() - started, 4)},
         )
+        return result.requeue_after
 
-    def _work(self) -> None:
-        while True:
-            key = self.queue.get()
-            if key is None:
-                return
-            try:
-                self.process_one(key)
-            finally:
-                self.queue.done(key)
+    def process_one(self, key: str) -> None:
+        """Reconcile one key and schedule what follows (the workers' loop body; used by tests)."""
+        self._runner.process_one(key)
 
     def start(self) -> None:
         """Start the workers (call :meth:`register_handlers` once before)."""
-        for i in range(self._workers):
-            thread = threading.Thread(target=self._work, name=f"job-worker-{i}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        log.info("job controller started", extra={"workers": self._workers})
+        self._runner.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop taking keys, let in-flight reconciles finish (bounded by ``timeout``)."""
-        self.queue.shutdown_with_drain(timeout)
-        for thread in self._threads:
-            thread.join(timeout)
-        self._threads.clear()
-        log.info("job controller stopped")
+    def stop(self) -> None:
+        """Stop taking keys, let in-flight reconciles finish, join the workers."""
+        self._runner.stop()

@@ -5,7 +5,7 @@ informer caches, makes the world one step closer to the desired state, and retur
 wants to look again. Every write is a patch guarded by ``resourceVersion``; a conflict surfaces
 as an exception and the work queue retries the key with backoff against fresh caches.
 
-The order of checks follows Kueue (kueue-engine.md §1.12):
+The order of checks follows Kueue's pkg/controller/jobframework/reconciler.go:
 
 1. Job gone or being deleted → let its Workloads go (drop our finalizer; delete them when the
    Job is gone — the garbage collector would, this is just sooner).
@@ -13,7 +13,7 @@ The order of checks follows Kueue (kueue-engine.md §1.12):
 3. Job finished → ``Finished`` on the Workload, finalizer removed.
 4. Exactly one matching Workload: delete stale ones, update an unreserved one of a suspended
    Job in place, or create one (a running Job without one is stopped first — no pods before
-   admission, seed 004).
+   admission).
 5. Workload evicted, deactivated, finished elsewhere, being deleted, or not admitted while the
    Job runs → stop the Job (suspend, forget ``startTime``, restore the template); once the Job
    has no pods left, release the quota (:func:`controller.workload.lifecycle.release_plan`).
@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from controller.concurrentadmission.jobview import followed_workload, is_parent
+from controller.runtime.events import EventSink
 from controller.workload import view as wv
 from controller.workload.lifecycle import (
     back_to_pending_plan,
@@ -40,7 +41,7 @@ from controller.workload.lifecycle import (
     release_plan,
 )
 from controller.workload.patches import workload_status_patch
-from controller.workload.status_plan import WorkloadPlan
+from controller.workload.status_plan import EventSpec, WorkloadPlan
 from pykueue.api import constants as C
 from pykueue.api.timestamps import utcnow
 from pykueue.kube import resources as R
@@ -65,6 +66,7 @@ from .priority import SOURCE_WORKLOAD_PRIORITY_CLASS, Priority, PriorityClassNot
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+# The source component of the Job integration's Events (jobs.setup asks for its recorder).
 COMPONENT = "pykueue-job-controller"
 JOB_UID_POD_LABEL = "batch.kubernetes.io/controller-uid"
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
@@ -117,10 +119,6 @@ class Writer(Protocol):
 
     def delete(self, res: R.Resource, name: str, namespace: str | None = None, **kwargs: Any) -> bool: ...
 
-    def emit_event(
-        self, involved: Obj, type_: str, reason: str, message: str, component: str = ...
-    ) -> Any: ...
-
 
 @dataclass(frozen=True, slots=True)
 class JobSettings:
@@ -159,19 +157,20 @@ class JobReconciler:
         writer: Writer,
         settings: JobSettings,
         *,
+        events: EventSink,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._lister = lister
         self._writer = writer
+        self._events = events
         self._settings = settings
         self._clock = clock
 
     # --- events and small writes -------------------------------------------------------------
 
     def _event(self, job: Obj, type_: str, reason: str, message: str) -> None:
-        self._writer.emit_event(
-            _with_kind(job, jobs.JOB_API_VERSION, jobs.JOB_KIND), type_, reason, message, COMPONENT
-        )
+        involved = _with_kind(job, jobs.JOB_API_VERSION, jobs.JOB_KIND)
+        self._events.emit(involved, EventSpec(type_, reason, message))
 
     def _patch_job(self, job: Obj, patch: Obj) -> Obj:
         meta = jobs.metadata(job)
@@ -513,7 +512,7 @@ class JobReconciler:
         return template if isinstance(template, dict) else None
 
     def _release_when_pods_gone(self, job: Obj, workload: Obj) -> Result:
-        """Quota goes back only when no pod of the Job can still be running (seed 004)."""
+        """Quota goes back only when no pod of the Job can still be running (no pods outside quota)."""
         if jobs.is_active(job) or self._pods_left(job):
             return Result(PODS_GONE_POLL_SECONDS)
         self._write_plan(workload, release_plan(workload, self._clock()))

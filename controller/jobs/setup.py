@@ -15,6 +15,7 @@ from pykueue.api.config import Configuration
 
 from .controller import JobController
 from .management import ManagementPolicy
+from .reconciler import COMPONENT as JOB_EVENT_COMPONENT
 from .reconciler import JobSettings
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,9 @@ def setup(ctrl: Controller) -> None:
         log.info("batch/job integration disabled by integrations.frameworks")
         return
     settings = settings_from_config(config)
-    job_controller = JobController(ctrl.client, ctrl.informers, settings)
+    job_controller = JobController(
+        ctrl.client, ctrl.informers, settings, events=ctrl.event_recorder(JOB_EVENT_COMPONENT)
+    )
     ctrl.register(job_controller)
     log.info(
         "batch/job integration registered",

@@ -7,6 +7,9 @@
 * ``ctrl.register(runnable)`` adds a component with ``start()`` / ``stop()`` (and optionally
   ``register_handlers()``, called at once). Runnables start only on the leader, after every
   informer synced, and stop the moment leadership is lost.
+* ``ctrl.event_recorder(component)`` returns a recorder on the process's one
+  :class:`~controller.runtime.events.EventBroadcaster` (controller-runtime's
+  ``GetEventRecorderFor``); queued Events are sent before the process exits.
 * ``ctrl.on_started_leading`` / ``ctrl.on_stopped_leading`` are plain callback lists for work
   that is not a runnable; a started-leading callback gets an Event that is set when it must stop.
 
@@ -23,6 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from controller.runtime.events import COMPONENT, EventBroadcaster, Recorder
 from controller.runtime.health import HealthChecks, ProbeServer, start_probe_servers
 from controller.runtime.informer import Informer, InformerSet
 from controller.runtime.leaderelection import Callbacks, ElectionConfig, LeaderElector, LeaseLock, Lock
@@ -60,8 +64,11 @@ class Controller:
         config: Configuration | None = None,
         sync_timeout: float | None = None,
         lock: Lock | None = None,
+        event_broadcaster: EventBroadcaster | None = None,
     ) -> None:
         self.client = client
+        # main passes one on a client with its own rate limit; by default Events use ``client``.
+        self.event_broadcaster = event_broadcaster or EventBroadcaster(client)
         self.identity = identity
         # The parsed Configuration the setup modules read (Kueue's defaults when none is given).
         self.config = config if config is not None else Configuration()
@@ -90,6 +97,10 @@ class Controller:
     def informer(self, resource: Resource, **options: Any) -> Informer:
         """The shared informer for ``resource`` (see :meth:`InformerSet.get` for options)."""
         return self.informers.get(resource, **options)
+
+    def event_recorder(self, component: str = COMPONENT) -> Recorder:
+        """A recorder whose Events name ``component`` as their source, shared broadcaster."""
+        return self.event_broadcaster.recorder(component)
 
     def register(self, runnable: Runnable) -> None:
         if not isinstance(runnable, Runnable):
@@ -151,6 +162,8 @@ class Controller:
                 elector_thread.join(timeout=10)
             elif self._leading.is_set():
                 self._stop_leading()
+            # The stopped runnables' last Events (drained reconciles) still reach the API.
+            self.event_broadcaster.shutdown(timeout=5.0)
             self.informers.stop()
             for server in self._servers:
                 server.stop()

@@ -272,12 +272,16 @@ class WorkQueue(Generic[T]):
             self._cond.notify_all()
 
     def shutdown_with_drain(self, timeout: float | None = None) -> bool:
-        """Shut down, then wait until in-flight items are done; False if ``timeout`` expired."""
+        """Shut down, then wait until in-flight items are done; False if ``timeout`` expired.
+
+        The timeout is real time, as in :meth:`get`: an injected clock drives delays only, and a
+        frozen test clock must not turn a bounded drain into an endless one.
+        """
         self.shutdown()
-        deadline = None if timeout is None else self._clock() + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while self._processing:
-                remaining = None if deadline is None else deadline - self._clock()
+                remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
                 self._cond.wait(remaining if remaining is not None else 1.0)

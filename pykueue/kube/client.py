@@ -16,14 +16,11 @@ It is thread-safe: the controller shares one instance between reflectors and wor
 from __future__ import annotations
 
 import builtins
-import itertools
 import json
 import logging
-import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pykueue.kube import metrics
@@ -38,7 +35,7 @@ from pykueue.kube.errors import (
     Unauthorized,
     error_from_response,
 )
-from pykueue.kube.resources import EVENTS, Resource
+from pykueue.kube.resources import Resource
 from pykueue.kube.transport import (
     ApiClientTransport,
     HttpResponse,
@@ -118,42 +115,6 @@ class WatchStream(Iterator[dict[str, Any]]):
         self._raw.close()
 
 
-class _EventAggregator:
-    """Remembers recently emitted Events so a repeat bumps ``count`` instead of adding an object.
-
-    This is the useful half of client-go's EventCorrelator: a workload that stays inadmissible
-    for an hour produces one Event with a growing count, not 3,600 Events.
-    """
-
-    def __init__(self, capacity: int = 4096, window_seconds: float = 600.0) -> None:
-        self._capacity = capacity
-        self._window = window_seconds
-        self._seen: OrderedDict[tuple[str, ...], tuple[str, str, int, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def lookup(self, key: tuple[str, ...], now: float) -> tuple[str, str, int] | None:
-        with self._lock:
-            entry = self._seen.get(key)
-            if entry is None or now - entry[3] > self._window:
-                return None
-            return entry[0], entry[1], entry[2]
-
-    def remember(self, key: tuple[str, ...], namespace: str, name: str, count: int, now: float) -> None:
-        with self._lock:
-            self._seen[key] = (namespace, name, count, now)
-            self._seen.move_to_end(key)
-            while len(self._seen) > self._capacity:
-                self._seen.popitem(last=False)
-
-    def forget(self, key: tuple[str, ...]) -> None:
-        with self._lock:
-            self._seen.pop(key, None)
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class KubeClient:
     """Thread-safe JSON client for any Kubernetes resource. Build with :meth:`from_config`."""
 
@@ -176,8 +137,6 @@ class KubeClient:
         )
         self._sleep = sleep
         self._timeout = timeout
-        self._events = _EventAggregator()
-        self._event_serial = itertools.count()
 
     @classmethod
     def from_config(
@@ -489,77 +448,6 @@ class KubeClient:
         except NotFound:
             return False
         return True
-
-    # --- events ------------------------------------------------------------------------------
-
-    def emit_event(
-        self,
-        involved: dict[str, Any],
-        type_: str,
-        reason: str,
-        message: str,
-        component: str = "pykueue",
-    ) -> dict[str, Any] | None:
-        """Record a core/v1 Event about ``involved``; a repeat within 10 minutes bumps ``count``.
-
-        Events are best effort (like client-go's recorder): failures are logged, never raised, so
-        an Event can never fail a reconcile.
-        """
-        meta = involved.get("metadata") or {}
-        involved_ns = meta.get("namespace") or ""
-        event_ns = involved_ns or "default"
-        key = (str(meta.get("uid") or ""), event_ns, str(meta.get("name") or ""), type_, reason, message, component)
-        now = time.monotonic()
-        timestamp = _rfc3339(datetime.now(UTC))
-        try:
-            previous = self._events.lookup(key, now)
-            if previous is not None:
-                prev_ns, prev_name, prev_count = previous
-                try:
-                    updated = self.patch(
-                        EVENTS,
-                        prev_name,
-                        {"count": prev_count + 1, "lastTimestamp": timestamp},
-                        prev_ns,
-                    )
-                except NotFound:
-                    self._events.forget(key)
-                else:
-                    self._events.remember(key, prev_ns, prev_name, prev_count + 1, now)
-                    return updated
-            event = {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {
-                    "name": f"{meta.get('name', 'unknown')}.{time.time_ns():x}{next(self._event_serial) % 1000:03d}",
-                    "namespace": event_ns,
-                },
-                "involvedObject": {
-                    "apiVersion": involved.get("apiVersion", ""),
-                    "kind": involved.get("kind", ""),
-                    "name": meta.get("name", ""),
-                    "namespace": involved_ns,
-                    "uid": meta.get("uid", ""),
-                    "resourceVersion": meta.get("resourceVersion", ""),
-                },
-                "type": type_,
-                "reason": reason,
-                "message": message[:1024],
-                "source": {"component": component},
-                "reportingComponent": component,
-                "firstTimestamp": timestamp,
-                "lastTimestamp": timestamp,
-                "count": 1,
-            }
-            created = self.create(EVENTS, event, event_ns)
-            self._events.remember(key, event_ns, created["metadata"]["name"], 1, now)
-            return created
-        except (ApiError, ValueError, KeyError) as exc:
-            log.warning(
-                "could not record event",
-                extra={"reason": reason, "involved": f"{involved_ns}/{meta.get('name')}", "error": str(exc)},
-            )
-            return None
 
 
 def retry_on_conflict(operation: Callable[[], Any], *, attempts: int = 5) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from controller.runtime.events import EventCorrelator
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import AlreadyExists, Conflict, Invalid
 from pykueue.kube.resources import CONFIG_MAPS, EVENTS, PROVISIONING_REQUESTS
@@ -88,9 +89,10 @@ def test_invalid_object_names_the_field(client: KubeClient, namespace: str) -> N
 
 def test_repeated_event_is_one_event_with_a_count(client: KubeClient, namespace: str) -> None:
     involved = client.create(CONFIG_MAPS, ConfigMapBuilder("subject", namespace).obj())
+    events = EventCorrelator(client)  # what the event senders write with
     for _ in range(3):
-        client.emit_event(involved, "Warning", "Pending", "waiting for quota", "pykueue-e2e")
-    client.emit_event(involved, "Normal", "QuotaReserved", "reserved", "pykueue-e2e")
+        events.write(involved, "Warning", "Pending", "waiting for quota", "pykueue-e2e")
+    events.write(involved, "Normal", "QuotaReserved", "reserved", "pykueue-e2e")
 
     def events_by_reason() -> dict[str, int]:
         listed = client.list(EVENTS, namespace, field_selector="involvedObject.name=subject")

@@ -109,7 +109,7 @@ def _job(cluster: FakeCluster) -> Obj:
 
 
 def test_job_waits_while_no_option_holds_quota_then_runs_on_the_holders_flavor(cluster: FakeCluster) -> None:
-    rec = JobReconciler(cluster, cluster, JobSettings(), clock=lambda: NOW)
+    rec = JobReconciler(cluster, cluster, JobSettings(), events=cluster, clock=lambda: NOW)
     parent = _parent(cluster, rec)
     _options(cluster, parent)
     rec.reconcile(NS, "job")
@@ -125,7 +125,7 @@ def test_job_waits_while_no_option_holds_quota_then_runs_on_the_holders_flavor(c
 
 
 def test_migration_stops_the_job_and_starts_it_on_the_new_flavor(cluster: FakeCluster) -> None:
-    rec = JobReconciler(cluster, cluster, JobSettings(), clock=lambda: NOW)
+    rec = JobReconciler(cluster, cluster, JobSettings(), events=cluster, clock=lambda: NOW)
     parent = _parent(cluster, rec)
     _options(cluster, parent)
     _reserve(cluster, _name(parent, "spot"), "spot")
@@ -146,7 +146,7 @@ def test_migration_stops_the_job_and_starts_it_on_the_new_flavor(cluster: FakeCl
 
 
 def test_an_evicted_holder_releases_its_own_quota_once_pods_are_gone(cluster: FakeCluster) -> None:
-    rec = JobReconciler(cluster, cluster, JobSettings(), clock=lambda: NOW)
+    rec = JobReconciler(cluster, cluster, JobSettings(), events=cluster, clock=lambda: NOW)
     parent = _parent(cluster, rec)
     _options(cluster, parent)
     spot = _name(parent, "spot")

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from controller.concurrentadmission.controller import OptionController
-from controller.core.events import RecordingEvents
+from controller.runtime.events import RecordingEvents
 from controller.runtime.workqueue import WorkQueue
 from pykueue.kube.errors import AlreadyExists, NotFound
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, SeedWorkloadBuilder

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from controller.core.events import RecordingEvents
 from controller.core.scheduler import KINDS, SchedulerLoop
 from controller.engine.results import CycleResult
+from controller.runtime.events import RecordingEvents
 from pykueue.kube.errors import ServerError
 from tests.builders import LocalQueueBuilder, ResourceFlavorBuilder, SeedClusterQueueBuilder
 from tests.unit.concurrentadmission.helpers import config_of, option, parent

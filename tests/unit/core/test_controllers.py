@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from controller.core.events import RecordingEvents
 from controller.core.queue_status_controller import QueueStatusController
 from controller.core.workload_controller import WorkloadController
+from controller.runtime.events import RecordingEvents
 from controller.workload.decisions import PodsReadyPolicy
 from pykueue.kube.errors import Invalid
 from tests.builders import (

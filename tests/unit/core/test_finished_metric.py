@@ -12,8 +12,8 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
-from controller.core.events import RecordingEvents
 from controller.core.workload_controller import WorkloadController
+from controller.runtime.events import RecordingEvents
 from tests.builders import WorkloadBuilder
 from tests.unit.core.fakes import FakeInformer
 

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from controller.core.events import RecordingEvents
 from controller.core.scheduler import KINDS, SchedulerLoop
+from controller.runtime.events import RecordingEvents
 from pykueue.kube.errors import ServerError
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
 from tests.unit.core.fakes import FakeApi, FakeInformer, WriteGate

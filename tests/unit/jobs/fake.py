@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+from controller.workload.status_plan import EventSpec
 from pykueue.kube import resources as R
 from pykueue.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
 from tests.unit.core.fakes import merge_patch  # RFC 7386, one implementation for every fake API
@@ -39,7 +40,7 @@ def json_patch(target: Obj, ops: list[Obj]) -> Obj:
 
 
 class FakeCluster:
-    """Both :class:`~controller.jobs.reconciler.JobLister` and ``Writer``."""
+    """:class:`~controller.jobs.reconciler.JobLister`, ``Writer`` and the ``EventSink``."""
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str], Obj] = {}
@@ -171,6 +172,7 @@ class FakeCluster:
         del self.objects[(res.plural, namespace or "", name)]
         return True
 
-    def emit_event(self, involved: Obj, type_: str, reason: str, message: str, component: str = "") -> None:
+    # --- EventSink ---
+    def emit(self, involved: Mapping[str, Any], event: EventSpec) -> None:
         assert involved.get("kind") and involved.get("apiVersion"), "events must name the object's kind"
-        self.events.append((involved["metadata"]["name"], type_, reason, message))
+        self.events.append((involved["metadata"]["name"], event.type, event.reason, event.message))

@@ -8,6 +8,7 @@ import pytest
 
 from controller.jobs.controller import JobController
 from controller.jobs.reconciler import JobSettings, Result
+from controller.runtime.events import RecordingEvents
 from controller.runtime.store import Store
 from pykueue.kube.errors import Conflict, Invalid
 
@@ -49,7 +50,12 @@ class _Reconciler:
 
 
 def controller_with(outcome: Any) -> tuple[JobController, _Reconciler]:
-    ctrl = JobController(writer=None, informers=_Informers(), settings=JobSettings())  # type: ignore[arg-type]
+    ctrl = JobController(
+        writer=None,  # type: ignore[arg-type]
+        informers=_Informers(),  # type: ignore[arg-type]
+        settings=JobSettings(),
+        events=RecordingEvents(),
+    )
     fake = _Reconciler(outcome)
     ctrl.reconciler = fake  # type: ignore[assignment]
     return ctrl, fake

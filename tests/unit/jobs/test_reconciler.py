@@ -37,7 +37,7 @@ def cluster() -> FakeCluster:
 
 
 def reconciler(cluster: FakeCluster, **settings: Any) -> JobReconciler:
-    return JobReconciler(cluster, cluster, JobSettings(**settings), clock=lambda: NOW)
+    return JobReconciler(cluster, cluster, JobSettings(**settings), events=cluster, clock=lambda: NOW)
 
 
 def queued_job(name: str = "job") -> JobBuilder:

@@ -61,7 +61,7 @@ def test_reconcile_survives_garbage(mutations: list[tuple[tuple[str, ...], Any]]
     for path, value in mutations:
         _set(job, path, copy.deepcopy(value))
     cluster.put(R.JOBS, job)
-    reconciler = JobReconciler(cluster, cluster, JobSettings(wait_for_pods_ready=True))
+    reconciler = JobReconciler(cluster, cluster, JobSettings(wait_for_pods_ready=True), events=cluster)
     for _ in range(2):
         with contextlib.suppress(ApiError):  # the API refusing a write is an answer, not a crash
             reconciler.reconcile("ns", "job")
@@ -74,7 +74,7 @@ def test_start_and_stop_survive_garbage(mutations: list[tuple[tuple[str, ...], A
     cluster = FakeCluster()
     cluster.put(R.RESOURCE_FLAVORS, ResourceFlavorBuilder("spot").obj())
     cluster.put(R.JOBS, JobBuilder("job", "ns").queue("lq").suspend().requests(cpu="1").obj())
-    reconciler = JobReconciler(cluster, cluster, JobSettings(wait_for_pods_ready=True))
+    reconciler = JobReconciler(cluster, cluster, JobSettings(wait_for_pods_ready=True), events=cluster)
     reconciler.reconcile("ns", "job")
     [wl] = cluster.of(R.WORKLOADS)
     conditions = [

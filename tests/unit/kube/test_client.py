@@ -153,25 +153,6 @@ def test_watch_garbage_line_is_a_disconnect() -> None:
         next(watch)
 
 
-def test_repeated_event_bumps_count_instead_of_creating() -> None:
-    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u"}}
-    created = {"metadata": {"name": "p.abc", "namespace": "ns"}, "count": 1}
-    client, transport = make_client([created, {"count": 2}])
-    client.emit_event(involved, "Normal", "Started", "hello", "pykueue-controller")
-    client.emit_event(involved, "Normal", "Started", "hello", "pykueue-controller")
-    assert [s.method for s in transport.sent] == ["POST", "PATCH"]
-    assert transport.sent[0].body["involvedObject"]["uid"] == "u"
-    assert transport.sent[1].path.endswith("/namespaces/ns/events/p.abc")
-    assert transport.sent[1].body["count"] == 2
-
-
-def test_event_failure_is_swallowed() -> None:
-    involved = {"kind": "ClusterQueue", "metadata": {"name": "cq"}}
-    client, transport = make_client([status(403, "Forbidden")])
-    assert client.emit_event(involved, "Warning", "X", "y") is None
-    assert transport.sent[0].path == "/api/v1/namespaces/default/events"
-
-
 def test_retry_on_conflict_reruns_until_success() -> None:
     calls = []
 
@@ -189,14 +170,3 @@ def test_invalid_json_answer_is_a_typed_error() -> None:
     client, _ = make_client([HttpResponse(200, {}, b"<html>proxy error</html>")])
     with pytest.raises(ApiError, match="invalid JSON"):
         client.get(CLUSTER_QUEUES, "cq")
-
-
-def test_repeat_of_an_expired_event_creates_a_new_one() -> None:
-    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u"}}
-    client, transport = make_client(
-        [{"metadata": {"name": "p.1", "namespace": "ns"}}, status(404, "NotFound"), {"metadata": {"name": "p.2"}}]
-    )
-    client.emit_event(involved, "Normal", "Started", "hello")
-    client.emit_event(involved, "Normal", "Started", "hello")  # the first Event was garbage collected
-    assert [s.method for s in transport.sent] == ["POST", "PATCH", "POST"]
-    assert transport.sent[2].body["count"] == 1

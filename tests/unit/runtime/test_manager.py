@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
+from controller.runtime.events import EventBroadcaster
 from controller.runtime.leaderelection import ElectionConfig
 from controller.runtime.manager import EXIT_LOST_LEADERSHIP, EXIT_OK, Controller
+from controller.workload.status_plan import EventSpec
 from pykueue.kube.resources import CONFIG_MAPS
 from tests.unit.runtime.memory_lock import MemoryLock
 from tests.unit.runtime.scripted_source import Block, ScriptedSource, cm, page
@@ -67,6 +70,49 @@ def test_runnables_start_after_informers_synced_and_stop_on_shutdown() -> None:
     thread.join(10)
     assert status == [EXIT_OK]
     assert recorder.events == ["handlers", "start", "stop"]
+
+
+
+class _EventsApi:
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def create(self, res: Any, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        time.sleep(0.2)  # a slow apiserver: the Event is still queued when run() winds down
+        self.reasons.append(obj["reason"])
+        return obj
+
+    def patch(self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        raise AssertionError("no repeats here")
+
+
+def test_one_event_broadcaster_and_its_last_events_are_sent_before_run_returns() -> None:
+    source = ScriptedSource(lists=[page([], "5")], watches=[[Block()]])
+    api = _EventsApi()
+    broadcaster = EventBroadcaster(api)
+    ctrl = Controller(
+        source, identity="me", election=None, health_addr="0", metrics_addr="0", event_broadcaster=broadcaster
+    )
+    ctrl.informer(CONFIG_MAPS)
+    assert ctrl.event_recorder("a").broadcaster is ctrl.event_recorder("b").broadcaster is broadcaster
+
+    class EmitsOnStop:
+        name = "emits-on-stop"
+
+        def start(self) -> None:
+            pass
+
+        def stop(self) -> None:
+            ctrl.event_recorder().emit(cm("x", "1"), EventSpec("Normal", "Stopped", "bye"))
+
+    ctrl.register(EmitsOnStop())
+    stop = threading.Event()
+    thread, status = run_in_thread(ctrl, stop)
+    assert wait_until(lambda: ctrl.is_leader)
+    stop.set()
+    thread.join(10)
+    assert status == [EXIT_OK]
+    assert api.reasons == ["Stopped"], "the manager flushes the broadcaster after stopping runnables"
 
 
 def test_register_rejects_objects_without_start_and_stop() -> None:

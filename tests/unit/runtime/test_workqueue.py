@@ -176,6 +176,18 @@ def test_get_timeout_is_real_time_even_with_an_injected_clock(clock: FakeClock) 
     assert time.monotonic() - started < 2
 
 
+def test_drain_timeout_is_real_time_even_with_an_injected_clock(clock: FakeClock) -> None:
+    q: WorkQueue[str] = WorkQueue("t", clock=clock)
+    q.add("stuck")
+    assert q.get() == "stuck"
+    answer: list[bool] = []
+    waiter = threading.Thread(target=lambda: answer.append(q.shutdown_with_drain(timeout=0.05)), daemon=True)
+    waiter.start()
+    waiter.join(2)
+    assert answer == [False], "a frozen clock must not make a bounded drain wait forever"
+    q.done("stuck")
+
+
 def _sample(name: str, queue: str) -> float:
     return REGISTRY.get_sample_value(name, {"name": queue}) or 0.0
 

@@ -1,0 +1,404 @@
+"""Kubernetes Events from every controller of the process: one broadcaster, one recorder per source.
+
+client-go's ``tools/record`` (event.go, events_cache.go) is the model, as it is for Kueue, whose
+controllers all record through controller-runtime's one broadcaster:
+
+* :class:`EventBroadcaster` is built once per process (``controller.main``) on a client of its
+  own rate limit, so Events never spend the budget of the writes that admit workloads.
+  ``ctrl.event_recorder(component)`` hands each area a :class:`Recorder` for its source
+  component; the reason strings are Kueue's and are chosen by the callers.
+* ``emit`` only enqueues: background sender threads write to the API. The scheduler emits two
+  Events per admission from inside its admission writes, and sending them there made every
+  admission wait for two more round trips (58 % of the admission writers' time in the scheduler
+  baseline, docs/performance.md). The queues hold at most :data:`MAX_QUEUED` Events (client-go's
+  ``maxQueuedEvents``); beyond that Events are dropped and counted rather than slow a controller
+  down. :data:`SENDERS` threads send in parallel, each object's Events always through the same
+  one, so they keep the order in which they were emitted.
+* Before sending, :class:`EventCorrelator` does what client-go's ``EventCorrelator`` does:
+  a per source+object token bucket (:class:`SpamFilter`, client-go's
+  ``EventSourceObjectSpamFilter``: burst 25, one more every 5 minutes) drops the excess, and an
+  identical repeat within :data:`SERIES_WINDOW_SECONDS` patches the earlier Event's ``count`` and
+  ``lastTimestamp`` instead of creating another (a workload that stays inadmissible for an hour
+  is one Event with a growing count, not thousands).
+* Messages are truncated to :data:`MAX_MESSAGE` characters, as Kueue's
+  ``api.TruncateEventMessage`` does.
+
+Events are best effort: failures are logged, never raised, so an Event can never fail a
+reconcile. :class:`RecordingEvents` is the in-memory recorder unit tests assert on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from prometheus_client import Counter
+
+from pykueue.api.timestamps import format_time, utcnow
+from pykueue.kube.errors import ApiError, NotFound
+from pykueue.kube.resources import EVENTS, Resource
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+# The source component of the core controllers (scheduler, Workload and queue status
+# controllers) and of concurrent admission; the Job integration records as its own.
+COMPONENT = "pykueue-controller"
+# Kueue truncates event messages to 1024 characters (api.TruncateEventMessage).
+MAX_MESSAGE = 1024
+# client-go's broadcaster queue length (maxQueuedEvents), shared by the senders.
+MAX_QUEUED = 1000
+SENDERS = 4
+# client-go's EventSourceObjectSpamFilter defaults: 25 Events at once per source+object, then
+# one more every 5 minutes (defaultSpamBurst, defaultSpamQPS = 1/300).
+SPAM_BURST = 25
+SPAM_REFILL_SECONDS = 300.0
+# An identical Event within this window is counted on the earlier one (client-go's
+# EventLogger keeps its entries in an LRU of maxLruCacheEntries; the window is ours, below
+# the apiserver's default one hour Event TTL so the Event we patch usually still exists).
+SERIES_WINDOW_SECONDS = 600.0
+CACHE_ENTRIES = 4096
+
+DROPPED = Counter(
+    "pykueue_events_dropped_total",
+    "Events not sent, by cause (queue_full: the senders fell behind; spam: the per-object rate limit).",
+    ["reason"],
+)
+
+
+def truncate(message: str, limit: int = MAX_MESSAGE) -> str:
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+class EventLike(Protocol):
+    """What an Event says (:class:`controller.workload.status_plan.EventSpec` is one)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+class EventSink(Protocol):
+    """What a controller records Events through: a :class:`Recorder` or :class:`RecordingEvents`."""
+
+    def emit(self, involved: Mapping[str, Any], event: EventLike) -> None: ...
+
+
+class EventApi(Protocol):
+    """The raw calls of :class:`pykueue.kube.client.KubeClient` the correlator writes with."""
+
+    def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]: ...
+
+    def patch(
+        self, res: Resource, name: str, patch: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+
+class SpamFilter:
+    """A token bucket per source+object (client-go's ``EventSourceObjectSpamFilter``).
+
+    Every Event about an object, repeats included, takes a token; an object that has had
+    ``burst`` Events gets one more each ``refill_seconds``. Buckets live in an LRU of
+    :data:`CACHE_ENTRIES`, so a forgotten object starts again with a full bucket.
+    """
+
+    def __init__(
+        self,
+        burst: int = SPAM_BURST,
+        refill_seconds: float = SPAM_REFILL_SECONDS,
+        *,
+        clock: Clock = time.monotonic,
+        capacity: int = CACHE_ENTRIES,
+    ) -> None:
+        self._burst = float(max(1, burst))
+        self._rate = 1.0 / refill_seconds if refill_seconds > 0 else float("inf")
+        self._clock = clock
+        self._capacity = capacity
+        self._buckets: OrderedDict[tuple[str, ...], tuple[float, float]] = OrderedDict()  # tokens, at
+        self._lock = threading.Lock()
+
+    def allow(self, key: tuple[str, ...]) -> bool:
+        with self._lock:
+            now = self._clock()
+            tokens, last = self._buckets.get(key, (self._burst, now))
+            tokens = min(self._burst, tokens + (now - last) * self._rate)
+            allowed = tokens >= 1.0
+            self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+            self._buckets.move_to_end(key)
+            while len(self._buckets) > self._capacity:
+                self._buckets.popitem(last=False)
+            return allowed
+
+
+class _Series:
+    """Recently written Events by identity, so a repeat bumps ``count`` (client-go's EventLogger)."""
+
+    def __init__(self, window: float = SERIES_WINDOW_SECONDS, capacity: int = CACHE_ENTRIES) -> None:
+        self._window = window
+        self._capacity = capacity
+        self._seen: OrderedDict[tuple[str, ...], tuple[str, str, int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def lookup(self, key: tuple[str, ...], now: float) -> tuple[str, str, int] | None:
+        with self._lock:
+            entry = self._seen.get(key)
+            if entry is None or now - entry[3] > self._window:
+                return None
+            return entry[0], entry[1], entry[2]
+
+    def remember(self, key: tuple[str, ...], namespace: str, name: str, count: int, now: float) -> None:
+        with self._lock:
+            self._seen[key] = (namespace, name, count, now)
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+
+    def forget(self, key: tuple[str, ...]) -> None:
+        with self._lock:
+            self._seen.pop(key, None)
+
+
+class EventCorrelator:
+    """Writes one Event synchronously: spam filter, then a new Event or a bump of its series.
+
+    The senders of :class:`EventBroadcaster` call :meth:`write`; it never raises.
+    """
+
+    def __init__(
+        self,
+        client: EventApi,
+        *,
+        clock: Clock = time.monotonic,
+        spam_burst: int = SPAM_BURST,
+        spam_refill_seconds: float = SPAM_REFILL_SECONDS,
+        series_window_seconds: float = SERIES_WINDOW_SECONDS,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._spam = SpamFilter(spam_burst, spam_refill_seconds, clock=clock)
+        self._series = _Series(series_window_seconds)
+        self._serial = itertools.count()
+        self._filtered = DROPPED.labels("spam")
+        self.filtered = 0
+
+    def write(
+        self, involved: Mapping[str, Any], type_: str, reason: str, message: str, component: str
+    ) -> dict[str, Any] | None:
+        """The Event written or patched; ``None`` when filtered or when the API refused it."""
+        meta = involved.get("metadata") or {}
+        involved_ns = str(meta.get("namespace") or "")
+        event_ns = involved_ns or "default"
+        name = str(meta.get("name") or "")
+        uid = str(meta.get("uid") or "")
+        kind = str(involved.get("kind") or "")
+        api_version = str(involved.get("apiVersion") or "")
+        message = truncate(message)
+        if not self._spam.allow((component, api_version, kind, involved_ns, name, uid)):
+            self.filtered += 1
+            self._filtered.inc()
+            if self.filtered == 1 or self.filtered % 1000 == 0:
+                log.info(
+                    "event rate limit reached for an object; dropping its events",
+                    extra={"reason": reason, "involved": f"{involved_ns}/{name}", "filtered": self.filtered},
+                )
+            return None
+        key = (uid, event_ns, name, type_, reason, message, component)
+        now = self._clock()
+        timestamp = format_time(utcnow())
+        try:
+            previous = self._series.lookup(key, now)
+            if previous is not None:
+                prev_ns, prev_name, prev_count = previous
+                try:
+                    updated = self._client.patch(
+                        EVENTS, prev_name, {"count": prev_count + 1, "lastTimestamp": timestamp}, prev_ns
+                    )
+                except NotFound:  # the apiserver's TTL removed it: start a new series
+                    self._series.forget(key)
+                else:
+                    self._series.remember(key, prev_ns, prev_name, prev_count + 1, now)
+                    return updated
+            event = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{name or 'unknown'}.{time.time_ns():x}{next(self._serial) % 1000:03d}",
+                    "namespace": event_ns,
+                },
+                "involvedObject": {
+                    "apiVersion": api_version,
+                    "kind": kind,
+                    "name": name,
+                    "namespace": involved_ns,
+                    "uid": uid,
+                    "resourceVersion": str(meta.get("resourceVersion") or ""),
+                },
+                "type": type_,
+                "reason": reason,
+                "message": message,
+                "source": {"component": component},
+                "reportingComponent": component,
+                "firstTimestamp": timestamp,
+                "lastTimestamp": timestamp,
+                "count": 1,
+            }
+            created = self._client.create(EVENTS, event, event_ns)
+            self._series.remember(key, event_ns, created["metadata"]["name"], 1, now)
+            return created
+        except (ApiError, ValueError, KeyError, TypeError) as exc:
+            log.warning(
+                "could not record event",
+                extra={"reason": reason, "involved": f"{involved_ns}/{name}", "error": str(exc)},
+            )
+            return None
+
+
+_Item = tuple[dict[str, Any], str, str, str, str]  # involved, type, reason, message, component
+
+
+class EventBroadcaster:
+    """The process's one Event pipeline; see the module docstring. Senders start on first use."""
+
+    def __init__(
+        self,
+        client: EventApi,
+        *,
+        max_queued: int = MAX_QUEUED,
+        senders: int = SENDERS,
+        clock: Clock = time.monotonic,
+        spam_burst: int = SPAM_BURST,
+        spam_refill_seconds: float = SPAM_REFILL_SECONDS,
+    ) -> None:
+        self.correlator = EventCorrelator(
+            client, clock=clock, spam_burst=spam_burst, spam_refill_seconds=spam_refill_seconds
+        )
+        per_sender = max(1, max_queued // max(1, senders))
+        self._queues: list[queue.Queue[_Item | None]] = [
+            queue.Queue(maxsize=per_sender) for _ in range(max(1, senders))
+        ]
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+        self._dropped = DROPPED.labels("queue_full")
+        self.dropped = 0
+
+    @property
+    def filtered(self) -> int:
+        """Events the per-object rate limit dropped."""
+        return self.correlator.filtered
+
+    def recorder(self, component: str = COMPONENT) -> Recorder:
+        """A recorder whose Events name ``component`` as their source."""
+        return Recorder(self, component)
+
+    def enqueue(self, involved: Mapping[str, Any], event: EventLike, component: str) -> None:
+        """Hand the Event to its object's sender; never blocks (a full queue drops and counts)."""
+        if self._stopped:
+            return
+        self._ensure_senders()
+        meta = involved.get("metadata") or {}
+        shard = hash((meta.get("namespace"), meta.get("name"))) % len(self._queues)
+        item = (dict(involved), event.type, event.reason, truncate(event.message), component)
+        try:
+            self._queues[shard].put_nowait(item)
+        except queue.Full:
+            self.dropped += 1
+            self._dropped.inc()
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("event queue full; dropping events", extra={"dropped": self.dropped})
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every queued Event was sent (or ``timeout``); True when drained."""
+        done = threading.Event()
+
+        def join_all() -> None:
+            for pending in self._queues:
+                pending.join()
+            done.set()
+
+        threading.Thread(target=join_all, daemon=True).start()
+        return done.wait(timeout)
+
+    def shutdown(self, timeout: float = 5.0) -> bool:
+        """Send what is queued (bounded by ``timeout``), then stop the senders; later Events are
+        ignored. Like client-go's ``Broadcaster.Shutdown``, called once the controllers stopped."""
+        with self._lock:
+            self._stopped = True
+            started = self._started
+        if not started:
+            return True
+        flushed = self.flush(timeout)
+        for pending in self._queues:
+            # Not flushed in time, the queue may be full: that daemon sender ends with the process.
+            with contextlib.suppress(queue.Full):
+                pending.put_nowait(None)
+        return flushed
+
+    def _ensure_senders(self) -> None:
+        if self._started:
+            return
+        with self._lock:
+            if self._started or self._stopped:
+                return
+            for index, pending in enumerate(self._queues):
+                thread = threading.Thread(
+                    target=self._send_loop, args=(pending,), name=f"event-sender-{index}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+            self._started = True
+
+    def _send_loop(self, pending: queue.Queue[_Item | None]) -> None:
+        while True:
+            item = pending.get()
+            try:
+                if item is None:
+                    return
+                self.correlator.write(*item)
+            except Exception:  # write never raises by contract; a bug must not kill the sender
+                log.exception("sending an event failed", extra={"reason": item[2] if item else ""})
+            finally:
+                pending.task_done()
+
+
+class Recorder:
+    """Records Events for one source component through the shared :class:`EventBroadcaster`."""
+
+    def __init__(self, broadcaster: EventBroadcaster, component: str) -> None:
+        self.broadcaster = broadcaster
+        self.component = component
+
+    def emit(self, involved: Mapping[str, Any], event: EventLike) -> None:
+        self.broadcaster.enqueue(involved, event, self.component)
+
+
+class RecordingEvents:
+    """Collects events in memory: ``[(namespace/name, type, reason, message)]`` (for unit tests)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str]] = []
+        self._lock = threading.Lock()
+
+    def emit(self, involved: Mapping[str, Any], event: EventLike) -> None:
+        meta = involved.get("metadata") or {}
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
+        with self._lock:
+            self.events.append((key, event.type, event.reason, truncate(event.message)))
+
+    def reasons(self, key: str | None = None) -> list[str]:
+        with self._lock:
+            return [reason for k, _, reason, _ in self.events if key is None or k == key]

@@ -1,0 +1,303 @@
+"""The process's Event pipeline: background senders in order, a bounded queue that drops and
+counts, a series count for identical repeats, and client-go's per-object spam filter."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from prometheus_client import REGISTRY
+
+from controller.runtime.events import (
+    MAX_MESSAGE,
+    SPAM_BURST,
+    EventBroadcaster,
+    EventCorrelator,
+    RecordingEvents,
+    SpamFilter,
+)
+from controller.workload.status_plan import EventSpec
+from pykueue.kube.client import KubeClient
+from pykueue.kube.errors import NotFound
+from pykueue.kube.resources import EVENTS, Resource
+from tests.builders import WorkloadBuilder
+from tests.unit.kube.fake_transport import ScriptedTransport, status
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class EventApi:
+    """An in-memory Events API; each call blocks until ``gate`` is set."""
+
+    def __init__(self, fail_reason: str | None = None) -> None:
+        self.events: dict[str, dict[str, Any]] = {}
+        self.sent: list[tuple[str, str, str, str]] = []  # (involved name, type, reason, message) per create
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.gate = threading.Event()
+        self.fail_reason = fail_reason
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.lock = threading.Lock()
+
+    def _enter(self) -> None:
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.gate.wait(5)
+        with self.lock:
+            self.in_flight -= 1
+
+    def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        assert res is EVENTS
+        self._enter()
+        if obj["reason"] == self.fail_reason:
+            raise RuntimeError("bug")
+        with self.lock:
+            self.events[obj["metadata"]["name"]] = obj
+            self.sent.append((obj["involvedObject"]["name"], obj["type"], obj["reason"], obj["message"]))
+        return obj
+
+    def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None, **kw: Any) -> dict[str, Any]:
+        assert res is EVENTS
+        self._enter()
+        with self.lock:
+            if name not in self.events:
+                raise NotFound(404, "NotFound", name)
+            self.events[name].update(patch)
+            self.patches.append((name, patch))
+            return self.events[name]
+
+
+def _reasons(api: EventApi, name: str | None = None) -> list[str]:
+    return [reason for sent_name, _, reason, _ in api.sent if name is None or sent_name == name]
+
+
+# --- the broadcaster: background senders, bounded queue ----------------------------------------
+
+
+def test_emit_returns_at_once_and_the_sender_keeps_the_order() -> None:
+    api = EventApi()
+    broadcaster = EventBroadcaster(api)
+    recorder = broadcaster.recorder("pykueue-controller")
+    wl = WorkloadBuilder("wl", "ns").obj()
+    for reason in ("QuotaReserved", "Admitted", "Preempted"):
+        recorder.emit(wl, EventSpec("Normal", reason, "x" * (MAX_MESSAGE + 10)))
+    assert api.sent == [], "nothing is sent on the emitting thread"
+    api.gate.set()
+    assert broadcaster.flush(5)
+    assert _reasons(api) == ["QuotaReserved", "Admitted", "Preempted"]
+    assert all(len(message) == MAX_MESSAGE for *_, message in api.sent)
+    assert {e["source"]["component"] for e in api.events.values()} == {"pykueue-controller"}
+
+
+def test_a_full_queue_drops_and_counts_instead_of_blocking() -> None:
+    api = EventApi()
+    broadcaster = EventBroadcaster(api, max_queued=2, senders=1)
+    recorder = broadcaster.recorder()
+    wl = WorkloadBuilder("wl", "ns").obj()
+    for i in range(6):
+        recorder.emit(wl, EventSpec("Normal", f"R{i}", "m"))
+    # one may be in the sender's hands already; the queue holds two more; the rest are dropped
+    assert broadcaster.dropped in (3, 4)
+    api.gate.set()
+    assert broadcaster.flush(5)
+    assert len(api.sent) + broadcaster.dropped == 6
+
+
+def test_a_failing_send_does_not_stop_the_sender() -> None:
+    api = EventApi(fail_reason="Broken")
+    api.gate.set()
+    broadcaster = EventBroadcaster(api)
+    recorder = broadcaster.recorder()
+    wl = WorkloadBuilder("wl", "ns").obj()
+    recorder.emit(wl, EventSpec("Warning", "Broken", "m"))
+    recorder.emit(wl, EventSpec("Normal", "Admitted", "m"))
+    assert broadcaster.flush(5)
+    assert _reasons(api) == ["Admitted"]
+
+
+def test_senders_work_in_parallel_and_keep_each_objects_order() -> None:
+    api = EventApi()
+    broadcaster = EventBroadcaster(api, senders=4)
+    recorder = broadcaster.recorder()
+    names = [f"wl-{i}" for i in range(20)]
+    for name in names:
+        for reason in ("QuotaReserved", "Admitted"):
+            recorder.emit(WorkloadBuilder(name, "ns").obj(), EventSpec("Normal", reason, "m"))
+
+    def several_waiting() -> bool:
+        with api.lock:
+            return api.most_in_flight > 1
+
+    deadline = threading.Event()
+    for _ in range(100):
+        if several_waiting():
+            break
+        deadline.wait(0.02)
+    assert several_waiting(), "more than one event is in flight at once"
+    api.gate.set()
+    assert broadcaster.flush(5)
+    for name in names:
+        assert _reasons(api, name) == ["QuotaReserved", "Admitted"]
+
+
+def test_recorders_of_several_components_share_one_broadcaster() -> None:
+    api = EventApi()
+    api.gate.set()
+    broadcaster = EventBroadcaster(api)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    broadcaster.recorder("pykueue-controller").emit(wl, EventSpec("Normal", "Admitted", "m"))
+    broadcaster.recorder("pykueue-job-controller").emit(wl, EventSpec("Normal", "Started", "m"))
+    assert broadcaster.flush(5)
+    assert sorted(e["source"]["component"] for e in api.events.values()) == [
+        "pykueue-controller",
+        "pykueue-job-controller",
+    ]
+
+
+def test_shutdown_sends_what_is_queued_then_ignores_later_events() -> None:
+    api = EventApi()
+    broadcaster = EventBroadcaster(api, senders=1)
+    recorder = broadcaster.recorder()
+    wl = WorkloadBuilder("wl", "ns").obj()
+    recorder.emit(wl, EventSpec("Normal", "Admitted", "m"))
+    api.gate.set()
+    assert broadcaster.shutdown(5)
+    recorder.emit(wl, EventSpec("Normal", "Finished", "m"))
+    assert broadcaster.flush(1)
+    assert _reasons(api) == ["Admitted"]
+
+
+def test_shutdown_of_an_unused_broadcaster_starts_nothing() -> None:
+    broadcaster = EventBroadcaster(EventApi())
+    assert broadcaster.shutdown(0.1)
+    assert not any(t.name.startswith("event-sender") and t.is_alive() for t in broadcaster._threads)
+
+
+# --- aggregation: identical repeats become a count on one Event ---------------------------------
+
+
+def test_identical_repeats_patch_the_count_and_a_different_message_is_a_new_event() -> None:
+    api = EventApi()
+    api.gate.set()
+    correlator = EventCorrelator(api)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    for _ in range(3):
+        correlator.write(wl, "Warning", "Pending", "waiting for quota", "pykueue-controller")
+    correlator.write(wl, "Warning", "Pending", "waiting for a flavor", "pykueue-controller")
+    assert _reasons(api) == ["Pending", "Pending"], "two Events: one per distinct message"
+    counts = sorted((e["message"], e["count"]) for e in api.events.values())
+    assert counts == [("waiting for a flavor", 1), ("waiting for quota", 3)]
+    assert [patch["count"] for _, patch in api.patches] == [2, 3]
+
+
+def test_a_repeat_after_the_series_window_starts_a_new_event() -> None:
+    api = EventApi()
+    api.gate.set()
+    clock = FakeClock()
+    correlator = EventCorrelator(api, clock=clock, series_window_seconds=600)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    correlator.write(wl, "Normal", "Admitted", "m", "c")
+    clock.now += 601
+    correlator.write(wl, "Normal", "Admitted", "m", "c")
+    assert len(api.events) == 2 and api.patches == []
+
+
+def test_repeated_event_bumps_count_instead_of_creating_through_the_client() -> None:
+    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u"}}
+    transport = ScriptedTransport([{"metadata": {"name": "p.abc", "namespace": "ns"}, "count": 1}, {"count": 2}])
+    correlator = EventCorrelator(KubeClient(transport, qps=0))
+    correlator.write(involved, "Normal", "Started", "hello", "pykueue-controller")
+    correlator.write(involved, "Normal", "Started", "hello", "pykueue-controller")
+    assert [s.method for s in transport.sent] == ["POST", "PATCH"]
+    assert transport.sent[0].body["involvedObject"]["uid"] == "u"
+    assert transport.sent[0].body["source"]["component"] == "pykueue-controller"
+    assert transport.sent[1].path.endswith("/namespaces/ns/events/p.abc")
+    assert transport.sent[1].body["count"] == 2
+
+
+def test_event_failure_is_swallowed() -> None:
+    involved = {"kind": "ClusterQueue", "metadata": {"name": "cq"}}
+    transport = ScriptedTransport([status(403, "Forbidden")])
+    correlator = EventCorrelator(KubeClient(transport, qps=0))
+    assert correlator.write(involved, "Warning", "X", "y", "c") is None
+    assert transport.sent[0].path == "/api/v1/namespaces/default/events"
+
+
+def test_repeat_of_an_expired_event_creates_a_new_one() -> None:
+    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u"}}
+    transport = ScriptedTransport(
+        [{"metadata": {"name": "p.1", "namespace": "ns"}}, status(404, "NotFound"), {"metadata": {"name": "p.2"}}]
+    )
+    correlator = EventCorrelator(KubeClient(transport, qps=0))
+    correlator.write(involved, "Normal", "Started", "hello", "c")
+    correlator.write(involved, "Normal", "Started", "hello", "c")  # the first Event was garbage collected
+    assert [s.method for s in transport.sent] == ["POST", "PATCH", "POST"]
+    assert transport.sent[2].body["count"] == 1
+
+
+# --- the per source+object rate limit ------------------------------------------------------------
+
+
+def test_spam_filter_allows_a_burst_of_25_per_object_then_one_per_five_minutes() -> None:
+    clock = FakeClock()
+    spam = SpamFilter(clock=clock)
+    key = ("pykueue-controller", "kueue.x-k8s.io/v1beta1", "Workload", "ns", "wl", "u")
+    assert all(spam.allow(key) for _ in range(SPAM_BURST))
+    assert not spam.allow(key)
+    assert spam.allow((*key[:-1], "other-uid")), "another object has its own bucket"
+    assert spam.allow(("pykueue-job-controller", *key[1:])), "another source has its own bucket"
+    clock.now += 299
+    assert not spam.allow(key)
+    clock.now += 2
+    assert spam.allow(key)
+    assert not spam.allow(key)
+
+
+def test_events_beyond_the_burst_for_one_object_are_dropped_and_counted() -> None:
+    def dropped_by_spam() -> float:
+        return REGISTRY.get_sample_value("pykueue_events_dropped_total", {"reason": "spam"}) or 0.0
+
+    before = dropped_by_spam()
+    api = EventApi()
+    api.gate.set()
+    clock = FakeClock()
+    correlator = EventCorrelator(api, clock=clock)
+    noisy = WorkloadBuilder("noisy", "ns").obj()
+    quiet = WorkloadBuilder("quiet", "ns").obj()
+    for i in range(SPAM_BURST + 5):
+        correlator.write(noisy, "Normal", f"R{i}", "m", "c")
+    correlator.write(quiet, "Normal", "Admitted", "m", "c")
+    assert len(_reasons(api, "noisy")) == SPAM_BURST
+    assert _reasons(api, "quiet") == ["Admitted"]
+    assert correlator.filtered == 5 and dropped_by_spam() - before == 5
+    clock.now += 300
+    correlator.write(noisy, "Normal", "Later", "m", "c")
+    assert _reasons(api, "noisy")[-1] == "Later"
+
+
+def test_repeats_count_against_the_rate_limit_too() -> None:
+    api = EventApi()
+    api.gate.set()
+    correlator = EventCorrelator(api, spam_burst=3)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    for _ in range(5):
+        correlator.write(wl, "Warning", "Pending", "same", "c")
+    [event] = api.events.values()
+    assert event["count"] == 3, "as client-go: the filter runs before the series count"
+
+
+# --- the in-memory recorder for unit tests -------------------------------------------------------
+
+
+def test_recording_events_keeps_what_would_have_been_sent_truncated() -> None:
+    events = RecordingEvents()
+    events.emit(WorkloadBuilder("wl", "ns").obj(), EventSpec("Normal", "Admitted", "y" * (MAX_MESSAGE + 1)))
+    assert events.reasons("ns/wl") == ["Admitted"] and events.reasons("ns/other") == []
+    assert len(events.events[0][3]) == MAX_MESSAGE
