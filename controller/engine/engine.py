@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.labelselectors import matches_compiled
 
 from . import gcpolicy, quota
 from .activity import cluster_queue_problems, inactive_reason
@@ -39,7 +40,6 @@ from .records import (
     object_key,
 )
 from .results import CycleResult, Eviction, PendingReason
-from .selectors import selector_matches
 from .visibility import PendingWorkload, pending_workloads
 
 
@@ -563,7 +563,7 @@ class Engine:
             problem = (c.REASON_SUSPENDED, f"LocalQueue {lq.name} is stopped")
         elif lq.cluster_queue not in self.cluster_queues:
             problem = (c.REASON_MISCONFIGURED, f"ClusterQueue {lq.cluster_queue} doesn't exist")
-        elif not selector_matches(
+        elif not matches_compiled(
             self.cluster_queues[lq.cluster_queue].namespace_selector, self.namespaces.get(info.namespace, {})
         ):
             problem = (c.REASON_INADMISSIBLE, "Workload namespace doesn't match ClusterQueue selector")

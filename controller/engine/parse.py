@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
 from pykueue.api.quantity import QuantityError, parse_quantity
 
 from .options import option_order_tiebreak, parse_mode, ready_checks
@@ -24,13 +25,11 @@ from .records import (
     FlavorInfo,
     FlavorQuotas,
     FlavorResource,
-    LabelSelector,
     LocalQueueInfo,
     PodSetInfo,
     PreemptionPolicy,
     Quota,
     ResourceGroup,
-    SelectorRequirement,
     Taint,
     Toleration,
     WorkloadInfo,

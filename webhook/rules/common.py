@@ -185,36 +185,6 @@ def parse_go_duration(text: str) -> float:
     return sign * total
 
 
-def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """Whether ``labels`` satisfy a metav1.LabelSelector; ``None`` matches everything.
-
-    An empty selector (``{}``) also matches everything, as the apiserver defines it.
-    """
-    if selector is None:
-        return True
-    for key, value in as_dict(selector.get("matchLabels")).items():
-        if labels.get(key) != value:
-            return False
-    for requirement in as_list(selector.get("matchExpressions")):
-        requirement = as_dict(requirement)
-        label_key, operator = requirement.get("key"), requirement.get("operator")
-        values = as_list(requirement.get("values"))
-        # A key that is not a string names no label (and an unhashable one must not raise).
-        present = isinstance(label_key, str) and label_key in labels
-        label_value = labels.get(label_key) if isinstance(label_key, str) else None
-        if operator == "In" and not (present and label_value in values):
-            return False
-        if operator == "NotIn" and present and label_value in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-        if operator not in _SELECTOR_OPERATORS:
-            return False
-    return True
-
-
 ADMISSION_GATE_MAX = 63
 # Where Jobs and Workloads carry their admission gates (the same annotation on both).
 ADMISSION_GATED_BY_PATH = f"metadata.annotations[{c.ADMISSION_GATED_BY_ANNOTATION}]"
