@@ -28,6 +28,7 @@ from typing import Any
 from controller.runtime.leaderelection import ElectionConfig
 from controller.runtime.manager import Controller
 from controller.runtime.signals import install_shutdown_handlers
+from pykueue.api import durations
 from pykueue.kube import resources as R
 from pykueue.kube.client import KubeClient
 from pykueue.observability.logging import setup_logging
@@ -73,18 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- Configuration --------------------------------------------------------------------------------
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)")
-_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-
-
 def parse_duration(value: Any, field: str) -> float:
     """Seconds from a number or a Go duration string (``15s``, ``1m30s``) as Kueue writes them."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)
-    elif isinstance(value, str) and value and _DURATION_PART.sub("", value) == "":
-        seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(value))
     else:
-        raise ValueError(f"{field}: invalid duration {value!r} (use e.g. \"15s\")")
+        try:
+            seconds = durations.parse_duration(value)
+        except ValueError:
+            raise ValueError(f"{field}: invalid duration {value!r} (use e.g. \"15s\")") from None
     if seconds <= 0:
         raise ValueError(f"{field}: must be positive, got {value!r}")
     return seconds

@@ -23,7 +23,7 @@ from controller.runtime.informer import FuncHandler
 from controller.workload.decisions import PodsReadyPolicy
 from controller.workload.indexes import InformerLike
 from pykueue.api import constants as C
-from pykueue.api.dsl import duration_seconds
+from pykueue.api.durations import parse_duration
 from pykueue.kube import resources as R
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def _seconds(value: Any, field: str) -> float | None:
     if hasattr(value, "total_seconds"):
         return float(value.total_seconds())
     try:
-        return duration_seconds(str(value))
+        return parse_duration(str(value))
     except ValueError:
         raise ValueError(f'{field}: invalid duration {value!r} (use e.g. "30s")') from None
 

@@ -20,7 +20,8 @@ import jsonschema
 import yaml
 
 from pykueue.api.constants import CONFIG_API_VERSION
-from pykueue.api.dsl import DNS1123_LABEL, DNS1123_SUBDOMAIN, DURATION_PATTERN, duration_seconds
+from pykueue.api.dsl import DNS1123_LABEL, DNS1123_SUBDOMAIN, DURATION_PATTERN
+from pykueue.api.durations import parse_duration
 from pykueue.api.labelselectors import matches
 from pykueue.api.validation import FieldError, join_path, path_of
 
@@ -305,7 +306,7 @@ def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError
 
 
 def _seconds(value: str | None, default: float | None) -> float | None:
-    return default if value is None else duration_seconds(value)
+    return default if value is None else parse_duration(value)
 
 
 def _build(raw: dict[str, Any]) -> Configuration:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict, TypeVar, cast
 
 from pykueue.api import constants as c
-from pykueue.api.dsl import duration_seconds
+from pykueue.api.durations import parse_duration
 
 Quantity = str | int
 
@@ -503,7 +503,7 @@ def fallback_timeout_seconds(rule: FallbackRule) -> float | None:
     if "timeoutMinutes" in rule:
         return float(rule["timeoutMinutes"]) * 60
     if "timeout" in rule:
-        return duration_seconds(rule["timeout"])
+        return parse_duration(rule["timeout"])
     return None
 
 

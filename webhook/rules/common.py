@@ -156,35 +156,6 @@ def duplicates(values: list[Any]) -> Iterator[int]:
             continue
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNITS = {
-    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
-}
-
-
-def parse_go_duration(text: str) -> float:
-    """Seconds in a Go ``time.ParseDuration`` string (``"10m"``, ``"1h30m"``, ``"-1.5s"``).
-
-    metav1.Duration fields (the fallback ``timeout``) are written this way; raises ValueError.
-    """
-    if not isinstance(text, str) or not text:
-        raise ValueError("empty duration")
-    sign = -1.0 if text[0] == "-" else 1.0
-    body = text[1:] if text[0] in "+-" else text
-    if body == "0":
-        return 0.0
-    position, total = 0, 0.0
-    while position < len(body):
-        match = _DURATION_PART.match(body, position)
-        if match is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    if position == 0:
-        raise ValueError(f"invalid duration {text!r}")
-    return sign * total
-
-
 ADMISSION_GATE_MAX = 63
 # Where Jobs and Workloads carry their admission gates (the same annotation on both).
 ADMISSION_GATED_BY_PATH = f"metadata.annotations[{c.ADMISSION_GATED_BY_ANNOTATION}]"
