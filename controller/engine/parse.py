@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from pykueue.api import constants as c
 from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
 from pykueue.api.quantity import QuantityError, parse_quantity
+from pykueue.api.timestamps import parse_epoch
 
 from .options import option_order_tiebreak, parse_mode, ready_checks
 from .records import (
@@ -66,16 +66,6 @@ def _int(value: Any, default: int) -> int:
 def object_name(obj: Mapping[str, Any]) -> str:
     """``metadata.name`` as a string, or "" when the object is malformed."""
     return _str(_dict(obj.get("metadata")).get("name"))
-
-
-def parse_time(value: Any) -> float | None:
-    """RFC 3339 timestamp → seconds since the epoch; None when absent or unparsable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _quantity(value: Any, resource: str, path: str) -> int:
@@ -399,7 +389,7 @@ def parse_workload(
     spec = _dict(obj.get("spec"))
     status = _dict(obj.get("status"))
     conditions = _conditions(status)
-    creation = parse_time(meta.get("creationTimestamp")) or 0.0
+    creation = parse_epoch(meta.get("creationTimestamp")) or 0.0
     generation = _int(meta.get("generation"), 0)
     uid = _str(meta.get("uid"))
     spec_problem: str | None = None
@@ -425,7 +415,7 @@ def parse_workload(
     if evicted_by == c.REASON_ADMISSION_CHECK or (
         evicted_by == c.REASON_PODS_READY_TIMEOUT and not pods_ready_requeue_by_creation
     ):
-        queue_ts = parse_time(evicted_cond.get("lastTransitionTime")) or creation
+        queue_ts = parse_epoch(evicted_cond.get("lastTransitionTime")) or creation
 
     admission_raw = status.get("admission")
     admission: AdmissionInfo | None = None
@@ -439,7 +429,7 @@ def parse_workload(
             cluster_queue=str(admission_raw["clusterQueue"]),
             usage=usage,
             admitted=conditions.get(c.COND_ADMITTED, {}).get("status") == "True",
-            reserved_at=parse_time(conditions.get(c.COND_QUOTA_RESERVED, {}).get("lastTransitionTime")) or creation,
+            reserved_at=parse_epoch(conditions.get(c.COND_QUOTA_RESERVED, {}).get("lastTransitionTime")) or creation,
         )
 
     quota_cond = conditions.get(c.COND_QUOTA_RESERVED, {})
@@ -472,7 +462,7 @@ def parse_workload(
         deleting=bool(meta.get("deletionTimestamp")),
         admission=admission,
         evicted=evicted_cond.get("status") == "True",
-        requeue_at=parse_time(requeue_state.get("requeueAt")),
+        requeue_at=parse_epoch(requeue_state.get("requeueAt")),
         requeued_false=conditions.get(c.COND_REQUEUED, {}).get("status") == "False",
         blocked_by_checks=any(chk.get("state") in (c.CHECK_RETRY, c.CHECK_REJECTED) for chk in checks),
         pending_reason=pending_reason,

@@ -8,9 +8,9 @@ pending reasons only when they change, and so do we).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from pykueue.api.timestamps import now_time
 from pykueue.api.types import Condition
 
 ConditionStatus = str  # "True" | "False" | "Unknown"
@@ -18,7 +18,7 @@ ConditionStatus = str  # "True" | "False" | "Unknown"
 
 def now_rfc3339() -> str:
     """The current time as Kubernetes serialises metav1.Time (second precision, UTC, ``Z``)."""
-    return datetime.now(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_time()
 
 
 def _status_text(status: bool | str) -> str:

@@ -23,9 +23,9 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any, Literal
 
+from pykueue.api.timestamps import now_time
 from pykueue.kube import metrics
 from pykueue.kube.backoff import Backoff, Sleep, TokenBucket
 from pykueue.kube.errors import (
@@ -148,10 +148,6 @@ class _EventAggregator:
     def forget(self, key: tuple[str, ...]) -> None:
         with self._lock:
             self._seen.pop(key, None)
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class KubeClient:
@@ -510,7 +506,7 @@ class KubeClient:
         event_ns = involved_ns or "default"
         key = (str(meta.get("uid") or ""), event_ns, str(meta.get("name") or ""), type_, reason, message, component)
         now = time.monotonic()
-        timestamp = _rfc3339(datetime.now(UTC))
+        timestamp = now_time()
         try:
             previous = self._events.lookup(key, now)
             if previous is not None:
