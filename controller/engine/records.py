@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
+from pykueue.api.objects import namespaced_key
 
 # A (flavor, resource) pair: the unit quota is accounted in.
 FlavorResource = tuple[str, str]
@@ -18,10 +19,6 @@ FlavorResource = tuple[str, str]
 ObjectKey = str
 # A pending workload's place in its ClusterQueue: (-priority, queue timestamp, arrival, tiebreak).
 OrderKey = tuple[int, float, int, str]
-
-
-def object_key(namespace: str, name: str) -> ObjectKey:
-    return f"{namespace}/{name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +108,8 @@ class ClusterQueueSpec:
     stop_policy: str
     # Configuration errors that keep the queue inactive (e.g. an unparsable quantity).
     errors: tuple[str, ...] = ()
-    # spec.concurrentAdmission is set: its workloads are scheduled through options (docs/design/concurrent-admission.md).
+    # spec.concurrentAdmission is set: its workloads are scheduled through options
+    # (docs/design/concurrent-admission.md).
     concurrent_admission: bool = False
     terminating: bool = False  # metadata.deletionTimestamp is set: admits nothing new
 
@@ -146,7 +144,7 @@ class LocalQueueInfo:
 
     @property
     def key(self) -> ObjectKey:
-        return object_key(self.namespace, self.name)
+        return namespaced_key(self.namespace, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,8 +213,8 @@ class WorkloadInfo:
     priority_class: str | None = None
     priority_class_source: str = ""
     has_priority: bool = True
-    # Concurrent admission (docs/design/concurrent-admission.md): parents are never scheduled; options carry their parent,
-    # preference and the admission checks already Ready (options check before reserving).
+    # Concurrent admission (docs/design/concurrent-admission.md): parents are never scheduled;
+    # options carry their parent, preference and the admission checks already Ready (options check before reserving).
     is_parent: bool = False
     option: OptionInfo | None = None
     ready_checks: frozenset[str] = frozenset()
@@ -230,8 +228,8 @@ class WorkloadInfo:
     local_queue_key: ObjectKey = field(default="", init=False)
 
     def __post_init__(self) -> None:
-        self.key = object_key(self.namespace, self.name)
-        self.local_queue_key = object_key(self.namespace, self.queue_name)
+        self.key = namespaced_key(self.namespace, self.name)
+        self.local_queue_key = namespaced_key(self.namespace, self.queue_name)
 
     @property
     def order_key(self) -> OrderKey:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.objects import dict_or_empty, list_or_empty
 from pykueue.api.validation import FieldError, join_path
 
 DNS1123_LABEL_MAX = 63
@@ -45,12 +46,9 @@ LABEL_VALUE_HELP = (
 )
 
 
-def as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+# The rules' spelling of pykueue.api.objects' tolerant accessors.
+as_dict = dict_or_empty
+as_list = list_or_empty
 
 
 def enumerate_dicts(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
