@@ -8,12 +8,22 @@ pending reasons only when they change, and so do we).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from pykueue.api.timestamps import now_time
-from pykueue.api.types import Condition
 
 ConditionStatus = str  # "True" | "False" | "Unknown"
+
+
+class Condition(TypedDict, total=False):
+    """A metav1.Condition as it sits in an object's ``status.conditions`` (a plain dict)."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    observedGeneration: int
+    lastTransitionTime: str
+    reason: str
+    message: str
 
 
 def now_rfc3339() -> str:
