@@ -1,4 +1,4 @@
-"""Concurrent admission inside the engine (seed 000, SPEC §6): parents, options and migration.
+"""Concurrent admission inside the engine (docs/design/concurrent-admission.md): parents, options and migration.
 
 The option controller (:mod:`controller.concurrentadmission`) creates one *option* workload per flavor (or
 explicit option) of a *parent*; the engine schedules options like any workload, with these rules:
