@@ -1,12 +1,12 @@
 """batch/v1 Job admission: suspend queued jobs on create, guard the queue name, warn on misfits.
 
-Mirrors Kueue's Job webhook (kueue-api.md §3.5):
+Mirrors Kueue's Job webhook (``pkg/controller/jobs/job/job_webhook.go``):
 
 * mutating CREATE — default the ``kueue.x-k8s.io/queue-name`` label from a LocalQueue named
   ``default`` in the namespace, then, for a queued job (it has the label, or
   ``manageJobsWithoutQueueName`` applies to its namespace): default the priority-class label from
   a WorkloadPriorityClass named ``default``, set ``spec.suspend: true`` — otherwise its pods start
-  before the controller has admitted it (SPEC §5.1) — and hand it to MultiKueue
+  before the controller has admitted it — and hand it to MultiKueue
   (``spec.managedBy``) when its ClusterQueue runs a MultiKueue admission check;
 * validating — label formats on create and update; while the job runs (not suspended) its queue
   name may not change, because its quota is accounted in that queue; a warning at creation when the
@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.labelselectors import matches
 from pykueue.api.quantity import QuantityError, format_quantity, is_milli_resource, parse_quantity_exact
 from pykueue.api.validation import FieldError
 from webhook.cluster_state import ClusterState
@@ -39,7 +40,6 @@ from webhook.rules.common import (
     as_list,
     dns1123_subdomain_errors,
     enumerate_dicts,
-    selector_matches,
 )
 
 log = logging.getLogger("pykueue.webhook.jobs")
@@ -99,12 +99,14 @@ def is_suspended(job: dict[str, Any] | None) -> bool:
 
 
 def _namespace_matches(state: ClusterState, namespace: str, policy: JobPolicy) -> bool:
+    # No selector configured: no namespace restriction (Kueue always defaults the field). A
+    # configured selector has metav1's meaning, ``{}`` matching every namespace.
     if policy.managed_jobs_namespace_selector is None:
         return True
     ns = state.namespace(namespace)
     labels = dict(labels_of(ns))
     labels.setdefault(NAMESPACE_NAME_LABEL, namespace)
-    return selector_matches(policy.managed_jobs_namespace_selector, labels)
+    return matches(policy.managed_jobs_namespace_selector, labels)
 
 
 def is_managed(job: dict[str, Any], namespace: str, state: ClusterState, policy: JobPolicy) -> bool:

@@ -26,6 +26,7 @@ from typing import Any
 
 from controller.workload.admissionchecks import cluster_queue_checks
 from pykueue.api import constants as c
+from pykueue.api.objects import list_or_empty, mapping_or_empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +54,6 @@ class ConcurrentConfig:
         return next((o for o in self.options if o.suffix == suffix), None)
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _seconds(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         return None
@@ -70,8 +63,12 @@ def _seconds(value: Any) -> float | None:
 def flavor_groups(cq_spec: Mapping[str, Any]) -> list[list[str]]:
     """Flavor names per resource group, in the ClusterQueue's order."""
     return [
-        [str(_dict(f).get("name")) for f in _list(_dict(group).get("flavors")) if _dict(f).get("name")]
-        for group in _list(cq_spec.get("resourceGroups"))
+        [
+            str(mapping_or_empty(f).get("name"))
+            for f in list_or_empty(mapping_or_empty(group).get("flavors"))
+            if mapping_or_empty(f).get("name")
+        ]
+        for group in list_or_empty(cq_spec.get("resourceGroups"))
     ]
 
 
@@ -86,21 +83,21 @@ def reaches_target(allowed: tuple[str, ...], target: str, groups: list[list[str]
 
 def concurrent_config(cluster_queue: Mapping[str, Any] | None) -> ConcurrentConfig | None:
     """The concurrent-admission configuration of a ClusterQueue, or ``None`` when it has none."""
-    spec = _dict(_dict(cluster_queue).get("spec"))
+    spec = mapping_or_empty(mapping_or_empty(cluster_queue).get("spec"))
     policy = spec.get("concurrentAdmission")
     if not isinstance(policy, Mapping):
         return None
     on_success = str(policy.get("onSuccess") or c.ON_SUCCESS_REMOVE_OTHER)
-    target = _dict(policy.get("removeBelowTargetConfig")).get("targetResourceFlavor")
+    target = mapping_or_empty(policy.get("removeBelowTargetConfig")).get("targetResourceFlavor")
     target = target if isinstance(target, str) and target else None
     groups = flavor_groups(spec)
 
     raw: list[tuple[str, tuple[str, ...], float, float | None]] = []
-    explicit = _list(policy.get("explicitOptions"))
+    explicit = list_or_empty(policy.get("explicitOptions"))
     if explicit:
-        for entry in map(_dict, explicit):
+        for entry in map(mapping_or_empty, explicit):
             name = entry.get("name")
-            flavors = tuple(str(f) for f in _list(entry.get("allowedResourceFlavors")) if isinstance(f, str))
+            flavors = tuple(str(f) for f in list_or_empty(entry.get("allowedResourceFlavors")) if isinstance(f, str))
             if isinstance(name, str) and name and flavors:
                 raw.append(
                     (

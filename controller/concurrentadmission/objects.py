@@ -20,22 +20,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.concurrentadmission.config import OptionSpec
+from controller.workload.view import workload_mode
 from pykueue.api import constants as c
+from pykueue.api.objects import mapping_or_empty
 
 Obj = dict[str, Any]
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def workload_mode(wl: Mapping[str, Any]) -> str:
-    mode = _dict(_dict(wl.get("spec")).get("workloadMode")).get("type")
-    return mode if isinstance(mode, str) and mode else c.WORKLOAD_MODE_DEFAULT
-
-
 def is_parent(wl: Mapping[str, Any]) -> bool:
-    labels = _dict(_dict(wl.get("metadata")).get("labels"))
+    labels = mapping_or_empty(mapping_or_empty(wl.get("metadata")).get("labels"))
     return (
         workload_mode(wl) == c.WORKLOAD_MODE_PARENT
         or labels.get(c.CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
@@ -48,7 +41,7 @@ def is_option(wl: Mapping[str, Any]) -> bool:
 
 def _parent_ref(option: Mapping[str, Any]) -> Mapping[str, Any]:
     """The controller ownerReference to a Workload (the parent), or an empty mapping."""
-    for ref in _dict(option.get("metadata")).get("ownerReferences") or []:
+    for ref in mapping_or_empty(option.get("metadata")).get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == "Workload":
             return ref
     return {}
@@ -79,7 +72,8 @@ def option_by_parent_uid(obj: Mapping[str, Any]) -> list[str]:
 
 
 def option_rank(option: Mapping[str, Any]) -> int | None:
-    raw = _dict(_dict(option.get("metadata")).get("annotations")).get(c.OPTION_PREFERENCE_ANNOTATION)
+    annotations = mapping_or_empty(mapping_or_empty(option.get("metadata")).get("annotations"))
+    raw = annotations.get(c.OPTION_PREFERENCE_ANNOTATION)
     try:
         return int(raw) if raw is not None else None
     except (TypeError, ValueError):
@@ -89,8 +83,8 @@ def option_rank(option: Mapping[str, Any]) -> int | None:
 def allowed_flavors(option: Mapping[str, Any]) -> tuple[str, ...]:
     """The flavors an option allows (the union over its podSets, in first-seen order)."""
     seen: dict[str, None] = {}
-    for podset in _dict(option.get("spec")).get("podSets") or []:
-        for flavor in _dict(podset).get("allowedResourceFlavors") or []:
+    for podset in mapping_or_empty(option.get("spec")).get("podSets") or []:
+        for flavor in mapping_or_empty(podset).get("allowedResourceFlavors") or []:
             seen[str(flavor)] = None
     return tuple(seen)
 
@@ -104,12 +98,12 @@ def engine_annotations(spec: OptionSpec) -> dict[str, str]:
 
 def annotations_patch(option: Mapping[str, Any], spec: OptionSpec) -> Obj | None:
     """A metadata merge patch bringing the engine annotations up to date, or ``None``."""
-    current = _dict(_dict(option.get("metadata")).get("annotations"))
+    current = mapping_or_empty(mapping_or_empty(option.get("metadata")).get("annotations"))
     wanted = engine_annotations(spec)
     changed = {k: v for k, v in wanted.items() if current.get(k) != v}
     if not changed:
         return None
-    meta = _dict(option.get("metadata"))
+    meta = mapping_or_empty(option.get("metadata"))
     return {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": changed}}
 
 
@@ -123,24 +117,24 @@ def _without_flavors(podsets: Any) -> list[Any]:
 def matches_spec(option: Mapping[str, Any], parent: Mapping[str, Any], spec: OptionSpec) -> bool:
     """Whether an existing option still allows exactly the flavors ``spec`` asks for and still
     carries the parent's podSets (a suspended Job's Workload may be updated in place)."""
-    podsets = _dict(option.get("spec")).get("podSets") or []
+    podsets = mapping_or_empty(option.get("spec")).get("podSets") or []
     return (
         bool(podsets)
         and all(
-            tuple(_dict(ps).get("allowedResourceFlavors") or ()) == spec.allowed_flavors for ps in podsets
+            tuple(mapping_or_empty(ps).get("allowedResourceFlavors") or ()) == spec.allowed_flavors for ps in podsets
         )
-        and _without_flavors(podsets) == _without_flavors(_dict(parent.get("spec")).get("podSets"))
+        and _without_flavors(podsets) == _without_flavors(mapping_or_empty(parent.get("spec")).get("podSets"))
     )
 
 
 def build_option(parent: Mapping[str, Any], spec: OptionSpec, name: str) -> Obj:
     """The option Workload ``name`` of ``parent`` for ``spec``."""
-    meta = _dict(parent.get("metadata"))
-    parent_spec = _dict(parent.get("spec"))
-    labels = {k: v for k, v in _dict(meta.get("labels")).items() if k != c.CONCURRENT_ADMISSION_PARENT_LABEL}
+    meta = mapping_or_empty(parent.get("metadata"))
+    parent_spec = mapping_or_empty(parent.get("spec"))
+    labels = {k: v for k, v in mapping_or_empty(meta.get("labels")).items() if k != c.CONCURRENT_ADMISSION_PARENT_LABEL}
     podsets = []
     for podset in parent_spec.get("podSets") or []:
-        podset = copy.deepcopy(dict(_dict(podset)))
+        podset = copy.deepcopy(dict(mapping_or_empty(podset)))
         podset["allowedResourceFlavors"] = list(spec.allowed_flavors)
         podsets.append(podset)
     option_spec: Obj = {

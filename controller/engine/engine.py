@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.labelselectors import matches_compiled
+from pykueue.api.objects import namespaced_key
 
 from . import gcpolicy, quota
 from .activity import cluster_queue_problems, inactive_reason
@@ -36,10 +38,8 @@ from .records import (
     LocalQueueInfo,
     ObjectKey,
     WorkloadInfo,
-    object_key,
 )
 from .results import CycleResult, Eviction, PendingReason
-from .selectors import selector_matches
 from .visibility import PendingWorkload, pending_workloads
 
 
@@ -249,7 +249,7 @@ class Engine:
                     self._emit_drain(info, c.REASON_LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped")
 
     def delete_local_queue(self, namespace: str, name: str) -> None:
-        key = object_key(namespace, name)
+        key = namespaced_key(namespace, name)
         lq = self.local_queues.pop(key, None)
         if lq is None:
             return
@@ -278,7 +278,7 @@ class Engine:
         namespace, name = meta.get("namespace"), meta.get("name")
         if not isinstance(namespace, str) or not isinstance(name, str) or not namespace or not name:
             return
-        old = self.workloads.get(object_key(namespace, name))
+        old = self.workloads.get(namespaced_key(namespace, name))
         info = parse_workload(obj, old, pods_ready_requeue_by_creation=self._requeue_by_creation)
         key = info.key
         info.arrival = self._arrival_of(info)
@@ -320,7 +320,7 @@ class Engine:
             self._route(info, fresh=_may_change_outcome(old, info))
 
     def delete_workload(self, namespace: str, name: str) -> None:
-        key = object_key(namespace, name)
+        key = namespaced_key(namespace, name)
         self._arrivals.pop(key, None)
         self._forget(key)
 
@@ -563,7 +563,7 @@ class Engine:
             problem = (c.REASON_SUSPENDED, f"LocalQueue {lq.name} is stopped")
         elif lq.cluster_queue not in self.cluster_queues:
             problem = (c.REASON_MISCONFIGURED, f"ClusterQueue {lq.cluster_queue} doesn't exist")
-        elif not selector_matches(
+        elif not matches_compiled(
             self.cluster_queues[lq.cluster_queue].namespace_selector, self.namespaces.get(info.namespace, {})
         ):
             problem = (c.REASON_INADMISSIBLE, "Workload namespace doesn't match ClusterQueue selector")

@@ -1,4 +1,4 @@
-"""Concurrent admission inside the engine (seed 000, SPEC §6): parents, options and migration.
+"""Concurrent admission inside the engine (docs/design/concurrent-admission.md): parents, options and migration.
 
 The option controller (:mod:`controller.concurrentadmission`) creates one *option* workload per flavor (or
 explicit option) of a *parent*; the engine schedules options like any workload, with these rules:
@@ -28,21 +28,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pykueue.api import constants as c
+from pykueue.api.objects import mapping_or_empty, namespaced_key
 
-from .records import ClusterQueueSpec, ObjectKey, OptionInfo, WorkloadInfo, object_key
+from .records import ClusterQueueSpec, ObjectKey, OptionInfo, WorkloadInfo
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def parse_mode(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[bool, OptionInfo | None]:
     """``(is_parent, option)`` from a Workload's metadata and spec; never raises."""
-    mode = _dict(spec.get("workloadMode")).get("type")
-    labels = _dict(meta.get("labels"))
+    mode = mapping_or_empty(spec.get("workloadMode")).get("type")
+    labels = mapping_or_empty(meta.get("labels"))
     if mode == c.WORKLOAD_MODE_PARENT or labels.get(c.CONCURRENT_ADMISSION_PARENT_LABEL) == "true":
         return True, None
     if mode != c.WORKLOAD_MODE_OPTION:
@@ -51,13 +48,13 @@ def parse_mode(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[bool, 
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == "Workload":
             parent = str(ref.get("name") or "")
-    annotations = _dict(meta.get("annotations"))
+    annotations = mapping_or_empty(meta.get("annotations"))
     try:
         rank = int(annotations.get(c.OPTION_PREFERENCE_ANNOTATION, 0))
     except (TypeError, ValueError):
         rank = 0
     target = annotations.get(c.OPTION_MIGRATION_TARGET_ANNOTATION) == "true"
-    return False, OptionInfo(object_key(str(meta.get("namespace") or ""), parent), max(rank, 0), target)
+    return False, OptionInfo(namespaced_key(str(meta.get("namespace") or ""), parent), max(rank, 0), target)
 
 
 def ready_checks(status: Mapping[str, Any]) -> frozenset[str]:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
+from pykueue.api.objects import dict_or_empty, list_or_empty
 from pykueue.api.quantity import QuantityError, parse_quantity
+from pykueue.api.timestamps import parse_epoch
 
 from .options import option_order_tiebreak, parse_mode, ready_checks
 from .records import (
@@ -24,13 +26,11 @@ from .records import (
     FlavorInfo,
     FlavorQuotas,
     FlavorResource,
-    LabelSelector,
     LocalQueueInfo,
     PodSetInfo,
     PreemptionPolicy,
     Quota,
     ResourceGroup,
-    SelectorRequirement,
     Taint,
     Toleration,
     WorkloadInfo,
@@ -46,14 +46,6 @@ class FieldProblem(ValueError):
         super().__init__(f"{path}: {message}")
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _str(value: Any, default: str = "") -> str:
     return value if isinstance(value, str) else default
 
@@ -66,17 +58,7 @@ def _int(value: Any, default: int) -> int:
 
 def object_name(obj: Mapping[str, Any]) -> str:
     """``metadata.name`` as a string, or "" when the object is malformed."""
-    return _str(_dict(obj.get("metadata")).get("name"))
-
-
-def parse_time(value: Any) -> float | None:
-    """RFC 3339 timestamp → seconds since the epoch; None when absent or unparsable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    return _str(dict_or_empty(obj.get("metadata")).get("name"))
 
 
 def _quantity(value: Any, resource: str, path: str) -> int:
@@ -91,12 +73,12 @@ def _quantity(value: Any, resource: str, path: str) -> int:
 
 def parse_requirements(raw: Any, path: str) -> tuple[SelectorRequirement, ...]:
     requirements = []
-    for i, item in enumerate(_list(raw)):
-        item = _dict(item)
+    for i, item in enumerate(list_or_empty(raw)):
+        item = dict_or_empty(item)
         operator = _str(item.get("operator"))
         if operator not in {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"}:
             raise FieldProblem(f"{path}[{i}].operator", f'Unsupported value: "{operator}"')
-        values = tuple(str(v) for v in _list(item.get("values")))
+        values = tuple(str(v) for v in list_or_empty(item.get("values")))
         requirements.append(SelectorRequirement(_str(item.get("key")), operator, values))
     return tuple(requirements)
 
@@ -105,15 +87,15 @@ def parse_label_selector(raw: Any, path: str) -> LabelSelector | None:
     """``None`` in → ``None`` out (Kueue: a nil namespaceSelector matches no namespace)."""
     if raw is None:
         return None
-    raw = _dict(raw)
-    labels = tuple(sorted((str(k), str(v)) for k, v in _dict(raw.get("matchLabels")).items()))
+    raw = dict_or_empty(raw)
+    labels = tuple(sorted((str(k), str(v)) for k, v in dict_or_empty(raw.get("matchLabels")).items()))
     return LabelSelector(labels, parse_requirements(raw.get("matchExpressions"), f"{path}.matchExpressions"))
 
 
 def parse_tolerations(raw: Any) -> tuple[Toleration, ...]:
     result = []
-    for item in _list(raw):
-        item = _dict(item)
+    for item in list_or_empty(raw):
+        item = dict_or_empty(item)
         result.append(
             Toleration(
                 key=_str(item.get("key")),
@@ -129,15 +111,15 @@ def parse_tolerations(raw: Any) -> tuple[Toleration, ...]:
 
 
 def parse_resource_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
-    spec = _dict(obj.get("spec"))
+    spec = dict_or_empty(obj.get("spec"))
     taints = tuple(
         Taint(_str(t.get("key")), _str(t.get("value")), _str(t.get("effect")))
-        for t in map(_dict, _list(spec.get("nodeTaints")))
+        for t in map(dict_or_empty, list_or_empty(spec.get("nodeTaints")))
         if _str(t.get("effect")) in _ADMISSION_EFFECTS
     )
     return FlavorInfo(
-        name=_str(_dict(obj.get("metadata")).get("name")),
-        node_labels={str(k): str(v) for k, v in _dict(spec.get("nodeLabels")).items()},
+        name=_str(dict_or_empty(obj.get("metadata")).get("name")),
+        node_labels={str(k): str(v) for k, v in dict_or_empty(spec.get("nodeLabels")).items()},
         node_taints=taints,
         tolerations=parse_tolerations(spec.get("tolerations")),
     )
@@ -149,16 +131,16 @@ def parse_resource_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
 def parse_resource_groups(raw: Any, path: str) -> tuple[tuple[ResourceGroup, ...], list[str]]:
     groups: list[ResourceGroup] = []
     errors: list[str] = []
-    for gi, group in enumerate(_list(raw)):
-        group = _dict(group)
+    for gi, group in enumerate(list_or_empty(raw)):
+        group = dict_or_empty(group)
         gpath = f"{path}[{gi}]"
-        covered = tuple(str(r) for r in _list(group.get("coveredResources")))
+        covered = tuple(str(r) for r in list_or_empty(group.get("coveredResources")))
         flavors: list[FlavorQuotas] = []
-        for fi, flavor in enumerate(_list(group.get("flavors"))):
-            flavor = _dict(flavor)
+        for fi, flavor in enumerate(list_or_empty(group.get("flavors"))):
+            flavor = dict_or_empty(flavor)
             quotas: dict[str, Quota] = {}
-            for ri, res in enumerate(_list(flavor.get("resources"))):
-                res = _dict(res)
+            for ri, res in enumerate(list_or_empty(flavor.get("resources"))):
+                res = dict_or_empty(res)
                 rname = _str(res.get("name"))
                 rpath = f"{gpath}.flavors[{fi}].resources[{ri}]"
                 try:
@@ -189,8 +171,8 @@ def _fungibility_try_next(value: Any, default_try_next: bool) -> bool:
 
 
 def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
-    spec = _dict(obj.get("spec"))
-    name = _str(_dict(obj.get("metadata")).get("name"))
+    spec = dict_or_empty(obj.get("spec"))
+    name = _str(dict_or_empty(obj.get("metadata")).get("name"))
     groups, errors = parse_resource_groups(spec.get("resourceGroups"), "spec.resourceGroups")
     resource_group: dict[str, int] = {}
     for gi, group in enumerate(groups):
@@ -201,13 +183,13 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
     except FieldProblem as err:
         errors.append(str(err))
         selector = None
-    fungibility = _dict(spec.get("flavorFungibility"))
-    preemption = _dict(spec.get("preemption"))
-    borrow = _dict(preemption.get("borrowWithinCohort"))
+    fungibility = dict_or_empty(spec.get("flavorFungibility"))
+    preemption = dict_or_empty(spec.get("preemption"))
+    borrow = dict_or_empty(preemption.get("borrowWithinCohort"))
     threshold = borrow.get("maxPriorityThreshold")
-    checks: list[CheckRule] = [CheckRule(str(n), frozenset()) for n in _list(spec.get("admissionChecks"))]
-    for rule in map(_dict, _list(_dict(spec.get("admissionChecksStrategy")).get("admissionChecks"))):
-        checks.append(CheckRule(_str(rule.get("name")), frozenset(str(f) for f in _list(rule.get("onFlavors")))))
+    checks: list[CheckRule] = [CheckRule(str(n), frozenset()) for n in list_or_empty(spec.get("admissionChecks"))]
+    for rule in map(dict_or_empty, list_or_empty(dict_or_empty(spec.get("admissionChecksStrategy")).get("admissionChecks"))):
+        checks.append(CheckRule(_str(rule.get("name")), frozenset(str(f) for f in list_or_empty(rule.get("onFlavors")))))
     cohort = spec.get("cohort", spec.get("cohortName"))
     return ClusterQueueSpec(
         name=name,
@@ -229,16 +211,16 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         stop_policy=_str(spec.get("stopPolicy"), c.STOP_POLICY_NONE) or c.STOP_POLICY_NONE,
         errors=tuple(errors),
         concurrent_admission=isinstance(spec.get("concurrentAdmission"), dict),
-        terminating=bool(_dict(obj.get("metadata")).get("deletionTimestamp")),
+        terminating=bool(dict_or_empty(obj.get("metadata")).get("deletionTimestamp")),
     )
 
 
 def parse_cohort(obj: Mapping[str, Any]) -> CohortSpec:
-    spec = _dict(obj.get("spec"))
+    spec = dict_or_empty(obj.get("spec"))
     groups, errors = parse_resource_groups(spec.get("resourceGroups"), "spec.resourceGroups")
     parent = spec.get("parent", spec.get("parentName"))
     return CohortSpec(
-        name=_str(_dict(obj.get("metadata")).get("name")),
+        name=_str(dict_or_empty(obj.get("metadata")).get("name")),
         parent=parent if isinstance(parent, str) and parent else None,
         groups=groups,
         errors=tuple(errors),
@@ -246,8 +228,8 @@ def parse_cohort(obj: Mapping[str, Any]) -> CohortSpec:
 
 
 def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueueInfo:
-    meta = _dict(obj.get("metadata"))
-    spec = _dict(obj.get("spec"))
+    meta = dict_or_empty(obj.get("metadata"))
+    spec = dict_or_empty(obj.get("spec"))
     return LocalQueueInfo(
         namespace=_str(meta.get("namespace")),
         name=_str(meta.get("name")),
@@ -257,12 +239,12 @@ def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueueInfo:
 
 
 def admission_check_controller(obj: Mapping[str, Any]) -> str:
-    return _str(_dict(obj.get("spec")).get("controllerName"))
+    return _str(dict_or_empty(obj.get("spec")).get("controllerName"))
 
 
 def admission_check_active(obj: Mapping[str, Any]) -> bool:
     """An AdmissionCheck counts as active only with condition ``Active=True``."""
-    for cond in map(_dict, _list(_dict(obj.get("status")).get("conditions"))):
+    for cond in map(dict_or_empty, list_or_empty(dict_or_empty(obj.get("status")).get("conditions"))):
         if cond.get("type") == c.COND_ACTIVE:
             return cond.get("status") == "True"
     return False
@@ -278,9 +260,9 @@ def _add(target: dict[str, int], source: Mapping[str, int]) -> None:
 
 def _container_requests(container: Mapping[str, Any], path: str) -> dict[str, int]:
     """Requests of one container; a resource with only a limit is requested at its limit (Kueue)."""
-    resources = _dict(container.get("resources"))
-    merged = dict(_dict(resources.get("limits")))
-    merged.update(_dict(resources.get("requests")))
+    resources = dict_or_empty(container.get("resources"))
+    merged = dict(dict_or_empty(resources.get("limits")))
+    merged.update(dict_or_empty(resources.get("requests")))
     return {
         str(name): _quantity(value, str(name), f"{path}.resources.requests[{name}]") for name, value in merged.items()
     }
@@ -289,12 +271,12 @@ def _container_requests(container: Mapping[str, Any], path: str) -> dict[str, in
 def pod_requests(pod_spec: Mapping[str, Any], path: str) -> dict[str, int]:
     """Effective requests of one pod: max(sum of containers, each init container) + overhead."""
     total: dict[str, int] = {}
-    for i, container in enumerate(map(_dict, _list(pod_spec.get("containers")))):
+    for i, container in enumerate(map(dict_or_empty, list_or_empty(pod_spec.get("containers")))):
         _add(total, _container_requests(container, f"{path}.containers[{i}]"))
-    for i, container in enumerate(map(_dict, _list(pod_spec.get("initContainers")))):
+    for i, container in enumerate(map(dict_or_empty, list_or_empty(pod_spec.get("initContainers")))):
         for resource, amount in _container_requests(container, f"{path}.initContainers[{i}]").items():
             total[resource] = max(total.get(resource, 0), amount)
-    for name, value in _dict(pod_spec.get("overhead")).items():
+    for name, value in dict_or_empty(pod_spec.get("overhead")).items():
         total[str(name)] = total.get(str(name), 0) + _quantity(value, str(name), f"{path}.overhead[{name}]")
     return total
 
@@ -304,27 +286,27 @@ def _parse_podset(raw: Mapping[str, Any], index: int) -> PodSetInfo:
     count = _int(raw.get("count"), 1)
     if count < 0:
         raise FieldProblem(f"{path}.count", f"Invalid value: {count}: must be greater than or equal to 0")
-    pod_spec = _dict(_dict(raw.get("template")).get("spec"))
+    pod_spec = dict_or_empty(dict_or_empty(raw.get("template")).get("spec"))
     per_pod = pod_requests(pod_spec, f"{path}.template.spec")
-    affinity = _dict(_dict(_dict(pod_spec.get("affinity")).get("nodeAffinity")).get(
+    affinity = dict_or_empty(dict_or_empty(dict_or_empty(pod_spec.get("affinity")).get("nodeAffinity")).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ))
     terms: tuple[tuple[SelectorRequirement, ...], ...] | None = None
     if affinity:
         terms = tuple(
             parse_requirements(
-                _dict(term).get("matchExpressions"),
+                dict_or_empty(term).get("matchExpressions"),
                 f"{path}.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
                 f".nodeSelectorTerms[{ti}].matchExpressions",
             )
-            for ti, term in enumerate(_list(affinity.get("nodeSelectorTerms")))
+            for ti, term in enumerate(list_or_empty(affinity.get("nodeSelectorTerms")))
         )
     allowed = raw.get("allowedResourceFlavors")
     return PodSetInfo(
         name=_str(raw.get("name"), c.DEFAULT_PODSET_NAME) or c.DEFAULT_PODSET_NAME,
         count=count,
         requests={resource: amount * count for resource, amount in per_pod.items()},
-        node_selector={str(k): str(v) for k, v in _dict(pod_spec.get("nodeSelector")).items()},
+        node_selector={str(k): str(v) for k, v in dict_or_empty(pod_spec.get("nodeSelector")).items()},
         affinity_terms=terms,
         tolerations=parse_tolerations(pod_spec.get("tolerations")),
         allowed_flavors=frozenset(str(f) for f in allowed) if isinstance(allowed, list) else None,
@@ -351,7 +333,7 @@ def _shape_of(podsets: tuple[PodSetInfo, ...]) -> int:
 
 
 def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {str(cond.get("type")): cond for cond in map(_dict, _list(status.get("conditions")))}
+    return {str(cond.get("type")): cond for cond in map(dict_or_empty, list_or_empty(status.get("conditions")))}
 
 
 def _admission_usage(
@@ -360,10 +342,10 @@ def _admission_usage(
     """Usage held by an admitted workload, from ``status.admission`` (flavors + resourceUsage)."""
     by_name = {ps.name: ps for ps in podsets}
     usage: dict[FlavorResource, int] = {}
-    for ai, assignment in enumerate(map(_dict, _list(admission.get("podSetAssignments")))):
+    for ai, assignment in enumerate(map(dict_or_empty, list_or_empty(admission.get("podSetAssignments")))):
         name = _str(assignment.get("name"), c.DEFAULT_PODSET_NAME)
-        flavors = _dict(assignment.get("flavors"))
-        resource_usage = _dict(assignment.get("resourceUsage"))
+        flavors = dict_or_empty(assignment.get("flavors"))
+        resource_usage = dict_or_empty(assignment.get("resourceUsage"))
         podset = by_name.get(name)
         for resource, flavor in flavors.items():
             if resource in resource_usage:
@@ -396,11 +378,11 @@ def parse_workload(
     instead of going to the back with its eviction time (an admission-check eviction always uses
     the eviction time, as in Kueue).
     """
-    meta = _dict(obj.get("metadata"))
-    spec = _dict(obj.get("spec"))
-    status = _dict(obj.get("status"))
+    meta = dict_or_empty(obj.get("metadata"))
+    spec = dict_or_empty(obj.get("spec"))
+    status = dict_or_empty(obj.get("status"))
     conditions = _conditions(status)
-    creation = parse_time(meta.get("creationTimestamp")) or 0.0
+    creation = parse_epoch(meta.get("creationTimestamp")) or 0.0
     generation = _int(meta.get("generation"), 0)
     uid = _str(meta.get("uid"))
     spec_problem: str | None = None
@@ -412,7 +394,7 @@ def parse_workload(
         shape = previous.shape if previous.option is None else _shape_of(podsets)
     else:
         try:
-            podsets = tuple(_parse_podset(_dict(raw), i) for i, raw in enumerate(_list(spec.get("podSets"))))
+            podsets = tuple(_parse_podset(dict_or_empty(raw), i) for i, raw in enumerate(list_or_empty(spec.get("podSets"))))
             if not podsets:
                 spec_problem = "spec.podSets: Required value: at least one podSet is needed"
         except FieldProblem as err:
@@ -426,7 +408,7 @@ def parse_workload(
     if evicted_by == c.REASON_ADMISSION_CHECK or (
         evicted_by == c.REASON_PODS_READY_TIMEOUT and not pods_ready_requeue_by_creation
     ):
-        queue_ts = parse_time(evicted_cond.get("lastTransitionTime")) or creation
+        queue_ts = parse_epoch(evicted_cond.get("lastTransitionTime")) or creation
 
     admission_raw = status.get("admission")
     admission: AdmissionInfo | None = None
@@ -440,16 +422,16 @@ def parse_workload(
             cluster_queue=str(admission_raw["clusterQueue"]),
             usage=usage,
             admitted=conditions.get(c.COND_ADMITTED, {}).get("status") == "True",
-            reserved_at=parse_time(conditions.get(c.COND_QUOTA_RESERVED, {}).get("lastTransitionTime")) or creation,
+            reserved_at=parse_epoch(conditions.get(c.COND_QUOTA_RESERVED, {}).get("lastTransitionTime")) or creation,
         )
 
     quota_cond = conditions.get(c.COND_QUOTA_RESERVED, {})
     pending_reason = None
     if quota_cond.get("status") == "False":
         pending_reason = (_str(quota_cond.get("reason")), _str(quota_cond.get("message")))
-    requeue_state = _dict(status.get("requeueState"))
-    checks = map(_dict, _list(status.get("admissionChecks")))
-    annotations = _dict(meta.get("annotations"))
+    requeue_state = dict_or_empty(status.get("requeueState"))
+    checks = map(dict_or_empty, list_or_empty(status.get("admissionChecks")))
+    annotations = dict_or_empty(meta.get("annotations"))
     priority = spec.get("priority")
     is_parent, option = parse_mode(meta, spec)
     return WorkloadInfo(
@@ -467,13 +449,13 @@ def parse_workload(
         podsets=podsets,
         # Options are never shape-equivalent across parents: a sibling holding quota changes the outcome.
         shape=shape if option is None else hash((shape, option.parent)),
-        job_uid=_str(_dict(meta.get("labels")).get(c.JOB_UID_LABEL)),
+        job_uid=_str(dict_or_empty(meta.get("labels")).get(c.JOB_UID_LABEL)),
         active=spec.get("active", True) is not False,
         finished=conditions.get(c.COND_FINISHED, {}).get("status") == "True",
         deleting=bool(meta.get("deletionTimestamp")),
         admission=admission,
         evicted=evicted_cond.get("status") == "True",
-        requeue_at=parse_time(requeue_state.get("requeueAt")),
+        requeue_at=parse_epoch(requeue_state.get("requeueAt")),
         requeued_false=conditions.get(c.COND_REQUEUED, {}).get("status") == "False",
         blocked_by_checks=any(chk.get("state") in (c.CHECK_RETRY, c.CHECK_REJECTED) for chk in checks),
         pending_reason=pending_reason,

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
+from pykueue.api.objects import namespaced_key
+
 # A (flavor, resource) pair: the unit quota is accounted in.
 FlavorResource = tuple[str, str]
 # "namespace/name": how workloads and local queues are addressed everywhere in the engine.
 ObjectKey = str
 # A pending workload's place in its ClusterQueue: (-priority, queue timestamp, arrival, tiebreak).
 OrderKey = tuple[int, float, int, str]
-
-
-def object_key(namespace: str, name: str) -> ObjectKey:
-    return f"{namespace}/{name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,23 +68,6 @@ class Taint:
 
 
 @dataclass(frozen=True, slots=True)
-class SelectorRequirement:
-    """One label selector requirement (``In``/``NotIn``/``Exists``/``DoesNotExist``/``Gt``/``Lt``)."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A compiled ``metav1.LabelSelector``. The engine never re-reads the JSON form."""
-
-    match_labels: tuple[tuple[str, str], ...]
-    expressions: tuple[SelectorRequirement, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class FlavorInfo:
     """A ResourceFlavor: what a podSet must tolerate and match to be placed on it."""
 
@@ -126,7 +108,8 @@ class ClusterQueueSpec:
     stop_policy: str
     # Configuration errors that keep the queue inactive (e.g. an unparsable quantity).
     errors: tuple[str, ...] = ()
-    # spec.concurrentAdmission is set: its workloads are scheduled through options (seed 000).
+    # spec.concurrentAdmission is set: its workloads are scheduled through options
+    # (docs/design/concurrent-admission.md).
     concurrent_admission: bool = False
     terminating: bool = False  # metadata.deletionTimestamp is set: admits nothing new
 
@@ -161,7 +144,7 @@ class LocalQueueInfo:
 
     @property
     def key(self) -> ObjectKey:
-        return object_key(self.namespace, self.name)
+        return namespaced_key(self.namespace, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,8 +213,8 @@ class WorkloadInfo:
     priority_class: str | None = None
     priority_class_source: str = ""
     has_priority: bool = True
-    # Concurrent admission (seed 000): parents are never scheduled; options carry their parent,
-    # preference and the admission checks already Ready (options check before reserving).
+    # Concurrent admission (docs/design/concurrent-admission.md): parents are never scheduled;
+    # options carry their parent, preference and the admission checks already Ready (options check before reserving).
     is_parent: bool = False
     option: OptionInfo | None = None
     ready_checks: frozenset[str] = frozenset()
@@ -245,8 +228,8 @@ class WorkloadInfo:
     local_queue_key: ObjectKey = field(default="", init=False)
 
     def __post_init__(self) -> None:
-        self.key = object_key(self.namespace, self.name)
-        self.local_queue_key = object_key(self.namespace, self.queue_name)
+        self.key = namespaced_key(self.namespace, self.name)
+        self.local_queue_key = namespaced_key(self.namespace, self.queue_name)
 
     @property
     def order_key(self) -> OrderKey:

@@ -1,43 +1,15 @@
-"""Label selectors, node affinity against flavor labels, taints against tolerations.
+"""Node affinity against flavor labels, taints against tolerations.
+
+Label selectors themselves are matched by :mod:`pykueue.api.labelselectors`.
 
 Pure functions over compiled records; no JSON here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from pykueue.api.labelselectors import requirement_matches
 
-from .records import FlavorInfo, LabelSelector, PodSetInfo, SelectorRequirement
-
-
-def requirement_matches(req: SelectorRequirement, labels: Mapping[str, str]) -> bool:
-    """One requirement of a label selector or a node selector term."""
-    present = req.key in labels
-    if req.operator == "In":
-        return present and labels[req.key] in req.values
-    if req.operator == "NotIn":
-        return not present or labels[req.key] not in req.values
-    if req.operator == "Exists":
-        return present
-    if req.operator == "DoesNotExist":
-        return not present
-    if req.operator in ("Gt", "Lt") and present and len(req.values) == 1:
-        try:
-            actual, bound = int(labels[req.key]), int(req.values[0])
-        except ValueError:
-            return False
-        return actual > bound if req.operator == "Gt" else actual < bound
-    return False
-
-
-def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector semantics; ``None`` (a nil selector) matches nothing, ``{}`` everything."""
-    if selector is None:
-        return False
-    for key, value in selector.match_labels:
-        if labels.get(key) != value:
-            return False
-    return all(requirement_matches(req, labels) for req in selector.expressions)
+from .records import FlavorInfo, PodSetInfo, SelectorRequirement
 
 
 def flavor_mismatch(podset: PodSetInfo, flavor: FlavorInfo) -> str | None:

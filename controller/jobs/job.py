@@ -12,6 +12,8 @@ and the tests agree on, for example, how parallelism and completions combine.
 from dataclasses import dataclass
 from typing import Any
 
+from pykueue.api.objects import list_or_empty
+
 JOB_API_VERSION = "batch/v1"
 JOB_KIND = "Job"
 JOB_GROUP = "batch"
@@ -49,10 +51,6 @@ def spec(obj: Obj) -> Obj:
 def status(obj: Obj) -> Obj:
     value = obj.get("status")
     return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _int(value: Any, default: int) -> int:
@@ -106,7 +104,7 @@ class Finish:
 
 def finished(job: Obj) -> Finish | None:
     """``Finish`` when the Job has a true ``Complete`` or ``Failed`` condition, else ``None``."""
-    for cond in _list(status(job).get("conditions")):
+    for cond in list_or_empty(status(job).get("conditions")):
         if not isinstance(cond, dict) or cond.get("status") != "True":
             continue
         if cond.get("type") == "Complete":
@@ -119,7 +117,7 @@ def finished(job: Obj) -> Finish | None:
 
 def controller_owner(obj: Obj) -> Obj | None:
     """The ownerReference with ``controller: true``, if any."""
-    for ref in _list(metadata(obj).get("ownerReferences")):
+    for ref in list_or_empty(metadata(obj).get("ownerReferences")):
         if isinstance(ref, dict) and ref.get("controller") is True:
             return ref
     return None

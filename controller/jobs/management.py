@@ -1,6 +1,7 @@
 """Which Jobs pykueue manages, and in which LocalQueue each one queues.
 
-Kueue's rules for batch/v1 Jobs (kueue-api.md §3.5, kueue-engine.md §1.12):
+Kueue's rules for batch/v1 Jobs (Kueue's ``pkg/controller/jobframework``: ``reconciler.go`` and
+``webhook.go``):
 
 - a Job whose controller owner is itself a managed job kind is left alone — its parent is the
   one that queues, and managing both would count the same pods twice;
@@ -19,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.engine.parse import parse_label_selector
-from controller.engine.records import LabelSelector
-from controller.engine.selectors import selector_matches
 from pykueue.api.constants import DEFAULT_LOCAL_QUEUE, QUEUE_NAME_LABEL
+from pykueue.api.labelselectors import LabelSelector, matches_compiled
 
 from . import job as jobs
 
@@ -46,7 +46,11 @@ class ManagementPolicy:
         return cls(bool(manage_without_queue_name), parsed)
 
     def namespace_matches(self, namespace_labels: Mapping[str, str]) -> bool:
-        return self.namespace_selector is None or selector_matches(self.namespace_selector, namespace_labels)
+        # No selector configured means no namespace restriction (Kueue always defaults the field,
+        # so it never sees a nil one); a selector that is set keeps metav1's meaning.
+        if self.namespace_selector is None:
+            return True
+        return matches_compiled(self.namespace_selector, namespace_labels)
 
 
 def owner_is_managed_job(job: dict[str, Any]) -> bool:

@@ -32,6 +32,7 @@ from pykueue.api.constants import (
     ORIGINAL_TEMPLATE_ANNOTATION,
     PODSET_LABEL,
 )
+from pykueue.api.objects import dict_or_empty
 
 from . import job as jobs
 from .compose import is_label_value
@@ -156,10 +157,6 @@ def inject(template: Obj, info: PodSetInfo) -> Obj:
     return result
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _map_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
     """A JSON merge patch turning map ``current`` into ``desired`` (``None`` deletes the field)."""
     if not desired:
@@ -171,16 +168,16 @@ def _map_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[s
 
 def _template_patch(current: Obj, desired: Obj) -> Obj:
     """Merge patch for ``spec.template`` covering the four fields a start or stop changes."""
-    cur_meta, want_meta = _dict(current.get("metadata")), _dict(desired.get("metadata"))
-    cur_spec, want_spec = _dict(current.get("spec")), _dict(desired.get("spec"))
+    cur_meta, want_meta = dict_or_empty(current.get("metadata")), dict_or_empty(desired.get("metadata"))
+    cur_spec, want_spec = dict_or_empty(current.get("spec")), dict_or_empty(desired.get("spec"))
     meta_patch: Obj = {}
     for field_name in ("labels", "annotations"):
-        cur, want = _dict(cur_meta.get(field_name)), _dict(want_meta.get(field_name))
+        cur, want = dict_or_empty(cur_meta.get(field_name)), dict_or_empty(want_meta.get(field_name))
         garbage = not isinstance(cur_meta.get(field_name), dict | None)
         if cur != want or garbage:
             meta_patch[field_name] = _map_patch(cur, want)
     spec_patch: Obj = {}
-    cur_selector, want_selector = _dict(cur_spec.get("nodeSelector")), _dict(want_spec.get("nodeSelector"))
+    cur_selector, want_selector = dict_or_empty(cur_spec.get("nodeSelector")), dict_or_empty(want_spec.get("nodeSelector"))
     if cur_selector != want_selector:
         spec_patch["nodeSelector"] = _map_patch(cur_selector, want_selector)
     cur_tolerations = cur_spec.get("tolerations") if isinstance(cur_spec.get("tolerations"), list) else []

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from prometheus_client import Counter
 
-from pykueue.api.timestamps import format_time, utcnow
+from pykueue.api.timestamps import now_time
 from pykueue.kube.errors import ApiError, NotFound
 from pykueue.kube.resources import EVENTS, Resource
 
@@ -217,7 +217,7 @@ class EventCorrelator:
             return None
         key = (uid, event_ns, name, type_, reason, message, component)
         now = self._clock()
-        timestamp = format_time(utcnow())
+        timestamp = now_time()
         try:
             previous = self._series.lookup(key, now)
             if previous is not None:

@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from controller.runtime import metrics
+from pykueue.api.timestamps import format_micro_time
 from pykueue.kube.errors import AlreadyExists, ApiError, Conflict
 from pykueue.kube.resources import LEASES
 
@@ -77,10 +78,6 @@ class Lock(Protocol):
     def create(self, record: LeaderRecord) -> ObservedLease: ...
 
     def update(self, record: LeaderRecord, resource_version: str) -> ObservedLease: ...
-
-
-def _micro_time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaseLock:
@@ -261,7 +258,7 @@ class LeaderElector:
         return self._observed.at + duration - now
 
     def _try_acquire_or_renew(self, now: float) -> bool:
-        timestamp = _micro_time(self.wall_clock())
+        timestamp = format_micro_time(self.wall_clock())
         desired = LeaderRecord(
             holder_identity=self.config.identity,
             lease_duration_seconds=int(self.config.lease_duration),
@@ -386,7 +383,7 @@ class LeaderElector:
             current = self.lock.get()
             if current is None or current.record.holder_identity != self.config.identity:
                 return False
-            timestamp = _micro_time(self.wall_clock())
+            timestamp = format_micro_time(self.wall_clock())
             self.lock.update(
                 LeaderRecord(
                     holder_identity="",

@@ -16,18 +16,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pykueue.api.objects import object_key
+
 Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], list[str]]
 
 NAMESPACE_INDEX = "namespace"
-
-
-def object_key(obj: Obj) -> str:
-    """``namespace/name``, or ``name`` for cluster-scoped objects (MetaNamespaceKeyFunc)."""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name") or ""
-    namespace = meta.get("namespace")
-    return f"{namespace}/{name}" if namespace else str(name)
 
 
 def split_key(key: str) -> tuple[str | None, str]:

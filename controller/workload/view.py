@@ -15,7 +15,9 @@ from pykueue.api.constants import (
     COND_EVICTED,
     COND_FINISHED,
     COND_QUOTA_RESERVED,
+    WORKLOAD_MODE_DEFAULT,
 )
+from pykueue.api.objects import list_or_empty, mapping_or_empty, object_key
 
 Obj = Mapping[str, Any]
 
@@ -23,25 +25,20 @@ Obj = Mapping[str, Any]
 ACCUMULATED_EXECUTION_FIELD = "accumulatedPastExexcutionTimeSeconds"
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    """``value`` if it is a list, else ``[]`` (a hand-written object may put anything anywhere)."""
-    return value if isinstance(value, list) else []
+# The callers' spelling of pykueue.api.objects.list_or_empty.
+as_list = list_or_empty
 
 
 def meta(obj: Obj) -> Mapping[str, Any]:
-    return _mapping(obj.get("metadata"))
+    return mapping_or_empty(obj.get("metadata"))
 
 
 def spec(obj: Obj) -> Mapping[str, Any]:
-    return _mapping(obj.get("spec"))
+    return mapping_or_empty(obj.get("spec"))
 
 
 def status(obj: Obj) -> Mapping[str, Any]:
-    return _mapping(obj.get("status"))
+    return mapping_or_empty(obj.get("status"))
 
 
 def name(obj: Obj) -> str:
@@ -59,8 +56,7 @@ def resource_version(obj: Obj) -> str:
 
 def key(obj: Obj) -> str:
     """``namespace/name`` (or ``name`` for cluster-scoped objects): the work-queue key."""
-    ns = namespace(obj)
-    return f"{ns}/{name(obj)}" if ns else name(obj)
+    return object_key(obj)
 
 
 def generation(obj: Obj) -> int:
@@ -121,6 +117,13 @@ def is_active(obj: Obj) -> bool:
     return spec(obj).get("active") is not False
 
 
+def workload_mode(obj: Obj) -> str:
+    """``spec.workloadMode.type``: Default, Parent (concurrent admission) or ResourceFlavorOption;
+    Default when absent or malformed."""
+    mode = mapping_or_empty(spec(obj).get("workloadMode")).get("type")
+    return mode if isinstance(mode, str) and mode else WORKLOAD_MODE_DEFAULT
+
+
 def queue_name(obj: Obj) -> str:
     value = spec(obj).get("queueName")
     return value if isinstance(value, str) else ""
@@ -140,7 +143,7 @@ def is_standalone(obj: Obj) -> bool:
 
 
 def requeue_state(obj: Obj) -> Mapping[str, Any]:
-    return _mapping(status(obj).get("requeueState"))
+    return mapping_or_empty(status(obj).get("requeueState"))
 
 
 def requeue_count(obj: Obj) -> int:

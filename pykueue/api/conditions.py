@@ -8,17 +8,27 @@ pending reasons only when they change, and so do we).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, TypedDict
 
-from pykueue.api.types import Condition
+from pykueue.api.timestamps import now_time
 
 ConditionStatus = str  # "True" | "False" | "Unknown"
 
 
+class Condition(TypedDict, total=False):
+    """A metav1.Condition as it sits in an object's ``status.conditions`` (a plain dict)."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    observedGeneration: int
+    lastTransitionTime: str
+    reason: str
+    message: str
+
+
 def now_rfc3339() -> str:
     """The current time as Kubernetes serialises metav1.Time (second precision, UTC, ``Z``)."""
-    return datetime.now(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_time()
 
 
 def _status_text(status: bool | str) -> str:

@@ -26,13 +26,16 @@ import jsonschema
 import yaml
 
 from pykueue.api.constants import CONFIG_API_VERSION
-from pykueue.api.dsl import DNS1123_LABEL, DNS1123_SUBDOMAIN, DURATION_PATTERN, duration_seconds
+from pykueue.api.dsl import DNS1123_LABEL, DNS1123_SUBDOMAIN, DURATION_PATTERN
+from pykueue.api.durations import parse_duration
+from pykueue.api.labelselectors import matches
 from pykueue.api.validation import FieldError, join_path, path_of
 
 DEFAULT_NAMESPACE = "pykueue-system"
 DEFAULT_WEBHOOK_SERVICE = "pykueue-webhook-service"
 DEFAULT_WEBHOOK_SECRET = "pykueue-webhook-server-cert"
 DEFAULT_LEADER_ELECTION_ID = "pykueue-controller-leader"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 SUPPORTED_FRAMEWORKS = ("batch/job",)
@@ -118,7 +121,7 @@ def default_namespace_selector(namespace: str) -> dict[str, Any]:
     """Kueue's default: every namespace except kube-system and the controller's own."""
     return {
         "matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", namespace]}
+            {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system", namespace]}
         ]
     }
 
@@ -265,24 +268,6 @@ def _schema_errors(raw: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _selector_matches(selector: dict[str, Any], namespace: str) -> bool:
-    """Whether a label selector matches a namespace that carries only its name label."""
-    labels = {"kubernetes.io/metadata.name": namespace}
-    for key, value in selector.get("matchLabels", {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions", []):
-        present, values = expr["key"] in labels, expr.get("values", [])
-        op = expr["operator"]
-        if (op == "In" and labels.get(expr["key"]) not in values) or (
-            op == "NotIn" and present and labels[expr["key"]] in values
-        ):
-            return False
-        if (op == "Exists" and not present) or (op == "DoesNotExist" and present):
-            return False
-    return True
-
-
 def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError]:
     errors: list[FieldError] = []
     wfpr = raw.get("waitForPodsReady", {})
@@ -302,7 +287,8 @@ def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError
             errors.append(FieldError.not_supported(f"integrations.frameworks[{i}]", name, SUPPORTED_FRAMEWORKS))
     selector = cfg.managed_jobs_namespace_selector
     for protected in ("kube-system", cfg.namespace):
-        if _selector_matches(selector, protected):
+        # Judged by the namespace's name label alone, the one label every namespace carries.
+        if matches(selector, {NAMESPACE_NAME_LABEL: protected}):
             errors.append(
                 FieldError.invalid(
                     "managedJobsNamespaceSelector", "object", f"should not match the {protected} namespace"
@@ -326,7 +312,7 @@ def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError
 
 
 def _seconds(value: str | None, default: float | None) -> float | None:
-    return default if value is None else duration_seconds(value)
+    return default if value is None else parse_duration(value)
 
 
 def _build(raw: dict[str, Any]) -> Configuration:

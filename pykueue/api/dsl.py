@@ -12,7 +12,6 @@ twin is kept in a side table keyed by the CEL text, so the schema itself stays p
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,25 +24,9 @@ QUANTITY_PATTERN = (
 )
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-# Go's time.ParseDuration syntax restricted to non-negative values ("90s", "1h30m", "0.5h").
+# Go's time.ParseDuration syntax restricted to non-negative values ("90s", "1h30m", "0.5h");
+# pykueue.api.durations reads the value.
 DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
-
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def duration_seconds(text: str) -> float:
-    """Seconds in a Go duration string such as ``1h30m``; ValueError when it is not one."""
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
-        raise ValueError(f"invalid duration {text!r}")
-    return total
-
 
 @dataclass(frozen=True)
 class Rule:

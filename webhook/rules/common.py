@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.objects import dict_or_empty, list_or_empty
 from pykueue.api.validation import FieldError, join_path
 
 DNS1123_LABEL_MAX = 63
@@ -45,12 +46,9 @@ LABEL_VALUE_HELP = (
 )
 
 
-def as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+# The rules' spelling of pykueue.api.objects' tolerant accessors.
+as_dict = dict_or_empty
+as_list = list_or_empty
 
 
 def enumerate_dicts(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -154,65 +152,6 @@ def duplicates(values: list[Any]) -> Iterator[int]:
             seen.add(value)
         except TypeError:
             continue
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNITS = {
-    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
-}
-
-
-def parse_go_duration(text: str) -> float:
-    """Seconds in a Go ``time.ParseDuration`` string (``"10m"``, ``"1h30m"``, ``"-1.5s"``).
-
-    metav1.Duration fields (the fallback ``timeout``) are written this way; raises ValueError.
-    """
-    if not isinstance(text, str) or not text:
-        raise ValueError("empty duration")
-    sign = -1.0 if text[0] == "-" else 1.0
-    body = text[1:] if text[0] in "+-" else text
-    if body == "0":
-        return 0.0
-    position, total = 0, 0.0
-    while position < len(body):
-        match = _DURATION_PART.match(body, position)
-        if match is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    if position == 0:
-        raise ValueError(f"invalid duration {text!r}")
-    return sign * total
-
-
-def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """Whether ``labels`` satisfy a metav1.LabelSelector; ``None`` matches everything.
-
-    An empty selector (``{}``) also matches everything, as the apiserver defines it.
-    """
-    if selector is None:
-        return True
-    for key, value in as_dict(selector.get("matchLabels")).items():
-        if labels.get(key) != value:
-            return False
-    for requirement in as_list(selector.get("matchExpressions")):
-        requirement = as_dict(requirement)
-        label_key, operator = requirement.get("key"), requirement.get("operator")
-        values = as_list(requirement.get("values"))
-        # A key that is not a string names no label (and an unhashable one must not raise).
-        present = isinstance(label_key, str) and label_key in labels
-        label_value = labels.get(label_key) if isinstance(label_key, str) else None
-        if operator == "In" and not (present and label_value in values):
-            return False
-        if operator == "NotIn" and present and label_value in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-        if operator not in _SELECTOR_OPERATORS:
-            return False
-    return True
 
 
 ADMISSION_GATE_MAX = 63

@@ -1,4 +1,4 @@
-"""ClusterQueue ``spec.flavorFungibility.fallbackStrategy`` rules (seed 002, SPEC §3 and §7).
+"""ClusterQueue ``spec.flavorFungibility.fallbackStrategy`` rules.
 
 A rule maps a flavor (or ``*``, every flavor) and a trigger to what ends that flavor's attempt:
 
@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.durations import parse_duration
 from pykueue.api.validation import FieldError, join_path
-from webhook.rules.common import as_dict, enumerate_dicts, parse_go_duration
+from webhook.rules.common import as_dict, enumerate_dicts
 from webhook.rules.quota import flavor_names
 
 ANY_FLAVOR = "*"
@@ -72,7 +73,7 @@ def _timeout_errors(rule_path: str, rule: dict[str, Any], trigger: Any) -> list[
         return [FieldError.required(join_path(rule_path, "timeout"), f"one of timeout or timeoutMinutes is required for trigger {trigger}")]
     if timeout is not None:
         try:
-            seconds = parse_go_duration(timeout)
+            seconds = parse_duration(timeout)
         except ValueError:
             return [FieldError.invalid(join_path(rule_path, "timeout"), timeout, 'must be a duration such as "10m" or "1h30m"')]
         if seconds <= 0:

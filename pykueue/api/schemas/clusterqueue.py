@@ -1,26 +1,29 @@
 """ClusterQueue (cluster-scoped): quotas per flavor, cohort membership, preemption, checks.
 
-v1beta1 spelling: ``spec.cohort`` and the plain ``spec.admissionChecks`` list.  Seed extensions:
-``spec.concurrentAdmission`` (seed 000) and ``spec.flavorFungibility.fallbackStrategy`` (seed 002).
+v1beta1 spelling: ``spec.cohort`` and the plain ``spec.admissionChecks`` list.  pykueue's
+extensions: ``spec.concurrentAdmission`` (docs/design/concurrent-admission.md) and
+``spec.flavorFungibility.fallbackStrategy`` (docs/design/api.md).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from pykueue.api import constants as c
 from pykueue.api.dsl import (
     DNS1123_LABEL,
+    DURATION_PATTERN,
     Rule,
     Schema,
     array,
     duration,
-    duration_seconds,
     integer,
     obj,
     string,
 )
+from pykueue.api.durations import parse_duration
 from pykueue.api.kindinfo import KindInfo, PrinterColumn
 from pykueue.api.schemas.common import (
     FAIR_SHARING,
@@ -120,15 +123,18 @@ def resource_groups(description: str) -> Schema:
     return array(description, RESOURCE_GROUP, max_items=16, list_type="atomic")
 
 
-# --- flavor fungibility with fallbacks (seed 002) --------------------------------------------------
+# --- flavor fungibility with fallbacks --------------------------------------------------------
+
+_DURATION = re.compile(DURATION_PATTERN)
+
 
 def _positive_duration(rule: dict[str, Any]) -> bool:
     if "timeout" not in rule:
         return True
-    try:
-        return duration_seconds(str(rule["timeout"])) > 0
-    except ValueError:
-        return True  # the pattern reports malformed durations
+    text = str(rule["timeout"])
+    if not _DURATION.match(text):
+        return True  # the pattern reports malformed (and negative) durations
+    return parse_duration(text) > 0
 
 
 FALLBACK_RULE = obj(
@@ -298,7 +304,7 @@ PREEMPTION = obj(
     ],
 )
 
-# --- concurrent admission (seed 000) ----------------------------------------------------------------
+# --- concurrent admission ---------------------------------------------------------------------------
 
 
 def _target_config_matches_policy(ca: dict[str, Any]) -> bool:
@@ -350,8 +356,8 @@ CONCURRENT_ADMISSION = obj(
         ),
         # Atomic, not a list-map keyed by name: the options are one ordered preference list owned
         # by the queue's admin (there is nothing for server-side apply to merge per entry), and
-        # the webhook, not the apiserver, must answer duplicate names so users read SPEC §3's
-        # `explicitOptions[1].name: Duplicate value: "spot"` rather than a dump of the whole item.
+        # the webhook, not the apiserver, must answer duplicate names so users read the
+        # webhook's `explicitOptions[1].name: Duplicate value: "spot"` rather than a dump of the whole item.
         "explicitOptions": array(
             "Explicit options in order of preference; names must be unique. When empty, one option "
             "per flavor of the ClusterQueue's single resource group is created, in flavor order.",
@@ -442,9 +448,10 @@ SPEC_RULES = [
         check=lambda s: not ("admissionChecks" in s and "admissionChecksStrategy" in s),
     ),
 ]
-# No CEL rule for "concurrentAdmission is not supported with StrictFIFO" on purpose: SPEC §6 makes it
-# the webhook's rule (webhook/rules/concurrent.py), and the apiserver runs CEL before validating
-# webhooks, so a CEL twin would always answer first and the webhook's denial would never be seen.
+# No CEL rule for "concurrentAdmission is not supported with StrictFIFO" on purpose: it is the
+# webhook's rule (webhook/rules/concurrent.py, docs/design/concurrent-admission.md), and the
+# apiserver runs CEL before validating webhooks, so a CEL twin would always answer first and the
+# webhook's denial would never be seen.
 
 SPEC = obj(
     "The desired state of the ClusterQueue: its quotas and admission policies.",

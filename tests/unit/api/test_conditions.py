@@ -7,7 +7,7 @@ import re
 import pytest
 
 from pykueue.api import conditions as cond
-from pykueue.api.types import Condition
+from pykueue.api.conditions import Condition
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z"
 
