@@ -109,7 +109,7 @@ def run_cycle(
 def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str) -> _Entry:
     spec = cache.cluster_queues[cluster_queue]
     node = cache.forest.cluster_queues[cluster_queue]
-    holder = cache.option_holder(info)
+    holder = cache.option_holder(info) if info.option is not None else None
     if holder is not None:
         return _nominate_migration(cache, holdings, info, cluster_queue, holder)
     assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
