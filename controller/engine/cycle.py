@@ -22,7 +22,7 @@ live cache plus an undo list for the cycle's temporary reservations; nothing is 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pykueue.api import constants as c
 from pykueue.api.quantity import format_quantity
@@ -31,11 +31,23 @@ from . import quota
 from .flavors import FIT, NO_FIT, PREEMPT, Assignment, assign_flavors
 from .options import OptionBook, migration_message
 from .preemption import Target, preemption_message
+from .queue_manager import QueueManager
+from .quota_cache import QuotaCache
 from .records import FlavorResource, ObjectKey, OrderKey, WorkloadInfo
 from .results import CycleResult, Eviction, Preemption, Reservation
 
-if TYPE_CHECKING:
-    from .engine import Engine
+
+class Holdings(Protocol):
+    """How the cycle changes who holds quota: through the engine, which keeps the quota cache and
+    the queue manager in step (a workload holding quota is never also pending) and applies
+    HoldAndDrain to a restored holder."""
+
+    def assume(self, info: WorkloadInfo, cluster_queue: str, usage: dict[FlavorResource, int], now: float,
+               admitted: bool) -> None: ...
+
+    def displace(self, holder: WorkloadInfo) -> None: ...
+
+    def restore(self, holder: WorkloadInfo) -> None: ...
 
 
 class _Entry:
@@ -60,45 +72,53 @@ class _Entry:
         return (self.assignment.borrowing_level, self.info.order_key)
 
 
-def run_cycle(engine: Engine, now: float, result: CycleResult) -> None:
+def run_cycle(
+    cache: QuotaCache,
+    queues: QueueManager,
+    holdings: Holdings,
+    heads_per_cluster_queue: int,
+    now: float,
+    result: CycleResult,
+) -> None:
+    """One cycle over the live state of ``cache`` and ``queues``; decisions go into ``result``."""
     exhausted: set[str] = set()
     held: list[tuple[quota.QuotaNode, dict[FlavorResource, int]]] = []
     targeted: set[ObjectKey] = set()
     try:
-        for _ in range(engine.heads_per_cluster_queue):
+        for _ in range(heads_per_cluster_queue):
             entries: list[_Entry] = []
-            for name, queue in engine.queues.items():
-                if name in exhausted or not engine.is_active(name):
+            for name, queue in queues.queues.items():
+                if name in exhausted or not cache.is_active(name):
                     continue
                 info = queue.pop()
                 if info is None:
                     exhausted.add(name)
                     continue
-                entries.append(_nominate(engine, info, name))
+                entries.append(_nominate(cache, holdings, info, name))
             if not entries:
                 break
             result.heads_tried += len(entries)
             entries.sort(key=_Entry.order)
             for entry in entries:
-                _process(engine, entry, now, result, exhausted, held, targeted)
+                _process(cache, queues, holdings, entry, now, result, exhausted, held, targeted)
     finally:
         for node, usage in held:
             quota.remove_usage(node, usage)
 
 
-def _nominate(engine: Engine, info: WorkloadInfo, cluster_queue: str) -> _Entry:
-    spec = engine.cluster_queues[cluster_queue]
-    node = engine.forest.cluster_queues[cluster_queue]
-    holder = engine.options.sibling_holder(engine, info)
+def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str) -> _Entry:
+    spec = cache.cluster_queues[cluster_queue]
+    node = cache.forest.cluster_queues[cluster_queue]
+    holder = cache.option_holder(info) if info.option is not None else None
     if holder is not None:
-        return _nominate_migration(engine, info, cluster_queue, holder)
-    assignment = assign_flavors(info, spec, node, engine.flavors, engine.preemptor.preemption_level)
+        return _nominate_migration(cache, holdings, info, cluster_queue, holder)
+    assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
     targets: list[Target] = []
     if assignment.mode == PREEMPT:
-        if engine.options.sibling_preempting(engine, info):
+        if cache.option_preempting(info):
             assignment = _blocked(assignment, "another option of the same parent is preempting workloads")
         else:
-            targets = engine.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
+            targets = cache.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
     return _Entry(info, cluster_queue, assignment, targets)
 
 
@@ -107,7 +127,9 @@ def _blocked(assignment: Assignment, why: str) -> Assignment:
     return Assignment(mode=NO_FIT, reason=assignment.reason or c.REASON_WAITING_FOR_QUOTA, message=message)
 
 
-def _nominate_migration(engine: Engine, info: WorkloadInfo, cluster_queue: str, holder: WorkloadInfo) -> _Entry:
+def _nominate_migration(
+    cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, holder: WorkloadInfo
+) -> _Entry:
     """An option whose sibling holds quota: a migration candidate (``controller.engine.options``).
 
     The sibling's quota counts as free for it; migration never preempts other workloads.
@@ -119,20 +141,22 @@ def _nominate_migration(engine: Engine, info: WorkloadInfo, cluster_queue: str, 
             message=f"option {holder.name} of the same parent holds quota and this option may not replace it",
         )
         return _Entry(info, cluster_queue, blocked, [])
-    spec = engine.cluster_queues[cluster_queue]
-    node = engine.forest.cluster_queues[cluster_queue]
-    engine.displace(holder)
+    spec = cache.cluster_queues[cluster_queue]
+    node = cache.forest.cluster_queues[cluster_queue]
+    holdings.displace(holder)
     try:
-        assignment = assign_flavors(info, spec, node, engine.flavors, engine.preemptor.preemption_level)
+        assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
     finally:
-        engine.restore(holder)
+        holdings.restore(holder)
     if assignment.mode != FIT:
         assignment = _blocked(assignment, f"migration from option {holder.name} only uses free quota")
     return _Entry(info, cluster_queue, assignment, [], displace=holder)
 
 
 def _process(
-    engine: Engine,
+    cache: QuotaCache,
+    queues: QueueManager,
+    holdings: Holdings,
     entry: _Entry,
     now: float,
     result: CycleResult,
@@ -141,35 +165,35 @@ def _process(
     targeted: set[ObjectKey],
 ) -> None:
     info, name, assignment = entry.info, entry.cluster_queue, entry.assignment
-    queue = engine.queues[name]
-    node = engine.forest.cluster_queues[name]
-    spec = engine.cluster_queues[name]
+    queue = queues.queues[name]
+    node = cache.forest.cluster_queues[name]
+    spec = cache.cluster_queues[name]
 
     if assignment.mode == FIT:
         holder = entry.displace
         if holder is not None:
-            if engine.admitted_workload(holder.key) is not holder:
-                engine.requeue(info, name)  # the sibling changed during this cycle: decide again
+            if cache.admitted_workload(holder.key) is not holder:
+                queues.requeue(info, name)  # the sibling changed during this cycle: decide again
                 exhausted.add(name)
                 return
-            engine.displace(holder)
+            holdings.displace(holder)
         if not quota.fits(node, assignment.usage):
             # Another entry of this cycle took the room; try again next cycle, not parked.
             if holder is not None:
-                engine.restore(holder)
-            engine.requeue(info, name)
+                holdings.restore(holder)
+            queues.requeue(info, name)
             exhausted.add(name)
             return
         flavors_used = {f for ps in assignment.podsets for f in ps.flavors.values()}
         checks = tuple(r.name for r in spec.checks if not r.on_flavors or r.on_flavors & flavors_used)
         # Options run their checks before reserving (controller.engine.options): Ready already.
         checks_passed = not checks or (info.option is not None and info.ready_checks.issuperset(checks))
-        engine.assume(info, name, dict(assignment.usage), now, admitted=checks_passed)
+        holdings.assume(info, name, dict(assignment.usage), now, admitted=checks_passed)
         if queue.sticky == info.key:
             queue.sticky = None
         displaces = None
         if holder is not None:
-            engine.options.displaced[info.key] = holder
+            cache.options.displaced[info.key] = holder
             displaces = Eviction(
                 holder.key, c.REASON_FLAVOR_MIGRATION, migration_message(info, ", ".join(sorted(flavors_used)))
             )
@@ -191,7 +215,7 @@ def _process(
         victims = [t.victim.key for t in entry.targets]
         if any(v in targeted for v in victims):
             # Kueue skips a preemptor whose victims another entry of this cycle already claimed.
-            engine.requeue(info, name)
+            queues.requeue(info, name)
             exhausted.add(name)
             return
         targeted.update(victims)
@@ -201,10 +225,10 @@ def _process(
         preemptor_path = node.path()
         for target in entry.targets:
             victim = target.victim
-            if victim.evicted or victim.key in engine.being_evicted:
+            if victim.evicted or victim.key in cache.being_evicted:
                 continue  # already on its way out; nothing new to issue
-            engine.being_evicted[victim.key] = info.key
-            victim_node = engine.forest.cluster_queues[target.cluster_queue]
+            cache.being_evicted[victim.key] = info.key
+            victim_node = cache.forest.cluster_queues[target.cluster_queue]
             result.preemptions.append(
                 Preemption(
                     victim=victim.key,
@@ -216,10 +240,10 @@ def _process(
                     message=preemption_message(info, target.reason, preemptor_path, victim_node.path()),
                 )
             )
-        engine.requeue(info, name)
+        queues.requeue(info, name)
         queue.sticky = info.key
         exhausted.add(name)
-        engine.emit_reason(
+        queues.emit_reason(
             result,
             info.key,
             c.REASON_WAITING_FOR_PREEMPTED,
@@ -230,10 +254,10 @@ def _process(
     # No fit, or preemption without candidates.
     reason = assignment.reason or c.REASON_WAITING_FOR_QUOTA
     message = assignment.message or "couldn't assign flavors"
-    engine.requeue(info, name)
+    queues.requeue(info, name)
     if queue.sticky == info.key:
         queue.sticky = None
-    engine.emit_reason(result, info.key, reason, message)
+    queues.emit_reason(result, info.key, reason, message)
     if spec.strict_fifo:
         exhausted.add(name)
     else:

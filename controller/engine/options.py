@@ -1,4 +1,5 @@
-"""Concurrent admission inside the engine (docs/design/concurrent-admission.md): parents, options and migration.
+"""Concurrent admission inside the engine (``docs/design/concurrent-admission.md``): parents,
+options and migration.
 
 The option controller (:mod:`controller.concurrentadmission`) creates one *option* workload per flavor (or
 explicit option) of a *parent*; the engine schedules options like any workload, with these rules:
@@ -19,21 +20,18 @@ explicit option) of a *parent*; the engine schedules options like any workload, 
 * Only one option of a parent issues preemptions at a time.
 
 :class:`OptionBook` is the engine's index of which option of each parent holds quota (kept by
-the engine's own hold/release paths) and of reservations that displaced a sibling.
+the quota cache's hold/release paths) and of reservations that displaced a sibling.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pykueue.api import constants as c
 from pykueue.api.objects import mapping_or_empty, namespaced_key
 
 from .records import ClusterQueueSpec, ObjectKey, OptionInfo, WorkloadInfo
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 
 def parse_mode(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[bool, OptionInfo | None]:
@@ -102,14 +100,17 @@ class OptionBook:
         if info.option is not None and self.holders.get(info.option.parent) == info.key:
             del self.holders[info.option.parent]
 
-    def sibling_holder(self, engine: Engine, info: WorkloadInfo) -> WorkloadInfo | None:
-        """The sibling of option ``info`` that holds quota, if any."""
+    def sibling_holder(
+        self, info: WorkloadInfo, admitted_workload: Callable[[ObjectKey], WorkloadInfo | None]
+    ) -> WorkloadInfo | None:
+        """The sibling of option ``info`` that holds quota, if any (``admitted_workload``: the
+        quota cache's record of a workload holding quota)."""
         if info.option is None:
             return None
         key = self.holders.get(info.option.parent)
         if key is None or key == info.key:
             return None
-        return engine.admitted_workload(key)
+        return admitted_workload(key)
 
     @staticmethod
     def may_displace(info: WorkloadInfo, holder: WorkloadInfo) -> bool:
@@ -117,12 +118,17 @@ class OptionBook:
         return info.option.migration_target and info.option.rank < holder.option.rank
 
     @staticmethod
-    def sibling_preempting(engine: Engine, info: WorkloadInfo) -> bool:
-        """Whether another option of the same parent has evictions in flight."""
+    def sibling_preempting(
+        info: WorkloadInfo,
+        being_evicted: Mapping[ObjectKey, ObjectKey],
+        workloads: Mapping[ObjectKey, WorkloadInfo],
+    ) -> bool:
+        """Whether another option of the same parent has evictions in flight (``being_evicted``:
+        victim -> preemptor, as the quota cache records them)."""
         if info.option is None:
             return False
-        for preemptor in set(engine.being_evicted.values()):
-            other = engine.workloads.get(preemptor)
+        for preemptor in set(being_evicted.values()):
+            other = workloads.get(preemptor)
             if (
                 other is not None
                 and other.key != info.key

@@ -7,13 +7,11 @@ scheduling cycle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from .queues import PendingQueue
 from .records import ObjectKey
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +26,16 @@ class PendingWorkload:
     message: str
 
 
-def pending_workloads(engine: Engine, cluster_queue: str, *, offset: int = 0, limit: int | None = None) -> list[PendingWorkload]:
-    """Workloads queued in ``cluster_queue`` ordered by priority then queue timestamp (parked
-    ones included, as Kueue lists its inadmissible workloads too); ``offset``/``limit`` page."""
-    queue = engine.queues.get(cluster_queue)
-    if queue is None:
-        return []
+def pending_workloads(
+    queue: PendingQueue,
+    last_reason: Callable[[ObjectKey], tuple[str, str]],
+    *,
+    offset: int = 0,
+    limit: int | None = None,
+) -> list[PendingWorkload]:
+    """Workloads of ``queue`` ordered by priority then queue timestamp (parked ones included, as
+    Kueue lists its inadmissible workloads too), each with ``last_reason(key)``; ``offset`` and
+    ``limit`` page."""
     ordered = sorted(queue.workloads(), key=lambda info: info.order_key)
     per_local_queue: dict[str, int] = {}
     result: list[PendingWorkload] = []
@@ -42,7 +44,7 @@ def pending_workloads(engine: Engine, cluster_queue: str, *, offset: int = 0, li
         per_local_queue[info.queue_name] = lq_position + 1
         if position < offset or (limit is not None and len(result) >= limit):
             continue
-        reason, message = engine.last_pending_reason(info.key)
+        reason, message = last_reason(info.key)
         result.append(
             PendingWorkload(
                 workload=info.key,

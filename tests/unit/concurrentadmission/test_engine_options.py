@@ -250,8 +250,8 @@ def test_only_one_option_of_a_parent_preempts_at_a_time() -> None:
     for _ in range(3):
         result = world.cycle()
         assert result.preemptions == []
-    reason = world.engine._last_reason.get("ns/job-a-12345-option-on-demand")
-    assert reason is not None and "another option of the same parent is preempting" in reason[1]
+    reason = world.engine.last_pending_reason("ns/job-a-12345-option-on-demand")
+    assert "another option of the same parent is preempting" in reason[1]
 
 
 def test_malformed_option_metadata_never_crashes_the_engine() -> None:
