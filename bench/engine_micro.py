@@ -1,7 +1,7 @@
 """Engine micro-benchmark: admission decisions per second as the pending backlog grows.
 
 Runs the admission engine in memory (no API server) on the shape of Kueue's scheduler baseline
-(``../shared/bench/baseline.yaml``): 5 cohorts x 6 ClusterQueues, one flavor, 20 cpu nominal and
+(``bench/baseline.yaml``): 5 cohorts x 6 ClusterQueues, one flavor, 20 cpu nominal and
 100 cpu borrowing limit each, ``reclaimWithinCohort: Any`` and ``withinClusterQueue: LowerPriority``;
 workloads in three classes (small 1 cpu / prio 50, medium 5 cpu / prio 100, large 20 cpu /
 prio 200) in the baseline's proportions 350:100:50.

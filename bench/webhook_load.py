@@ -1,4 +1,4 @@
-"""Webhook latency and throughput under steady load (SPEC §12), against a local gunicorn over TLS.
+"""Webhook latency and throughput under steady load, against a local gunicorn over TLS.
 
     python -m bench.webhook_load [--rate 200] [--seconds 20] [--repeat 3] [--against /tmp/wh-old]
 

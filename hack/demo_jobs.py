@@ -7,7 +7,7 @@ Two steps for :data:`hack.demo.STEPS`:
 * :func:`queue_jobs` creates two ResourceFlavors matching the simulated ``on-demand`` and
   ``spot`` nodes, a ClusterQueue with room for two Jobs at a time, a LocalQueue, submits more
   Jobs than fit, and prints — each time something changes — which Jobs are pending (and have no
-  pods: seed 004's delayed pod creation), which are admitted and on which nodes their pods run,
+  pods: delayed pod creation, docs/design/jobs.md), which are admitted and on which nodes their pods run,
   and which have finished, until all are done.
 """
 

@@ -539,7 +539,7 @@ class PodBuilder(_Builder):
 
 
 class SeedClusterQueueBuilder(ClusterQueueBuilder):
-    """ClusterQueueBuilder plus ``concurrentAdmission`` (seed 000) and ``fallbackStrategy`` (seed 002).
+    """ClusterQueueBuilder plus ``concurrentAdmission`` and ``fallbackStrategy`` (pykueue's extensions).
 
     ``SeedClusterQueueBuilder("cq").flavor("res", cpu="4").concurrent("RemoveOther")
     .option("a", "res").fallback("DeactivateWorkload").fallback_rule("res", timeout="10m").obj()``.

@@ -1,7 +1,7 @@
 """The Flask application: one POST route per webhook path, health endpoints and metrics.
 
 The HTTP layer's only jobs are to turn bytes into an :class:`AdmissionRequest`, pick the endpoint's
-handler, and guarantee the two promises of SPEC §3: malformed input gets a 400 with a one-line
+handler, and guarantee the two promises every webhook path makes (``docs/design/webhook.md``): malformed input gets a 400 with a one-line
 reason, and nothing a handler does can turn into a 500 (an exception inside a rule becomes a
 denial that names the failure, logged with the request uid).
 """

@@ -3,7 +3,7 @@
 The Job hooks need a handful of objects (the namespace's labels, a LocalQueue, its ClusterQueue and
 that queue's cohort). The apiserver's webhook timeout is 10 s by default and every Job create goes
 through here, so reads are cached for a few seconds per gunicorn worker instead of running an
-informer per worker process (peers.md §5.2 weighs the options): objects that are missing are
+informer per worker process (an informer per worker would hold a watch per process and warm up on every restart): objects that are missing are
 cached for a shorter time so a LocalQueue created just before a Job is seen at once.
 
 :class:`ClusterState` is the interface the rules use; :class:`KubeClusterState` implements it with

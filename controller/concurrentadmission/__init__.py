@@ -1,4 +1,4 @@
-"""Concurrent admission (seed 000, SPEC §6): a Parent workload pursues several flavors at once
+"""Concurrent admission (docs/design/concurrent-admission.md): a Parent workload pursues several flavors at once
 through Option workloads, one of which at most holds quota at any instant.
 
 Pure logic (no I/O, unit tested): :mod:`.naming` (option names), :mod:`.config` (the

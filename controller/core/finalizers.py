@@ -1,7 +1,7 @@
 """Release of the ``kueue.x-k8s.io/resource-in-use`` finalizer on ClusterQueues and ResourceFlavors.
 
 The webhook adds the finalizer at creation so that deleting a queue or flavor that quota
-accounting still depends on waits until it is no longer used (Kueue §2.2): a ClusterQueue is
+accounting still depends on waits until it is no longer used (Kueue's ``pkg/controller/core/clusterqueue_controller.go`` and ``resourceflavor_controller.go``): a ClusterQueue is
 released once no unfinished workload holds a reservation in it, a ResourceFlavor once no
 ClusterQueue names it.
 """

@@ -1,4 +1,4 @@
-"""Kueue's metrics that only the job side can observe (kueue-engine.md §5.1), same names and labels.
+"""Kueue's metrics that only the job side can observe (Kueue's ``pkg/metrics/metrics.go``), same names and labels.
 
 The moment a Job's pods are all ready is known here, when ``PodsReady`` turns True with reason
 ``Started``; the two wait times Kueue reports for it are observed then:

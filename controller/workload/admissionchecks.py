@@ -1,6 +1,6 @@
 """Admission-check states on a Workload: which checks apply, their initial states, the verdict.
 
-Two-phase admission (Kueue §1.10): once quota is reserved, every check the ClusterQueue requires
+Two-phase admission (Kueue's ``pkg/controller/core/workload_controller.go``, KEP-993): once quota is reserved, every check the ClusterQueue requires
 for the assigned flavors gets a ``Pending`` entry in ``status.admissionChecks``; the check's own
 controller moves it to ``Ready``, ``Retry`` or ``Rejected``; this module turns those states into
 the workload controller's next step. Everything here is pure (lists of dicts in, new lists out) so

@@ -1,6 +1,6 @@
 """What the workload controller does with one Workload, decided from its state alone.
 
-Kueue's workload controller (kueue-engine.md §1.10-§1.11) handles deactivation, admission checks,
+Kueue's workload controller (``pkg/controller/core/workload_controller.go``) handles deactivation, admission checks,
 the PodsReady timeout and requeue backoff (stop policies and "missing queue" reasons come from the
 engine, which sees every queue change, through the scheduler loop). Here that logic
 is one pure function, :func:`plan_workload`, taking the Workload, the queues it refers to and the

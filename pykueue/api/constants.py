@@ -53,7 +53,7 @@ DEFAULT_PODSET_NAME: Final = "main"
 PROVISIONING_REQUEST_CONTROLLER: Final = "kueue.x-k8s.io/provisioning-request"
 MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
 
-# --- Workload modes (seed 000) -----------------------------------------------------------------
+# --- Workload modes (concurrent admission) -----------------------------------------------------
 WORKLOAD_MODE_DEFAULT: Final = "Default"
 WORKLOAD_MODE_OPTION: Final = "ResourceFlavorOption"
 WORKLOAD_MODE_PARENT: Final = "Parent"
@@ -64,7 +64,7 @@ OPTION_NAME_INFIX: Final = "-option-"
 OPTION_PREFERENCE_ANNOTATION: Final = "kueue.x-k8s.io/option-preference"
 OPTION_MIGRATION_TARGET_ANNOTATION: Final = "kueue.x-k8s.io/option-migration-target"
 
-# --- Concurrent admission policies (seed 000) --------------------------------------------------
+# --- Concurrent admission policies ---------------------------------------------------------------
 ON_SUCCESS_REMOVE_OTHER: Final = "RemoveOther"
 ON_SUCCESS_REMOVE_LOWER: Final = "RemoveLower"
 ON_SUCCESS_REMOVE_BELOW_TARGET: Final = "RemoveBelowTarget"
@@ -76,7 +76,7 @@ OPTION_ADMITTED: Final = "Admitted"
 OPTION_EVICTED: Final = "Evicted"
 OPTION_REMOVED: Final = "Removed"
 
-# --- Fallback strategy (seed 002) --------------------------------------------------------------
+# --- Fallback strategy (ResourceFlavor fallbacks) --------------------------------------------------
 FALLBACK_DEACTIVATE: Final = "DeactivateWorkload"
 FALLBACK_RETRY_ALL: Final = "RetryAllFlavors"
 TRIGGER_PODS_READY_TIMEOUT: Final = "TimeoutForPodsReadyExceeded"

@@ -1,4 +1,4 @@
-"""The only package that talks to the Kubernetes API (SPEC §1).
+"""The only package that talks to the Kubernetes API (``docs/design/README.md``).
 
 Import :class:`KubeClient` from :mod:`pykueue.kube.client`, resource descriptors from
 :mod:`pykueue.kube.resources` and typed errors from :mod:`pykueue.kube.errors`.

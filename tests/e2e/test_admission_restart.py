@@ -1,5 +1,5 @@
 """Kill -9 the controller in the middle of a burst of 200 workloads, restart it: every workload is
-admitted exactly once and the SPEC §11 invariants hold at every point we look."""
+admitted exactly once and the admission invariants hold at every point we look."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Concurrent admission end to end (seed 000, SPEC §6): one test per user story of the seed.
+"""Concurrent admission end to end (docs/design/concurrent-admission.md): one test per user story.
 
 Real Jobs run on simulated nodes, one node per flavor, so where a Job runs is read from its pods.
 The webhook and the controller run as in production. "Quota frees up on a flavor" is modelled by
@@ -8,7 +8,7 @@ each story to the one job it is about.
 
 Throughout every test a watcher follows the namespace's Workloads through a watch stream (so it
 sees every state the apiserver stored, in order) and records any moment at which two options of
-one parent held quota; the test fails if it saw one. After every test the SPEC §11 invariants
+one parent held quota; the test fails if it saw one. After every test the admission invariants
 are checked by the shared fixture, and each story checks that the parent's ``status.options``
 agrees with the options themselves.
 """

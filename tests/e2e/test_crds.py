@@ -364,7 +364,7 @@ def _same_field(path: str, message: str, stderr: str) -> bool:
 
 
 def test_installed_crd_leaves_the_seed_000_webhook_rules_to_the_webhook(crds: Any) -> None:
-    """StrictFIFO + concurrentAdmission and duplicate option names are the webhook's (SPEC §3, §6).
+    """StrictFIFO + concurrentAdmission and duplicate option names are the webhook's (docs/design/api.md).
 
     The apiserver evaluates the CRD before it calls validating webhooks, so a CEL rule or list-map
     key for either would answer first and hide the webhook's denial (tests/e2e/test_webhook.py

@@ -1,6 +1,6 @@
 """batch/v1 Jobs end to end: real Jobs, real pods on simulated nodes, webhook and controller running.
 
-What a user sees (SPEC §5.1, seed 004): a queued Job has no pods; admission unsuspends it with the
+What a user sees (delayed pod creation, docs/design/jobs.md): a queued Job has no pods; admission unsuspends it with the
 flavor's node selector and its pods land on that flavor's nodes; preemption suspends a running
 Job and gives its quota back only once its pods are gone; WaitForPodsReady evicts Jobs whose
 pods cannot start; deleting a Job deletes its Workload and frees the quota.
@@ -220,7 +220,7 @@ def test_lower_priority_job_is_preempted_and_requeued(
 
     jobs.create(queued("high", namespace, seconds=3).workload_priority_class(high))
 
-    # The quota moves only once the low-priority Job's pods are gone (seed 004): by the time the
+    # The quota moves only once the low-priority Job's pods are gone (delayed pod creation): by the time the
     # high-priority Workload holds quota, no pod of the low one may still run or terminate.
     wait_for(lambda: (wl := jobs.workload("high")) and holds_quota(wl), message="high reserves quota")
     assert jobs.live_pods("low") == [], "quota went to high while low's pods were still there"
@@ -456,7 +456,7 @@ def test_admission_check_gates_the_start_and_its_pod_set_updates_reach_the_pods(
         fresh = wl and holds_quota(wl) and not is_true(wl, "Evicted")
         return wl if fresh and not is_admitted(wl) and pending else None
 
-    # Quota reserved, check pending (seed 004's InQueue): still no pods.
+    # Quota reserved, check pending (the InQueue state of delayed pod creation): still no pods.
     wl = wait_for(reserved_check_pending, message="quota reserved with the check pending")
     assert jobs.get("checked")["spec"]["suspend"] is True and jobs.pods("checked") == []
 

@@ -1,7 +1,7 @@
 """The webhook through the real apiserver: kubectl sees its denials, patches, and warnings.
 
 The apiserver applies the CRD schema (patterns, lengths, CEL) before it calls validating webhooks,
-so each test asserts which layer answers. The seed-000 rules SPEC §3/§6 give to the webhook
+so each test asserts which layer answers. The concurrent-admission rules docs/design/api.md gives to the webhook
 (StrictFIFO with concurrentAdmission, unique option names) are deliberately absent from the CRD and
 assert the webhook's own denial; so do the rules only the webhook can check (names of this queue's
 flavors, the option-name bound, Job state). A malformed option name is still caught by the CRD's
@@ -117,7 +117,7 @@ def test_duplicate_option_names_are_rejected_by_the_webhook(
     result = kubectl_apply(cluster, concurrent_cq(name, explicitOptions=options))
     assert result.returncode != 0
     assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
-    # SPEC §3's wording: the key field and the value, not the apiserver's dump of the whole item.
+    # The webhook's wording (docs/design/webhook.md): the key field and the value, not the apiserver's dump of the whole item.
     assert 'spec.concurrentAdmission.explicitOptions[1].name: Duplicate value: "spot"' in result.stderr, result.stderr
 
 

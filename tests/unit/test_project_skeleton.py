@@ -1,4 +1,4 @@
-"""The project skeleton of SPEC §1 and the two README commands, as a new developer meets them.
+"""The project skeleton and the two README commands, as a new developer meets them.
 
 Checked here: the layout, pyproject.toml (bounded runtime dependencies, test extras, the two
 console entry points, ruff), the Makefile targets a Kubernetes developer expects and what

@@ -1,4 +1,4 @@
-"""ClusterQueue semantic rules: Kueue's webhook rules (kueue-api.md §3.2) plus the seeds' extensions.
+"""ClusterQueue semantic rules: Kueue's webhook rules (``pkg/webhooks/clusterqueue_webhook.go``) plus pykueue's extensions.
 
 The structural schema (types, enums, required fields) is checked separately with the CRD's own
 schema; everything here needs more than one field to decide.

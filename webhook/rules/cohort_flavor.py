@@ -1,4 +1,4 @@
-"""Cohort and ResourceFlavor semantic rules (kueue-api.md §3.3)."""
+"""Cohort and ResourceFlavor semantic rules (Kueue's ``pkg/webhooks/cohort_webhook.go`` and ``resourceflavor_webhook.go``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""ClusterQueue ``spec.concurrentAdmission`` rules (seed 000, SPEC §3 and §6).
+"""ClusterQueue ``spec.concurrentAdmission`` rules (concurrent admission, ``docs/design/concurrent-admission.md``).
 
 Option workloads are named ``<parent>-option-<option name>``. A Workload name may be up to 253
 characters, so the controller truncates the parent part and adds a short hash when the whole does
-not fit, always keeping ``-option-<option name>`` intact (SPEC §6). For that to be possible even
+not fit, always keeping ``-option-<option name>`` intact (``controller/concurrentadmission/naming.py``). For that to be possible even
 under the strictest naming limit pykueue meets — a 63-character DNS label, the limit of label values
 and of short workload names — the suffix must leave room for the hash and a recognisable piece of
 the parent name::

@@ -1,4 +1,4 @@
-"""Workload semantic rules: Kueue's (kueue-api.md §3.4) and the concurrent-admission ones (seed 000).
+"""Workload semantic rules: Kueue's (``pkg/webhooks/workload_webhook.go``) and the concurrent-admission ones.
 
 Run for ``workloads`` and ``workloads/status`` alike: a status write can break the same invariants
 (an admission that names a podSet the spec does not have).

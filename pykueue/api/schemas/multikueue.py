@@ -1,4 +1,4 @@
-"""MultiKueueConfig and MultiKueueCluster (cluster-scoped): worker clusters for MultiKueue (seed 003)."""
+"""MultiKueueConfig and MultiKueueCluster (cluster-scoped): worker clusters for MultiKueue."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ProvisioningRequestConfig (cluster-scoped): parameters of the ProvisioningRequest admission check (seed 001)."""
+"""ProvisioningRequestConfig (cluster-scoped): parameters of the ProvisioningRequest admission check (``docs/design/`` has its note once the check lands)."""
 
 from __future__ import annotations
 

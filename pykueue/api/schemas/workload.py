@@ -2,9 +2,9 @@
 
 v1beta1 spelling: ``spec.priorityClassName`` + ``spec.priorityClassSource`` and the
 ``accumulatedPastExexcutionTimeSeconds`` typo.  Seed extensions: ``spec.workloadMode``,
-``podSets[].allowedResourceFlavors`` and ``status.options`` (seed 000),
-``status.flavorAssignmentHistory`` (seed 002), ``status.nominatedClusterNames`` /
-``status.clusterName`` (seed 003).
+``podSets[].allowedResourceFlavors`` and ``status.options`` (concurrent admission),
+``status.flavorAssignmentHistory`` (ResourceFlavor fallbacks), ``status.nominatedClusterNames`` /
+``status.clusterName`` (MultiKueue).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC §11 invariants, checked from the API alone after every e2e test.
+"""The admission invariants (docs/design/core.md, "Invariants"), checked from the API alone after every e2e test.
 
 1. **No over-committed ClusterQueue.** For every (flavor, resource): a queue without a cohort
    holds at most its nominal quota; a queue in a cohort holds at most nominal + borrowingLimit;

@@ -1,7 +1,7 @@
-"""Field-for-field compatibility with Kueue's v1beta1 API (SPEC §2), as a table of field paths.
+"""Field-for-field compatibility with Kueue's v1beta1 API (``apis/kueue/v1beta1`` in Kueue), as a table of field paths.
 
-The paths are Kueue's v1beta1 fields as the project's reference describes them (its §2, turned
-back into v1beta1 with its §1.3: ``cohort`` not ``cohortName``, ``priorityClassName`` and
+The paths are Kueue's v1beta1 fields as Kueue's v1beta1 Go types declare them (v1beta2 names turned
+back into v1beta1: ``cohort`` not ``cohortName``, ``priorityClassName`` and
 ``priorityClassSource`` not ``priorityClassRef``, LocalQueue ``flavorUsage`` and ``flavors``,
 AdmissionCheck ``retryDelayMinutes``, MultiKueueCluster ``kubeConfig``, the
 ``accumulatedPastExexcutionTimeSeconds`` typo). A Kueue manifest using any of them must be

@@ -1,4 +1,4 @@
-"""Two seed-000 rules belong to the webhook, not the CRD (SPEC §3, §6; docs/design/api.md).
+"""Two concurrent-admission rules belong to the webhook, not the CRD (docs/design/api.md).
 
 The apiserver runs the CRD schema and its CEL rules before it calls validating webhooks, so any
 rule the CRD also enforces is answered by the apiserver and the webhook's denial is never seen.

@@ -1,4 +1,4 @@
-"""The layering SPEC §1 promises, checked on the source: one module talks to the Kubernetes API,
+"""The layering docs/design/README.md promises, checked on the source: one module talks to the Kubernetes API,
 and the two programs share only ``pykueue``.
 
 Imports are read with ``ast`` (including imports inside functions), so a lazy import cannot slip

@@ -45,7 +45,7 @@ VALID: list[tuple[str, Callable[[], Obj]]] = [
 ]
 
 INVALID: list[tuple[str, Callable[[], Obj], str]] = [
-    # --- concurrent admission (seed 000) ------------------------------------------------------
+    # --- concurrent admission ------------------------------------------------------------------
     ("StrictFIFO", lambda: two_flavors().strategy("StrictFIFO").concurrent("RemoveOther").obj(),
      'spec.concurrentAdmission: Invalid value: "object": concurrentAdmission is not supported with queueingStrategy '
      "StrictFIFO"),
@@ -84,7 +84,7 @@ INVALID: list[tuple[str, Callable[[], Obj], str]] = [
     ("unknown policy", lambda: two_flavors().concurrent("RemoveAll").obj(),
      'spec.concurrentAdmission.onSuccess: Unsupported value: "RemoveAll": supported values: "RemoveOther", '
      '"RemoveLower", "RemoveBelowTarget"'),
-    # --- fallbacks (seed 002) -----------------------------------------------------------------
+    # --- fallbacks ----------------------------------------------------------------------------
     ("fallback rule for unknown flavor", lambda: two_flavors().fallback_rule("gold", timeout="5m").obj(),
      'spec.flavorFungibility.fallbackStrategy.rules[0].name: Unsupported value: "gold": supported values: '
      '"reservation", "spot", "*"'),

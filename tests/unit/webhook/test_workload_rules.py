@@ -1,4 +1,4 @@
-"""Workload rules (Kueue's, and seed 000's controller-only workload modes) and Cohort/ResourceFlavor rules."""
+"""Workload rules (Kueue's, and concurrent admission's controller-only workload modes) and Cohort/ResourceFlavor rules."""
 
 from __future__ import annotations
 
