@@ -195,7 +195,7 @@ class ClusterQueue(TypedDict, total=False):
 
 
 class CohortSpec(TypedDict, total=False):
-    parent: str
+    parentName: str
     resourceGroups: list[ResourceGroup]
     fairSharing: FairSharing
 
