@@ -654,7 +654,7 @@ class CohortBuilder(_Builder):
         super().__init__({"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": name}, "spec": {}})
 
     def parent(self, name: str) -> Self:
-        self._obj["spec"]["parent"] = name
+        self._obj["spec"]["parentName"] = name
         return self
 
     def flavor(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pykueue.api import constants as c
-from pykueue.api.validation import FieldError, invalid_object_message
+from pykueue.api.validation import FieldError, aggregate_message
 from webhook.admission import AdmissionRequest, Verdict
 from webhook.app import Endpoint
 from webhook.cluster_state import ClusterState
@@ -63,23 +63,17 @@ JOB_MUTATE_PATH = "/mutate-batch-v1-job"
 JOB_VALIDATE_PATH = "/validate-batch-v1-job"
 
 
-def _object_name(review: AdmissionRequest) -> str:
-    return review.name or str(as_dict(as_dict(review.obj).get("metadata")).get("name") or "")
+def deny_field_errors(errors: list[FieldError]) -> Verdict:
+    """Deny as Kueue's webhooks do: 403 Forbidden, the field errors as the message.
 
-
-def _unique(errors: list[FieldError]) -> list[FieldError]:
-    """Drop repeats: a schema rule and its semantic twin may report the same thing."""
-    seen: set[str] = set()
-    out: list[FieldError] = []
-    for err in errors:
-        if str(err) not in seen:
-            seen.add(str(err))
-            out.append(err)
-    return out
-
-
-def deny_invalid(kind: str, name: str, errors: list[FieldError], group: str = KUEUE_GROUP) -> Verdict:
-    return Verdict.deny(invalid_object_message(kind, name, _unique(errors), group=group), code=422, reason="Invalid")
+    Kueue's validators return ``field.ErrorList.ToAggregate()``, which is not an API status, so
+    controller-runtime answers ``Denied(err.Error())``: ``allowed: false``, ``status.code`` 403,
+    ``status.reason`` Forbidden (``pkg/webhook/admission/validator_custom.go`` and
+    ``response.go``). The apiserver prefixes ``admission webhook "<name>" denied the request: ``
+    and the client sees a 403. Repeats (a schema rule and its semantic twin) are dropped by
+    :func:`aggregate_message`, as ``ToAggregate`` drops them.
+    """
+    return Verdict.deny(aggregate_message(errors))
 
 
 def _kueue_validator(ctx: WebhookContext, kind: str, rule: Rule) -> Callable[[AdmissionRequest], Verdict]:
@@ -88,7 +82,7 @@ def _kueue_validator(ctx: WebhookContext, kind: str, rule: Rule) -> Callable[[Ad
             return Verdict()
         old = review.old_obj if review.operation == "UPDATE" else None
         errors = ctx.schema_errors(kind, review.obj) + rule(review.obj, old)
-        return deny_invalid(kind, _object_name(review), errors) if errors else Verdict()
+        return deny_field_errors(errors) if errors else Verdict()
 
     return handle
 
@@ -161,11 +155,10 @@ def _job_validator(ctx: WebhookContext) -> Callable[[AdmissionRequest], Verdict]
     def handle(review: AdmissionRequest) -> Verdict:
         if review.obj is None:
             return Verdict()
-        name = _object_name(review)
         if review.operation == "CREATE":
             errors = validate_job_labels(review.obj)
             if errors:
-                return deny_invalid("Job", name, errors, group="batch")
+                return deny_field_errors(errors)
             try:
                 warnings = never_fits_warnings(review.obj, review.namespace, ctx.state)
             except Exception:  # a warning is advice: an unreadable queue must not block the job
@@ -175,7 +168,7 @@ def _job_validator(ctx: WebhookContext) -> Callable[[AdmissionRequest], Verdict]
             return Verdict(warnings=warnings)
         if review.operation == "UPDATE" and review.old_obj is not None:
             errors = validate_job_update(review.obj, review.old_obj, review.namespace, ctx.state)
-            return deny_invalid("Job", name, errors, group="batch") if errors else Verdict()
+            return deny_field_errors(errors) if errors else Verdict()
         return Verdict()
 
     return handle

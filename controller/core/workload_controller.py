@@ -28,7 +28,7 @@ from controller.workload.indexes import ApiClient, InformerLike
 from controller.workload.patches import workload_status_patch
 from controller.workload.status_plan import EVENT_WARNING, EventSpec, WorkloadPlan
 from pykueue.api.timestamps import parse_time, utcnow
-from pykueue.kube.errors import Conflict, Invalid, NotFound
+from pykueue.kube.errors import Conflict, Forbidden, Invalid, NotFound
 from pykueue.kube.resources import WORKLOADS
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,12 @@ class WorkloadController:
                 wl = fresh
             except NotFound:
                 return None
-            except Invalid as err:
+            except (Invalid, Forbidden) as err:
+                # The CRD schema refuses with 422; the validating webhook, like Kueue's, with 403
+                # and "admission webhook ... denied the request". Neither passes on a retry. Any
+                # other 403 (RBAC) is left to the work queue's backoff.
+                if isinstance(err, Forbidden) and "denied the request" not in err.message:
+                    raise
                 log.warning("workload write rejected", extra={"key": key, "error": str(err)})
                 self._events.emit(
                     wl,

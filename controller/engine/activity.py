@@ -86,8 +86,11 @@ def _multikueue_problems(spec: ClusterQueueSpec, check_controllers: Mapping[str,
         problems.append(
             (c.REASON_MULTIPLE_MULTIKUEUE_CHECKS, "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue")
         )
+    # Kueue compares the check's flavors with the queue's for equality (``updateWithAdmissionChecks``
+    # in ``pkg/cache/scheduler/clusterqueue.go``): an onFlavors list that also names a flavor the
+    # queue does not have is per-flavor too, even though that flavor never applies.
     flavors = set(spec.flavor_names)
-    per_flavor = [r.name for r in multikueue if r.on_flavors and not flavors <= r.on_flavors]
+    per_flavor = [r.name for r in multikueue if r.on_flavors and r.on_flavors != flavors]
     if per_flavor:
         problems.append(
             (

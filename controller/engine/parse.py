@@ -218,7 +218,7 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
 def parse_cohort(obj: Mapping[str, Any]) -> CohortSpec:
     spec = dict_or_empty(obj.get("spec"))
     groups, errors = parse_resource_groups(spec.get("resourceGroups"), "spec.resourceGroups")
-    parent = spec.get("parent", spec.get("parentName"))
+    parent = spec.get("parentName")
     return CohortSpec(
         name=_str(dict_or_empty(obj.get("metadata")).get("name")),
         parent=parent if isinstance(parent, str) and parent else None,

@@ -101,15 +101,19 @@ def path_of(parts: Sequence[str | int]) -> str:
     return path
 
 
-def invalid_object_message(kind: str, name: str, errors: Sequence[FieldError], group: str = "kueue.x-k8s.io") -> str:
-    """The apiserver's summary line: ``ClusterQueue.kueue.x-k8s.io "cq" is invalid: ...``.
+def aggregate_message(errors: Sequence[FieldError]) -> str:
+    """The errors as one line, the way Kueue's webhooks word a denial.
 
-    One error is shown bare, several are shown as ``[a, b]``, as ``apierrors.NewInvalid`` does.
+    Kueue's validators return ``field.ErrorList.ToAggregate()``, and controller-runtime denies
+    with that aggregate's ``Error()`` text: repeated messages dropped, one error shown bare,
+    several as ``[a, b]`` (apimachinery's ``pkg/util/errors/errors.go``). There is no
+    ``<Kind>.<group> "<name>" is invalid:`` prefix; that is ``apierrors.NewInvalid``'s wording,
+    used by the apiserver's own validation, not by a webhook denial (``docs/design/webhook.md``).
     """
     if not errors:
-        raise ValueError("invalid_object_message needs at least one error")
-    body = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
-    return f'{kind}.{group} "{name}" is invalid: {body}'
+        raise ValueError("aggregate_message needs at least one error")
+    unique = list(dict.fromkeys(str(e) for e in errors))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 # --- schema validation ----------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def validate_cluster_queue(obj: dict[str, Any], old: dict[str, Any] | None) -> l
     errors += _preemption_errors(as_dict(spec.get("preemption")))
     errors += _fungibility_errors(as_dict(spec.get("flavorFungibility")))
     errors += fair_sharing_errors("spec.fairSharing", spec.get("fairSharing"))
-    errors += _admission_checks_errors(spec)
+    errors += _admission_checks_errors(spec, as_dict(old.get("spec")) if old is not None else None)
     errors += concurrent_admission_errors(spec)
     errors += fallback_strategy_errors(spec)
     if old is not None:
@@ -72,7 +72,17 @@ def _fungibility_errors(fungibility: dict[str, Any]) -> list[FieldError]:
     return []
 
 
-def _admission_checks_errors(spec: dict[str, Any]) -> list[FieldError]:
+def _admission_checks_errors(spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list[FieldError]:
+    """Both check forms at once, and ``onFlavors`` naming a flavor the queue does not have.
+
+    The ``onFlavors`` rule is Kueue's since v0.18 (``validateAdmissionCheckOnFlavors`` in
+    ``pkg/webhooks/clusterqueue_webhook.go``): a create is always checked. An update leaves alone
+    the checks of a queue stored before the rule existed, as Kueue does with its
+    ``RejectUpdatesToCQWithInvalidOnFlavors`` gate off (the default): when the queue's set of
+    flavors is unchanged, a check whose ``onFlavors`` set is the same as in the old object is
+    not re-validated, so such a queue can still be edited. A flavor that is not in the queue
+    is never assigned, so the check simply never applies to its workloads.
+    """
     errors: list[FieldError] = []
     strategy = as_dict(spec.get("admissionChecksStrategy"))
     if as_list(spec.get("admissionChecks")) and strategy:
@@ -80,10 +90,31 @@ def _admission_checks_errors(spec: dict[str, Any]) -> list[FieldError]:
             FieldError.invalid("spec", "object", "Either admissionChecks or admissionChecksStrategy can be set, but not both")
         )
     cq_flavors = flavor_names(spec.get("resourceGroups"))
+    unchanged = _unchanged_on_flavors(old_spec, set(cq_flavors)) if old_spec is not None else {}
     checks_path = "spec.admissionChecksStrategy.admissionChecks"
     for index, rule in enumerate_dicts(strategy.get("admissionChecks")):
+        on_flavors = as_list(rule.get("onFlavors"))
+        name = rule.get("name")
+        if isinstance(name, str) and name in unchanged and unchanged[name] == {str(f) for f in on_flavors}:
+            continue
         on_flavors_path = join_path(join_path(checks_path, index), "onFlavors")
-        for flavor_index, flavor in enumerate(as_list(rule.get("onFlavors"))):
+        for flavor_index, flavor in enumerate(on_flavors):
             if flavor not in cq_flavors:
                 errors.append(FieldError.not_supported(join_path(on_flavors_path, flavor_index), flavor, cq_flavors))
     return errors
+
+
+def _unchanged_on_flavors(old_spec: dict[str, Any], new_flavors: set[str]) -> dict[str, set[str]]:
+    """Check name -> ``onFlavors`` set of the old object, when an update may keep them unchecked.
+
+    Empty unless the old object had an ``admissionChecksStrategy`` and the same set of flavors
+    as the new one: adding or removing a flavor re-validates every check, as in Kueue.
+    """
+    old_strategy = old_spec.get("admissionChecksStrategy")
+    if not isinstance(old_strategy, dict) or set(flavor_names(old_spec.get("resourceGroups"))) != new_flavors:
+        return {}
+    return {
+        rule["name"]: {str(f) for f in as_list(rule.get("onFlavors"))}
+        for _, rule in enumerate_dicts(old_strategy.get("admissionChecks"))
+        if isinstance(rule.get("name"), str)
+    }

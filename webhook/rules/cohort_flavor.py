@@ -20,13 +20,13 @@ def validate_cohort(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Fie
     spec = as_dict(obj.get("spec"))
     errors = resource_groups_errors(
         "spec.resourceGroups", spec.get("resourceGroups"),
-        has_parent=bool(spec.get("parentName") or spec.get("parent")),
+        has_parent=bool(spec.get("parentName")),
         parent_word="parent",
         lending_within_nominal=False,
     )
     errors += fair_sharing_errors("spec.fairSharing", spec.get("fairSharing"))
     name = as_dict(obj.get("metadata")).get("name")
-    if name and name == (spec.get("parentName") or spec.get("parent")):
+    if name and name == (spec.get("parentName")):
         errors.append(FieldError.invalid("spec.parentName", name, "a cohort cannot be its own parent"))
     return errors
 

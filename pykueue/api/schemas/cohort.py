@@ -11,7 +11,7 @@ from pykueue.api.schemas.common import FAIR_SHARING, FAIR_SHARING_STATUS, cohort
 
 
 def _no_limits_without_parent(spec: dict[str, Any]) -> bool:
-    if spec.get("parent"):
+    if spec.get("parentName"):
         return True
     return not any(
         "borrowingLimit" in quota or "lendingLimit" in quota
@@ -24,7 +24,7 @@ def _no_limits_without_parent(spec: dict[str, Any]) -> bool:
 SPEC = obj(
     "The cohort's parent, its own quota and fair sharing weight.",
     {
-        "parent": cohort_ref(
+        "parentName": cohort_ref(
             "The parent cohort. Unset makes this cohort the root of a tree; a parent that does not "
             "exist is an implicit cohort without quota. Cycles disable every member until fixed."
         ),
@@ -37,7 +37,7 @@ SPEC = obj(
     },
     rules=[
         Rule(
-            cel="(has(self.parent) && self.parent != '') || !has(self.resourceGroups) || "
+            cel="(has(self.parentName) && self.parentName != '') || !has(self.resourceGroups) || "
             "self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit) && "
             "!has(r.lendingLimit))))",
             message="borrowingLimit and lendingLimit must be nil when parent is empty",

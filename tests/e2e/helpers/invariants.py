@@ -124,7 +124,7 @@ def find_violations(
     for co in cohorts:
         spec = co.get("spec") or {}
         name = str((co.get("metadata") or {}).get("name"))
-        parents[name] = str(spec.get("parentName") or spec.get("parent") or "")
+        parents[name] = str(spec.get("parentName") or "")
         cohort_quota[name] = {fr: q["nominal"] or 0 for fr, q in _quotas(spec).items()}
 
     # Per ClusterQueue: nominal (+ borrowing limit when in a cohort).

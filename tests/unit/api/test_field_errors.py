@@ -2,7 +2,7 @@
 
 import pytest
 
-from pykueue.api.validation import FieldError, invalid_object_message, path_of
+from pykueue.api.validation import FieldError, aggregate_message, path_of
 
 
 @pytest.mark.parametrize(
@@ -28,10 +28,9 @@ def test_path_of_mixes_names_and_indexes() -> None:
     assert path_of(["spec", "resourceGroups", 0, "flavors", 2, "name"]) == "spec.resourceGroups[0].flavors[2].name"
 
 
-def test_invalid_object_message_single_and_many() -> None:
-    one = [FieldError.required("spec.a")]
-    two = [FieldError.required("spec.a"), FieldError.required("spec.b")]
-    assert invalid_object_message("ClusterQueue", "cq", one) == (
-        'ClusterQueue.kueue.x-k8s.io "cq" is invalid: spec.a: Required value')
-    assert invalid_object_message("ClusterQueue", "cq", two).endswith(
-        "[spec.a: Required value, spec.b: Required value]")
+def test_aggregate_message_single_repeated_and_many() -> None:
+    # apimachinery's aggregate Error(): one error bare, repeats dropped, several in brackets.
+    a, b = FieldError.required("spec.a"), FieldError.required("spec.b")
+    assert aggregate_message([a]) == "spec.a: Required value"
+    assert aggregate_message([a, a]) == "spec.a: Required value"
+    assert aggregate_message([a, b, a]) == "[spec.a: Required value, spec.b: Required value]"

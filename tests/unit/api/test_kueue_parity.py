@@ -67,7 +67,7 @@ KUEUE_V1BETA1_FIELDS: dict[str, tuple[str, ...]] = {
         "status.fairSharing.weightedShare",
     ),
     "Cohort": (
-        "spec.parent",
+        "spec.parentName",
         "spec.resourceGroups[].flavors[].resources[].nominalQuota",
         "spec.resourceGroups[].flavors[].resources[].borrowingLimit",
         "spec.resourceGroups[].flavors[].resources[].lendingLimit",

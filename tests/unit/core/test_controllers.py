@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from controller.core.queue_status_controller import QueueStatusController
 from controller.core.workload_controller import WorkloadController
 from controller.runtime.events import RecordingEvents
 from controller.workload.decisions import PodsReadyPolicy
-from pykueue.kube.errors import Invalid
+from pykueue.kube.errors import Forbidden, Invalid
 from tests.builders import (
     AdmissionCheckBuilder,
     ClusterQueueBuilder,
@@ -116,6 +118,20 @@ def test_invalid_write_is_reported_not_retried_forever() -> None:
     api.failures = [Invalid(422, "Invalid", "status.admission: Invalid value")]
     assert ctrl.reconcile("ns/w") is None
     assert events.reasons("ns/w") == ["StatusUpdateFailed"]
+
+
+def test_webhook_denial_is_reported_not_retried_forever() -> None:
+    api, informers = _setup()
+    events = RecordingEvents()
+    ctrl = _workload_controller(api, informers, events)
+    api.put("workloads", WorkloadBuilder("w", "ns").queue("lq").podset(cpu="1").reserved("cq").obj())
+    api.failures = [Forbidden(403, "Forbidden", 'admission webhook "vworkload.kb.io" denied the request: '
+                                                "status.admission: Invalid value")]
+    assert ctrl.reconcile("ns/w") is None
+    assert events.reasons("ns/w") == ["StatusUpdateFailed"]
+    api.failures = [Forbidden(403, "Forbidden", 'workloads.kueue.x-k8s.io "w" is forbidden: User cannot patch')]
+    with pytest.raises(Forbidden):  # RBAC: the work queue backs off and retries
+        ctrl.reconcile("ns/w")
 
 
 def test_pods_ready_deadline_is_a_timer() -> None:

@@ -93,6 +93,22 @@ def test_admission_checks_by_flavor() -> None:
     assert not any(w.admission is not None and w.admission.admitted for w in holders)  # ... checks pending
 
 
+def test_on_flavors_naming_a_flavor_the_queue_lacks_applies_only_to_the_listed_flavors_it_has() -> None:
+    # Kueue's webhook refuses such a queue since v0.18, but one stored before keeps working:
+    # the absent flavor is never assigned, so it never triggers the check.
+    world = World().flavors("on-demand", "spot")
+    for name in ("ghost-only", "spot-and-ghost"):
+        world.engine.upsert_admission_check(AdmissionCheckBuilder(name).active(True).obj())
+    cq = (FungibleClusterQueueBuilder("cq").flavor("on-demand", cpu="1").flavor("spot", cpu="4")
+          .admission_check_strategy("ghost-only", "ghost").admission_check_strategy("spot-and-ghost", "spot", "ghost"))
+    world.queue(cq.obj())
+    assert world.engine.is_active("cq")
+    world.add(PlacementWorkloadBuilder("small", "ns").queue("lq-cq").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("big", "ns").queue("lq-cq").podset(cpu="2").at(1).obj())
+    checks = {r.workload: r.admission_checks for r in world.cycle().reservations}
+    assert checks == {"ns/small": (), "ns/big": ("spot-and-ghost",)}
+
+
 def test_plain_admission_check_list() -> None:
     world = World().flavors("default")
     world.engine.upsert_admission_check(AdmissionCheckBuilder("prov").active(True).obj())

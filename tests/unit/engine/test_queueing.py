@@ -327,6 +327,8 @@ def test_a_changed_pending_workload_is_retried_but_a_status_echo_is_not() -> Non
     [
         ({"mk1": "kueue.x-k8s.io/multikueue", "mk2": "kueue.x-k8s.io/multikueue"}, {}, "MultipleMultiKueueAdmissionChecks"),
         ({"mk": "kueue.x-k8s.io/multikueue"}, {"mk": ["default"]}, "MultiKueueAdmissionCheckAppliedPerFlavor"),
+        # Every flavor of the queue plus one it does not have: still per flavor, as in Kueue.
+        ({"mk": "kueue.x-k8s.io/multikueue"}, {"mk": ["default", "spot", "ghost"]}, "MultiKueueAdmissionCheckAppliedPerFlavor"),
         ({"mk": "kueue.x-k8s.io/multikueue", "prov": "kueue.x-k8s.io/provisioning-request"}, {},
          "MultiKueueWithProvisioningRequest"),
         ({"mk": "kueue.x-k8s.io/multikueue", "other": "example.com/check"}, {"mk": ["default", "spot"]}, None),

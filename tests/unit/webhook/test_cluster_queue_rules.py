@@ -176,3 +176,39 @@ def test_badly_typed_spec_never_raises() -> None:
     cq["spec"] = {"resourceGroups": [None, 3, {"flavors": "x"}], "concurrentAdmission": [],
                   "flavorFungibility": {"fallbackStrategy": {"rules": [None, {"name": 1, "timeout": 5}]}}}
     validate_cluster_queue(cq, None)  # errors or not, it must not raise
+
+
+def _ghost_check(builder: SeedClusterQueueBuilder) -> SeedClusterQueueBuilder:
+    """A check restricted to a flavor the queue does not have, as a queue stored before the rule."""
+    return builder.admission_check_strategy("prov", "spot", "ghost")
+
+
+GHOST_ERROR = ('spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]: Unsupported value: "ghost": '
+               'supported values: "reservation", "spot"')
+
+
+def test_update_of_a_legacy_queue_keeps_its_unchanged_on_flavors_unchecked() -> None:
+    # Kueue (RejectUpdatesToCQWithInvalidOnFlavors off, its default) lets a queue that already
+    # carries such a check be edited, so long as neither the check nor the queue's flavors change.
+    old = _ghost_check(two_flavors()).obj()
+    edited = _ghost_check(two_flavors().strategy("StrictFIFO")).obj()
+    assert [str(e) for e in validate_cluster_queue(edited, old)] == []
+    reordered = two_flavors().strategy("StrictFIFO").admission_check_strategy("prov", "ghost", "spot").obj()
+    assert [str(e) for e in validate_cluster_queue(reordered, old)] == []  # onFlavors is a set
+
+
+def test_update_revalidates_on_flavors_that_change_or_when_the_flavors_change() -> None:
+    old = _ghost_check(two_flavors()).obj()
+    assert GHOST_ERROR in [str(e) for e in validate_cluster_queue(_ghost_check(two_flavors()).obj(), None)]
+    grown = two_flavors().admission_check_strategy("prov", "reservation", "spot", "ghost").obj()
+    assert [str(e) for e in validate_cluster_queue(grown, old)] == [
+        'spec.admissionChecksStrategy.admissionChecks[0].onFlavors[2]: Unsupported value: "ghost": '
+        'supported values: "reservation", "spot"'
+    ]
+    three = _ghost_check(two_flavors().flavor("on-demand", cpu="1")).obj()
+    assert [str(e) for e in validate_cluster_queue(three, old)] == [
+        'spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]: Unsupported value: "ghost": '
+        'supported values: "reservation", "spot", "on-demand"'
+    ]
+    without_strategy = two_flavors().obj()
+    assert GHOST_ERROR in [str(e) for e in validate_cluster_queue(_ghost_check(two_flavors()).obj(), without_strategy)]

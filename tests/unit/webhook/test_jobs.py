@@ -118,7 +118,7 @@ def test_queue_name_change_denied_while_running(client: FlaskClient) -> None:
     response = validate(client, new, old)
     assert response["allowed"] is False
     assert response["status"]["message"] == (
-        'Job.batch "j" is invalid: metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is '
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is '
         "immutable while the job is running (not suspended)")
 
 

@@ -128,7 +128,7 @@ def test_local_queue_cluster_queue_is_immutable(client: FlaskClient) -> None:
     answer = post(client, "/validate-kueue-x-k8s-io-v1beta1-localqueue",
                   review("LocalQueue", new, old=old, operation="UPDATE"))["response"]
     assert answer["status"]["message"] == (
-        'LocalQueue.kueue.x-k8s.io "lq" is invalid: spec.clusterQueue: Invalid value: "cq-b": field is immutable')
+        'spec.clusterQueue: Invalid value: "cq-b": field is immutable')
 
 
 def test_admission_check_controller_is_immutable(client: FlaskClient) -> None:

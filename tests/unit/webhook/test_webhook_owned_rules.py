@@ -14,7 +14,7 @@ from tests.unit.webhook.reviews import review
 
 CQ_VALIDATE = "/validate-kueue-x-k8s-io-v1beta1-clusterqueue"
 STRICT_FIFO_DENIAL = (
-    'ClusterQueue.kueue.x-k8s.io "cq" is invalid: spec.concurrentAdmission: Invalid value: "object": '
+    'spec.concurrentAdmission: Invalid value: "object": '
     "concurrentAdmission is not supported with queueingStrategy StrictFIFO"
 )
 
@@ -26,14 +26,13 @@ def _two_flavors() -> SeedClusterQueueBuilder:
 def _denial(client: FlaskClient, body: dict) -> str:
     response = post(client, CQ_VALIDATE, body)["response"]
     assert response["allowed"] is False, response
-    assert response["status"]["code"] == 422
+    assert response["status"]["code"] == 403
     return str(response["status"]["message"])
 
 
 def test_duplicate_option_name_is_denied_with_the_spec_wording_only(client: FlaskClient) -> None:
     cq = _two_flavors().option("spot", "spot").option("spot", "reservation").obj()
     assert _denial(client, review("ClusterQueue", cq)) == (
-        'ClusterQueue.kueue.x-k8s.io "cq" is invalid: '
         'spec.concurrentAdmission.explicitOptions[1].name: Duplicate value: "spot"'
     )
 

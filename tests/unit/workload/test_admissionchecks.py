@@ -29,6 +29,17 @@ def test_required_checks_honour_on_flavors_and_plain_list() -> None:
     assert checks.required_checks(cq["spec"], _admission("spot")) == ["always", "everywhere", "spot-only"]
 
 
+def test_on_flavors_entry_for_a_flavor_the_queue_lacks_never_applies() -> None:
+    cq = (
+        ClusterQueueBuilder("cq")
+        .admission_check_strategy("ghost-only", "ghost")
+        .admission_check_strategy("spot-and-ghost", "spot", "ghost")
+        .obj()
+    )
+    assert checks.required_checks(cq["spec"], _admission("on-demand")) == []
+    assert checks.required_checks(cq["spec"], _admission("spot")) == ["spot-and-ghost"]
+
+
 def test_sync_adds_pending_entries_keeps_states_and_drops_stale() -> None:
     existing = [
         {"name": "a", "state": "Ready", "lastTransitionTime": "2026-01-01T00:00:00Z", "message": "ok"},
