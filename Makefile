@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help env test test-unit test-e2e lint fmt generate verify-generated binaries cluster-up cluster-down demo bench clean
+.PHONY: help env test test-unit test-e2e lint fmt generate verify-generated binaries kueue-crds cluster-up cluster-down demo bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -20,7 +20,10 @@ binaries: ## build (or reuse cached) Kubernetes, etcd, kwok and helm binaries
 
 test: lint test-unit test-e2e ## everything CI runs: lint, unit tests, e2e tests on a local cluster
 
-test-unit: $(STAMP) ## unit tests (no cluster)
+kueue-crds: ## fetch (or reuse cached) Kueue's published CRDs, the schema parity test's oracle
+	@hack/build-binaries.sh kueue-crds >/dev/null
+
+test-unit: $(STAMP) kueue-crds ## unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q
 
 test-e2e: $(STAMP) binaries ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set

@@ -131,19 +131,46 @@ go_install() { # name module version
   echo "$3" >"$out/.stamp"
 }
 
+# Kueue's published CRDs, the oracle of the schema parity test (tests/unit/api/test_kueue_crd_parity.py).
+# They ship inside the sigs.k8s.io/kueue Go module, so one `go mod download` (about a second, no
+# build) fetches them; only the CRD files are kept, under a directory per pin with a stamp.
+fetch_kueue_crds() {
+  local out="$cache/kueue-$KUEUE_VERSION/crds"
+  stamp_ok "$out" "$KUEUE_VERSION" && return 0
+  command -v go >/dev/null 2>&1 || die "Go is not installed but is needed to fetch Kueue $KUEUE_VERSION's CRDs; install Go (https://go.dev/dl) and re-run \`make kueue-crds\`."
+  echo "fetching Kueue $KUEUE_VERSION's CRDs..." >&2
+  local gopath; gopath=$(mktemp -d)
+  local dir
+  if ! dir=$(GOTOOLCHAIN=local GOPATH="$gopath" GOFLAGS=-modcacherw go mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'); then
+    rm -rf "$gopath"
+    die "cannot download sigs.k8s.io/kueue@$KUEUE_VERSION from the Go module proxy; check the network or GOPROXY and re-run \`make kueue-crds\`."
+  fi
+  local src="$dir/config/components/crd/bases"
+  if [ -z "$dir" ] || ! ls "$src"/*.yaml >/dev/null 2>&1; then
+    rm -rf "$gopath"
+    die "sigs.k8s.io/kueue@$KUEUE_VERSION has no CRDs under config/components/crd/bases; check KUEUE_VERSION in hack/versions.env."
+  fi
+  rm -rf "$out"
+  mkdir -p "$out"
+  cp "$src"/*.yaml "$out/"
+  rm -rf "$gopath"
+  echo "$KUEUE_VERSION" >"$out/.stamp"
+}
+
 # Two builds at once (two checkouts, two CI runs) would race on the same cache directories.
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$bindir/.build.lock"
   flock 9
 fi
 
-targets=${*:-kubernetes etcd kwok helm}
+targets=${*:-kubernetes etcd kwok helm kueue-crds}
 for t in $targets; do
   case "$t" in
     kubernetes) build_kubernetes ;;
     etcd) build_etcd ;;
     kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
     helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+    kueue-crds) fetch_kueue_crds ;;
     *) die "unknown target $t" ;;
   esac
 done

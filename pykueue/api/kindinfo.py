@@ -58,7 +58,7 @@ class KindInfo:
     required: tuple[str, ...] = ()
     selectable_fields: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = ()
-    categories: tuple[str, ...] = ("kueue",)
+    categories: tuple[str, ...] = ()  # Kueue's CRDs declare none
     group: str = GROUP
     version: str = VERSION
 

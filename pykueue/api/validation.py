@@ -122,7 +122,6 @@ def aggregate_message(errors: Sequence[FieldError]) -> str:
 from pykueue.api.dsl import RULES, Schema  # noqa: E402
 from pykueue.api.schema import apply_defaults, cached_object_schema  # noqa: E402
 from pykueue.api.schema_fastcheck import Accepts, UnsupportedSchema, compile_accepts  # noqa: E402
-from pykueue.api.schemas.common import NON_NEGATIVE_QUANTITY_PATTERN  # noqa: E402
 
 _VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
 _ACCEPTS: dict[str, Accepts] = {}
@@ -163,8 +162,6 @@ def _from_jsonschema(error: jsonschema.ValidationError) -> list[FieldError]:
         return [FieldError.not_supported(path, value, limit)]
     if rule == "type":
         return [FieldError.invalid(path, value, f"must be of type {limit}")]
-    if rule == "pattern" and limit == NON_NEGATIVE_QUANTITY_PATTERN and str(value).startswith("-"):
-        return [FieldError.invalid(path, value, "must be greater than or equal to 0")]
     if rule == "anyOf":
         return [FieldError.invalid(path, value, "must be an integer or a quantity string such as 500m or 4Gi")]
     if rule == "pattern":

@@ -102,7 +102,6 @@ RESOURCE_GROUP = obj(
             resource_name("A resource name."),
             min_items=1,
             max_items=64,
-            list_type="atomic",
         ),
         "flavors": array(
             "The flavors of this group, in order of preference: the first flavor that fits is "
@@ -203,12 +202,6 @@ FALLBACK_STRATEGY = obj(
     },
 )
 
-FUNGIBILITY_VALUES = [
-    c.FUNGIBILITY_MAY_STOP_SEARCH,
-    c.FUNGIBILITY_TRY_NEXT_FLAVOR,
-    c.FUNGIBILITY_BORROW,
-    c.FUNGIBILITY_PREEMPT,
-]
 
 
 def _preference_allowed(ff: dict[str, Any]) -> bool:
@@ -226,13 +219,13 @@ FLAVOR_FUNGIBILITY = obj(
         "whenCanBorrow": string(
             "When a flavor fits only by borrowing: MayStopSearch (or the deprecated Borrow) takes "
             "it; TryNextFlavor keeps looking for a flavor that fits without borrowing.",
-            enum=FUNGIBILITY_VALUES,
+            enum=[c.FUNGIBILITY_BORROW, c.FUNGIBILITY_MAY_STOP_SEARCH, c.FUNGIBILITY_TRY_NEXT_FLAVOR],
             default=c.FUNGIBILITY_MAY_STOP_SEARCH,
         ),
         "whenCanPreempt": string(
             "When a flavor fits only by preempting: MayStopSearch (or the deprecated Preempt) "
             "preempts there; TryNextFlavor keeps looking for a flavor that fits without preemption.",
-            enum=FUNGIBILITY_VALUES,
+            enum=[c.FUNGIBILITY_PREEMPT, c.FUNGIBILITY_MAY_STOP_SEARCH, c.FUNGIBILITY_TRY_NEXT_FLAVOR],
             default=c.FUNGIBILITY_TRY_NEXT_FLAVOR,
         ),
         "preference": string(
@@ -296,7 +289,8 @@ PREEMPTION = obj(
     default={},
     rules=[
         Rule(
-            cel="!(self.reclaimWithinCohort == 'Never' && has(self.borrowWithinCohort) && "
+            # Two spaces after the second && as in Kueue's CRD, so the rule text is Kueue's.
+            cel="!(self.reclaimWithinCohort == 'Never' && has(self.borrowWithinCohort) &&  "
             "self.borrowWithinCohort.policy != 'Never')",
             message="reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
             check=_preemption_consistent,
@@ -401,15 +395,10 @@ ADMISSION_CHECKS_STRATEGY = obj(
                     "onFlavors": array(
                         "The flavors this check applies to; empty means all workloads of the queue.",
                         flavor_ref("Name of a flavor of this ClusterQueue."),
-                        max_items=64,
-                        list_type="set",
                     ),
                 },
                 required=["name"],
             ),
-            max_items=64,
-            list_type="map",
-            map_keys=["name"],
         ),
     },
 )
@@ -437,17 +426,14 @@ def _no_limit_without_cohort(limit: str) -> Callable[[dict[str, Any]], bool]:
 
 SPEC_RULES = [
     Rule(
-        cel="(has(self.cohort) && self.cohort != '') || !has(self.resourceGroups) || "
-        "self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",
+        cel="!has(self.cohort) && has(self.resourceGroups) ? "
+        "self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit)))) : true",
         message="borrowingLimit must be nil when cohort is empty",
         check=_no_limit_without_cohort("borrowingLimit"),
     ),
-    Rule(
-        cel="!has(self.admissionChecks) || !has(self.admissionChecksStrategy)",
-        message="Either admissionChecks or admissionChecksStrategy can be filled",
-        check=lambda s: not ("admissionChecks" in s and "admissionChecksStrategy" in s),
-    ),
 ]
+# admissionChecks and admissionChecksStrategy are mutually exclusive: Kueue's CRD has no rule for
+# it, the webhook (webhook/rules/clusterqueue.py) denies both at once.
 # No CEL rule for "concurrentAdmission is not supported with StrictFIFO" on purpose: it is the
 # webhook's rule (webhook/rules/concurrent.py, docs/design/concurrent-admission.md), and the
 # apiserver runs CEL before validating webhooks, so a CEL twin would always answer first and the
@@ -482,7 +468,6 @@ SPEC = obj(
             "Names of AdmissionChecks every workload of this queue must pass (v1beta1 shorthand; "
             "mutually exclusive with admissionChecksStrategy).",
             admission_check_ref("Name of an AdmissionCheck."),
-            list_type="set",
         ),
         "admissionChecksStrategy": ADMISSION_CHECKS_STRATEGY,
         "stopPolicy": STOP_POLICY,
@@ -492,7 +477,6 @@ SPEC = obj(
             {
                 "admissionMode": string(
                     "UsageBasedAdmissionFairSharing or NoAdmissionFairSharing.",
-                    enum=["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"],
                 )
             },
             required=["admissionMode"],
@@ -540,9 +524,9 @@ STATUS = obj(
         "conditions": conditions("Conditions of the ClusterQueue; Active tells whether it admits workloads."),
         "flavorsReservation": flavor_usage("Quota reserved by workloads holding a reservation, per flavor."),
         "flavorsUsage": flavor_usage("Quota used by admitted workloads, per flavor."),
-        "pendingWorkloads": integer("Number of workloads waiting for admission.", minimum=0),
-        "reservingWorkloads": integer("Number of workloads holding a quota reservation.", minimum=0),
-        "admittedWorkloads": integer("Number of admitted, unfinished workloads.", minimum=0),
+        "pendingWorkloads": integer("Number of workloads waiting for admission."),
+        "reservingWorkloads": integer("Number of workloads holding a quota reservation."),
+        "admittedWorkloads": integer("Number of admitted, unfinished workloads."),
         "pendingWorkloadsStatus": obj(
             "Deprecated (ineffective since Kueue v0.14): the head of the pending queue.",
             {

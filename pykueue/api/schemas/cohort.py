@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pykueue.api.dsl import Rule, obj
+from pykueue.api.dsl import obj
 from pykueue.api.kindinfo import KindInfo
 from pykueue.api.schemas.clusterqueue import resource_groups
 from pykueue.api.schemas.common import FAIR_SHARING, FAIR_SHARING_STATUS, cohort_ref
-
-
-def _no_limits_without_parent(spec: dict[str, Any]) -> bool:
-    if spec.get("parentName"):
-        return True
-    return not any(
-        "borrowingLimit" in quota or "lendingLimit" in quota
-        for group in spec.get("resourceGroups", [])
-        for flavor in group.get("flavors", [])
-        for quota in flavor.get("resources", [])
-    )
-
 
 SPEC = obj(
     "The cohort's parent, its own quota and fair sharing weight.",
@@ -35,15 +21,8 @@ SPEC = obj(
         ),
         "fairSharing": FAIR_SHARING,
     },
-    rules=[
-        Rule(
-            cel="(has(self.parentName) && self.parentName != '') || !has(self.resourceGroups) || "
-            "self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit) && "
-            "!has(r.lendingLimit))))",
-            message="borrowingLimit and lendingLimit must be nil when parent is empty",
-            check=_no_limits_without_parent,
-        )
-    ],
+    # Limits without a parent are the webhook's rule (webhook/rules/cohort_flavor.py), as in Kueue,
+    # whose Cohort CRD has no CEL rule for them.
 )
 
 

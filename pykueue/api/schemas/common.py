@@ -8,11 +8,11 @@ validate it when the Job's pods are created).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pykueue.api.dsl import (
     DNS1123_LABEL,
-    QUANTITY_PATTERN,
     Rule,
     Schema,
     array,
@@ -50,7 +50,7 @@ def podset_ref(description: str, *, default: str | None = None) -> Schema:
 
 
 def admission_check_ref(description: str) -> Schema:
-    return string(description, min_length=1, max_length=316)
+    return string(description, max_length=316)
 
 
 def resource_name(description: str) -> Schema:
@@ -60,17 +60,11 @@ def resource_name(description: str) -> Schema:
 # --- quantities ----------------------------------------------------------------------------------
 
 
-# A quantity pattern without the minus sign: the apiserver rejects negative quantities itself.
-# (A CEL rule would do the same, but its estimated cost inside the nested quota lists is far
-# beyond the apiserver's budget.)
-NON_NEGATIVE_QUANTITY_PATTERN = QUANTITY_PATTERN.replace(r"^(\+|-)?", r"^\+?", 1)
-
-
 def non_negative_quantity(description: str) -> Schema:
-    schema = quantity(description)
-    schema["pattern"] = NON_NEGATIVE_QUANTITY_PATTERN
-    schema["minimum"] = 0
-    return schema
+    """A quantity that must not be negative. Kueue's CRDs carry the plain quantity schema (a
+    leading ``-`` matches the pattern); its webhook, like pykueue's (``webhook/rules/quota.py``),
+    rejects negative amounts, so the CRD accepts exactly what Kueue's CRD accepts."""
+    return quantity(description)
 
 
 def resource_list(description: str) -> Schema:
@@ -108,7 +102,7 @@ CONDITION = obj(
 
 
 def conditions(description: str) -> Schema:
-    return array(description, CONDITION, max_items=16, list_type="map", map_keys=["type"])
+    return array(description, CONDITION, list_type="map", map_keys=["type"])
 
 
 # --- selectors, taints and tolerations ------------------------------------------------------------
@@ -129,8 +123,8 @@ LABEL_SELECTOR = obj(
                 {
                     "key": string("The label key that the selector applies to."),
                     "operator": string(
-                        "Relationship of the key to the values: In, NotIn, Exists or DoesNotExist.",
-                        enum=["In", "NotIn", "Exists", "DoesNotExist"],
+                        "Relationship of the key to the values: In, NotIn, Exists or DoesNotExist "
+                        "(checked by the webhook, as in Kueue).",
                     ),
                     "values": array(
                         "Values for In and NotIn (non-empty); must be empty for Exists and DoesNotExist.",
@@ -153,42 +147,55 @@ TAINT = obj(
     {
         "key": string("The taint key to be applied to a node."),
         "value": string("The taint value corresponding to the taint key."),
-        "effect": string("The effect of the taint on pods that do not tolerate it.", enum=TAINT_EFFECTS),
+        "effect": string("The effect of the taint on pods that do not tolerate it."),
         "timeAdded": timestamp("The time at which the taint was added (only for NoExecute taints)."),
     },
     required=["key", "effect"],
 )
 
 
-def _rule(cel: str, message: str, check: Any) -> Rule:
-    return Rule(cel=cel, message=message, check=check)
+# Kueue's CRDs check taints and tolerations on the list (``self.all(x, ...)``), not per item; the
+# same rule texts are used here so the apiserver reports the same messages. Each has a Python twin
+# receiving the whole list.
 
+
+def _all(check: Callable[[dict[str, Any]], bool]) -> Callable[[Any], bool]:
+    return lambda items: all(check(item) for item in items if isinstance(item, dict))
+
+
+TAINT_RULES = [
+    Rule(
+        "self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
+        "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+        check=_all(lambda t: t.get("effect") in TAINT_EFFECTS),
+    )
+]
 
 TOLERATION_RULES = [
-    _rule(
-        "!has(self.key) || self.key != '' || (has(self.operator) && self.operator == 'Exists')",
+    Rule(
+        "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
         "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
-        lambda t: bool(t.get("key")) or t.get("operator") == "Exists",
+        check=_all(lambda t: "key" in t or t.get("operator") == "Exists"),
     ),
-    _rule(
-        "!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",
+    Rule(
+        "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
         "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-        lambda t: "tolerationSeconds" not in t or t.get("effect") == "NoExecute",
+        check=_all(lambda t: "tolerationSeconds" not in t or t.get("effect") == "NoExecute"),
     ),
-    _rule(
-        "!has(self.operator) || self.operator in ['Equal', 'Exists']",
+    Rule(
+        "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
         "supported toleration values: 'Equal'(default), 'Exists'",
-        lambda t: t.get("operator", "Equal") in ("Equal", "Exists"),
+        check=_all(lambda t: "operator" not in t or t["operator"] in ("Equal", "Exists")),
     ),
-    _rule(
-        "!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",
+    Rule(
+        "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
         "a value must be empty when 'operator' is 'Exists'",
-        lambda t: t.get("operator") != "Exists" or not t.get("value"),
+        check=_all(lambda t: t.get("operator") != "Exists" or "value" not in t),
     ),
-    _rule(
-        "!has(self.effect) || self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",
+    Rule(
+        "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
         "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
-        lambda t: t.get("effect", "NoSchedule") in TAINT_EFFECTS,
+        check=_all(lambda t: "effect" not in t or t["effect"] in TAINT_EFFECTS),
     ),
 ]
 
@@ -203,12 +210,15 @@ TOLERATION = obj(
             "How long a NoExecute taint is tolerated before eviction; unset means forever.", fmt="int64"
         ),
     },
-    rules=TOLERATION_RULES,
 )
 
 
-def tolerations(description: str, max_items: int = 8) -> Schema:
-    return array(description, TOLERATION, max_items=max_items, list_type="atomic")
+def taints(description: str, max_items: int = 8) -> Schema:
+    return array(description, TAINT, max_items=max_items, list_type="atomic", rules=TAINT_RULES)
+
+
+def tolerations(description: str, max_items: int = 8, list_type: str | None = "atomic") -> Schema:
+    return array(description, TOLERATION, max_items=max_items, list_type=list_type, rules=TOLERATION_RULES)
 
 
 # --- pod templates -------------------------------------------------------------------------------

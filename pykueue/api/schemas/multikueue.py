@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from pykueue.api.dsl import Rule, array, obj, string
+from pykueue.api.dsl import array, obj, string
 from pykueue.api.kindinfo import AGE_COLUMN, KindInfo, PrinterColumn
 from pykueue.api.schemas.common import conditions
-
-
-def _unique(values: list[str]) -> bool:
-    return len(set(values)) == len(values)
-
 
 CONFIG_SPEC = obj(
     "The worker clusters of a MultiKueue admission check.",
     {
         "clusters": array(
             "Names of MultiKueueClusters the workloads are dispatched to, most preferred first.",
-            string("Name of a MultiKueueCluster.", max_length=256),
+            string("Name of a MultiKueueCluster."),
             min_items=1,
             max_items=20,
-            list_type="atomic",
-            rules=[Rule("self.all(x, self.exists_one(y, x == y))", "must be unique", check=_unique)],
+            list_type="set",
         ),
     },
     required=["clusters"],
@@ -45,14 +39,18 @@ CLUSTER_SPEC = obj(
                 "location": string(
                     "Name of a Secret (key kubeconfig) in the pykueue namespace, or an absolute path "
                     "on the controller's file system.",
-                    min_length=1,
-                    max_length=256,
                 ),
                 "locationType": string(
                     "Secret (default) or Path.", enum=["Secret", "Path"], default="Secret"
                 ),
             },
             required=["location", "locationType"],
+        ),
+        "clusterProfileRef": obj(
+            "A ClusterProfile (sigs.k8s.io/cluster-inventory-api) naming the worker cluster. "
+            "Accepted for compatibility with Kueue; pykueue connects through kubeConfig only.",
+            {"name": string("Name of the ClusterProfile.", min_length=1, max_length=256)},
+            required=["name"],
         ),
     },
     required=["kubeConfig"],
@@ -69,7 +67,6 @@ CLUSTER_KIND = KindInfo(
     description="MultiKueueCluster is the Schema for the multikueue API: one worker cluster and "
     "how to reach it.",
     properties={"spec": CLUSTER_SPEC, "status": CLUSTER_STATUS},
-    required=("spec",),
     short_names=("mkc",),
     status_subresource=True,
     printer_columns=(

@@ -15,7 +15,7 @@ KIND = KindInfo(
             "The priority given to workloads of this class; higher is more important. Changing it "
             "updates the priority of existing workloads of the class."
         ),
-        "description": string("What the class is for.", max_length=2048),
+        "description": string("What the class is for."),
     },
     required=("value",),
     short_names=("wpc",),

@@ -15,15 +15,13 @@ RETRY_STRATEGY = obj(
         "backoffLimitCount": integer(
             "How many times a failed request is retried before the check is Rejected and the "
             "workload deactivated.",
-            minimum=0,
             default=3,
         ),
         "backoffBaseSeconds": integer(
             "Base of the exponential backoff between retries (about base*2^(n-1) seconds).",
-            minimum=0,
             default=60,
         ),
-        "backoffMaxSeconds": integer("Upper bound of the backoff between retries.", minimum=0, default=1800),
+        "backoffMaxSeconds": integer("Upper bound of the backoff between retries.", default=1800),
     },
     default={"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
 )
@@ -71,8 +69,6 @@ SPEC = obj(
                         required=["key", "valueFromProvisioningClassDetail"],
                     ),
                     max_items=8,
-                    list_type="map",
-                    map_keys=["key"],
                 ),
             },
         ),

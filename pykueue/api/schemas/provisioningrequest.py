@@ -66,7 +66,6 @@ KIND = KindInfo(
     namespaced=True,
     short_names=("provreq", "provreqs"),
     status_subresource=True,
-    categories=(),
     group=AUTOSCALING_GROUP,
     version="v1",
 )

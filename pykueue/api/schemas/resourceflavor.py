@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pykueue.api.dsl import Rule, array, map_of, name_ref, obj, string
+from pykueue.api.dsl import Rule, map_of, name_ref, obj, string
 from pykueue.api.kindinfo import KindInfo
-from pykueue.api.schemas.common import TAINT, tolerations
+from pykueue.api.schemas.common import taints, tolerations
 
 SPEC = obj(
     "The node labels, taints and tolerations that describe this flavor.",
@@ -16,12 +16,9 @@ SPEC = obj(
             max_properties=8,
         )
         | {"x-kubernetes-map-type": "atomic"},
-        "nodeTaints": array(
+        "nodeTaints": taints(
             "Taints of the nodes of this flavor. A workload must tolerate every NoSchedule and "
             "NoExecute taint (unless the flavor tolerates it itself) to be assigned the flavor.",
-            TAINT,
-            max_items=8,
-            list_type="atomic",
         ),
         "tolerations": tolerations(
             "Tolerations added to the pods admitted with this flavor, so they can run on its tainted nodes."
@@ -33,9 +30,19 @@ SPEC = obj(
     },
     rules=[
         Rule(
-            cel="!has(self.topologyName) || (has(self.nodeLabels) && size(self.nodeLabels) >= 1)",
+            cel="!has(self.topologyName) || self.nodeLabels.size() >= 1",
             message="at least one nodeLabel is required when topology is set",
             check=lambda spec: "topologyName" not in spec or bool(spec.get("nodeLabels")),
+        ),
+        Rule(
+            cel="!has(oldSelf.topologyName) || (has(self.nodeLabels) == has(oldSelf.nodeLabels) && "
+            "(!has(self.nodeLabels) || self.nodeLabels == oldSelf.nodeLabels))",
+            message="nodeLabels are immutable when topologyName is set",
+        ),
+        Rule(
+            cel="!has(oldSelf.topologyName) || (has(self.tolerations) == has(oldSelf.tolerations) && "
+            "(!has(self.tolerations) || self.tolerations == oldSelf.tolerations))",
+            message="tolerations are immutable when topologyName is set",
         ),
         Rule(
             cel="!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)",

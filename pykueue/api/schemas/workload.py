@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from pykueue.api import constants as c
-from pykueue.api.dsl import Rule, array, boolean, free_form, integer, map_of, obj, string, timestamp
+from pykueue.api.dsl import Rule, array, boolean, integer, map_of, obj, string, timestamp
 from pykueue.api.kindinfo import AGE_COLUMN, KindInfo, PrinterColumn
 from pykueue.api.schemas.common import (
-    TOLERATION,
     admission_check_ref,
     cluster_queue_ref,
     conditions,
@@ -24,22 +23,55 @@ from pykueue.api.schemas.common import (
     pod_template,
     podset_ref,
     resource_list,
+    tolerations,
 )
 
 # --- spec ----------------------------------------------------------------------------------------
 
+TOPOLOGY_ASSIGNMENT = obj(
+    "Topology-aware scheduling assignment of the pods: the topology levels and, per domain, how "
+    "many pods are placed there.",
+    {
+        "levels": array(
+            "The node labels of the topology levels, from the widest to the narrowest.",
+            string("A node label key."),
+            min_items=1,
+            max_items=16,
+            list_type="atomic",
+        ),
+        "domains": array(
+            "The topology domains and the number of pods in each.",
+            obj(
+                "One topology domain.",
+                {
+                    "values": array(
+                        "The values of the levels' labels identifying the domain.",
+                        string("A label value."),
+                        min_items=1,
+                        max_items=16,
+                        list_type="atomic",
+                    ),
+                    "count": integer("Number of pods in this domain.", minimum=1),
+                },
+                required=["count", "values"],
+            ),
+        ),
+    },
+    required=["domains", "levels"],
+)
+
 TOPOLOGY_REQUEST = obj(
     "Topology-aware scheduling request of the pod set (mirrors the kueue.x-k8s.io/podset-* annotations).",
     {
-        "required": string("Topology level the pods must all be placed in.", max_length=63),
-        "preferred": string("Topology level the pods should preferably be placed in.", max_length=63),
+        "required": string("Topology level the pods must all be placed in."),
+        "preferred": string("Topology level the pods should preferably be placed in."),
         "unconstrained": boolean("The pods may be placed anywhere that fits."),
-        "podIndexLabel": string("Label holding the pod's index within the pod set.", max_length=317),
-        "subGroupIndexLabel": string("Label holding the pod's sub-group index.", max_length=317),
-        "subGroupCount": integer("Number of sub-groups in the pod set.", minimum=0),
-        "podSetGroupName": string("Pod sets of one group get the same flavor and topology.", max_length=256),
-        "podSetSliceRequiredTopology": string("Topology level each slice must fit in.", max_length=63),
-        "podSetSliceSize": integer("Number of pods in each slice.", minimum=1),
+        "podIndexLabel": string("Label holding the pod's index within the pod set."),
+        "subGroupIndexLabel": string("Label holding the pod's sub-group index."),
+        "subGroupCount": integer("Number of sub-groups in the pod set."),
+        "podSetGroupName": string("Pod sets of one group get the same flavor and topology."),
+        "podSetSliceRequiredTopology": string("Topology level each slice must fit in."),
+        "podSetSliceSize": integer("Number of pods in each slice."),
     },
 )
 
@@ -74,7 +106,7 @@ POD_SET = obj(
     required=["template", "count"],
     rules=[
         Rule(
-            cel="!has(self.minCount) || self.minCount <= self.count",
+            cel="has(self.minCount) ? self.minCount <= self.count : true",
             message="minCount should be positive and less or equal to count",
             check=_min_count_fits,
         )
@@ -136,7 +168,7 @@ SPEC = obj(
     required=["podSets"],
     rules=[
         Rule(
-            cel="!has(self.priorityClassName) || has(self.priority)",
+            cel="has(self.priorityClassName) ? has(self.priority) : true",
             message="priority should not be nil when priorityClassName is set",
             check=lambda s: "priorityClassName" not in s or "priority" in s,
         )
@@ -154,10 +186,8 @@ POD_SET_ASSIGNMENT = obj(
         ),
         "resourceUsage": resource_list("Total resources used by all the pods of the pod set."),
         "count": integer("Number of pods admitted; absent means spec count.", minimum=0),
-        "topologyAssignment": free_form("Topology-aware scheduling assignment of the pods."),
-        "delayedTopologyRequest": string(
-            "Whether the topology assignment waits for a ProvisioningRequest.", enum=["Pending", "Ready"]
-        ),
+        "topologyAssignment": TOPOLOGY_ASSIGNMENT,
+        "delayedTopologyRequest": string("Whether the topology assignment waits for a ProvisioningRequest: Pending or Ready."),
     },
     required=["name"],
 )
@@ -184,7 +214,7 @@ POD_SET_UPDATE = obj(
         "labels": map_of("Labels to add to the pods.", string("Label value.")),
         "annotations": map_of("Annotations to add to the pods.", string("Annotation value.")),
         "nodeSelector": map_of("Node selector entries to add to the pods.", string("Label value.")),
-        "tolerations": array("Tolerations to add to the pods.", TOLERATION, max_items=8, list_type="atomic"),
+        "tolerations": tolerations("Tolerations to add to the pods.", list_type=None),
     },
     required=["name"],
 )
@@ -288,7 +318,7 @@ STATUS = obj(
             obj(
                 "Requests of one pod set.",
                 {
-                    "name": podset_ref("Name of the pod set.", default=c.DEFAULT_PODSET_NAME),
+                    "name": podset_ref("Name of the pod set."),
                     "resources": resource_list("Total requests of the pod set."),
                 },
                 required=["name"],
@@ -314,7 +344,6 @@ STATUS = obj(
                         },
                         required=["reason", "underlyingCause", "count"],
                     ),
-                    max_items=256,
                     list_type="map",
                     map_keys=["reason", "underlyingCause"],
                 ),
@@ -323,21 +352,17 @@ STATUS = obj(
         "nominatedClusterNames": array(
             "MultiKueue worker clusters the workload is dispatched to while pending. Mutually "
             "exclusive with clusterName.",
-            string("Name of a MultiKueueCluster.", max_length=256),
+            string("Name of a MultiKueueCluster."),
             max_items=20,
-            list_type="set",
+            list_type="atomic",
         ),
         "clusterName": string(
             "The MultiKueue worker cluster that admitted the workload; reset on eviction, otherwise "
             "immutable once set.",
-            max_length=256,
         ),
         "unhealthyNodes": array(
             "Nodes of the workload that failed (topology-aware scheduling).",
             obj("An unhealthy node.", {"name": string("Node name.")}, required=["name"]),
-            max_items=8,
-            list_type="map",
-            map_keys=["name"],
         ),
         "options": array(
             "Concurrent Admission: the state of every option of this parent workload.",
@@ -356,7 +381,8 @@ STATUS = obj(
     },
     rules=[
         Rule(
-            cel="!has(self.clusterName) || !has(self.nominatedClusterNames) || size(self.nominatedClusterNames) == 0",
+            cel="!has(self.clusterName) || (!has(self.nominatedClusterNames) || "
+            "(has(self.nominatedClusterNames) && size(self.nominatedClusterNames) == 0))",
             message="clusterName and nominatedClusterNames are mutually exclusive",
             check=_cluster_name_exclusive,
         ),
@@ -395,12 +421,38 @@ ROOT_RULES = (
         message="podSetAssignments must have the same number of podSets as the spec",
         check=_assignments_match_podsets,
     ),
+    # Updates of a workload holding a reservation: Kueue's transition rules, word for word (no
+    # Python twin: on updates the webhook decides, webhook/rules/workload.py).
     Rule(
-        cel="(has(oldSelf.status) && has(oldSelf.status.conditions) && " + _OLD_RESERVED + ") && "
-        "(has(self.status) && has(self.status.conditions) && " + _RESERVED + ") && "
-        "has(oldSelf.spec.queueName) && has(self.spec.queueName) ? oldSelf.spec.queueName == self.spec.queueName : true",
-        message="queueName is immutable while the workload holds a quota reservation",
-        field_path=".spec.queueName",
+        cel="((has(oldSelf.status) && has(oldSelf.status.conditions) && "
+        "oldSelf.status.conditions.exists(c, c.type == 'Admitted' && c.status == 'True')) && "
+        "(has(self.status) && has(self.status.conditions) && "
+        "self.status.conditions.exists(c, c.type == 'Admitted' && c.status == 'True')))?"
+        "((has(oldSelf.spec.maximumExecutionTimeSeconds)?oldSelf.spec.maximumExecutionTimeSeconds:0) ==  "
+        "(has(self.spec.maximumExecutionTimeSeconds)?self.spec.maximumExecutionTimeSeconds:0)):true",
+        message="maximumExecutionTimeSeconds is immutable while workload quota reserved",
+    ),
+    Rule(
+        cel="((has(oldSelf.status) && has(oldSelf.status.conditions) && " + _OLD_RESERVED + ") && "
+        "(has(self.status) && has(self.status.conditions) && " + _RESERVED + ")) ? "
+        "((has(oldSelf.spec.queueName) == has(self.spec.queueName)) && "
+        "(!has(oldSelf.spec.queueName) || oldSelf.spec.queueName == self.spec.queueName)) : true",
+        message="queueName is immutable while workload quota reserved",
+    ),
+    Rule(
+        cel="(has(oldSelf.status) && has(oldSelf.status.conditions) && " + _OLD_RESERVED + " && "
+        "has(oldSelf.spec.priorityClassSource) && has(self.spec.priorityClassSource) && "
+        "(self.spec.priorityClassSource != 'kueue.x-k8s.io/workloadpriorityclass') && "
+        "has(oldSelf.spec.priorityClassName) && has(self.spec.priorityClassName)) ? "
+        "(oldSelf.spec.priorityClassName == self.spec.priorityClassName) : true",
+        message="priorityClassName is immutable while workload quota reserved and priorityClassSource "
+        "is not equal to kueue.x-k8s.io/workloadpriorityclass",
+    ),
+    Rule(
+        cel="(has(oldSelf.status) && has(oldSelf.status.conditions) && " + _OLD_RESERVED + " && "
+        "has(oldSelf.spec.priorityClassSource) && has(self.spec.priorityClassSource)) ? "
+        "(oldSelf.spec.priorityClassSource == self.spec.priorityClassSource) : true",
+        message="priorityClassSource is immutable while workload quota reserved",
     ),
 )
 
@@ -410,7 +462,7 @@ KIND = KindInfo(
     description="Workload is the Schema for the workloads API: the unit of admission, one per job.",
     properties={"spec": SPEC, "status": STATUS},
     namespaced=True,
-    short_names=("wl", "kwl", "kueueworkload", "kueueworkloads"),
+    short_names=("kwl", "kueueworkload", "kueueworkloads"),
     status_subresource=True,
     rules=ROOT_RULES,
     selectable_fields=(".status.admission.clusterQueue",),

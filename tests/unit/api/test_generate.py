@@ -76,7 +76,7 @@ def test_names_scope_and_columns_match_kueue_v1beta1() -> None:
     assert set(lq["spec"]["names"]["shortNames"]) >= {"lq", "queue"}
 
     wl = generate.crd(KINDS["Workload"])
-    assert "wl" in wl["spec"]["names"]["shortNames"]
+    assert set(wl["spec"]["names"]["shortNames"]) == {"kwl", "kueueworkload", "kueueworkloads"}
     assert [c["name"] for c in wl["spec"]["versions"][0]["additionalPrinterColumns"]] == [
         "Queue", "Reserved in", "Admitted", "Finished", "Age",
     ]
