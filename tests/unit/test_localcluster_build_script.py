@@ -41,7 +41,15 @@ case "$1" in
   install)
     module=${*: -1}; module=${module%@*}
     echo built >"$GOBIN/${module##*/}" ;;
+  mod)
+    ;;
 esac
+if [ "$1 $2" = "mod download" ]; then
+  dir="$GOPATH/pkg/mod/${*: -1}"
+  mkdir -p "$dir/config/components/crd/bases"
+  echo "kind: CustomResourceDefinition" >"$dir/config/components/crd/bases/kueue.x-k8s.io_workloads.yaml"
+  printf '{\n\t"Path": "sigs.k8s.io/kueue",\n\t"Dir": "%s",\n\t"Sum": "h1:x"\n}\n' "$dir"
+fi
 """
 
 # `curl` stand-in: the proxy probe succeeds; the download of k8s.io/kubernetes's go.mod gets one
@@ -184,3 +192,18 @@ def test_nothing_is_rebuilt_until_a_pin_changes_and_then_only_that_pins_build(bu
     current = builder.cache / "bin" / "current"
     assert (current / "kube-apiserver").resolve().parent.name == "kubernetes-v1.36.99"
     assert (builder.cache / "bin" / f"kubernetes-{K8S}" / ".stamp").is_file(), "the old pin's build is kept"
+
+
+def test_kueue_crds_are_copied_from_the_pinned_module_into_the_cache_once(builder: Builder) -> None:
+    """The parity test's oracle: Kueue's CRDs, out of sigs.k8s.io/kueue at KUEUE_VERSION."""
+    kueue = PINS["KUEUE_VERSION"]
+    result = builder.run()
+    assert result.returncode == 0, result.stderr
+    (call,) = builder.go_calls("mod download")
+    assert call.startswith(f"go mod download -json sigs.k8s.io/kueue@{kueue} | GOTOOLCHAIN=local")
+    crds = builder.cache / f"kueue-{kueue}" / "crds"
+    assert (crds / "kueue.x-k8s.io_workloads.yaml").read_text() == "kind: CustomResourceDefinition\n"
+    assert (crds / ".stamp").read_text().strip() == kueue
+    builder.calls.unlink()
+    assert builder.run().returncode == 0
+    assert builder.go_calls("mod") == [], "a fetched pin is not fetched again"

@@ -106,6 +106,10 @@ def _stamp_cached_binaries(cache: Path) -> None:
             (directory / name).write_text("#!/bin/sh\nexit 1\n")
             (directory / name).chmod(0o755)
         (directory / ".stamp").write_text(f"{version}\n")
+    crds = cache / f"kueue-{PINS['KUEUE_VERSION']}" / "crds"
+    crds.mkdir(parents=True)
+    (crds / "kueue.x-k8s.io_workloads.yaml").write_text("kind: CustomResourceDefinition\n")
+    (crds / ".stamp").write_text(f"{PINS['KUEUE_VERSION']}\n")
 
 
 # ------------------------------------------------------------ hack/build-binaries.sh

@@ -1,22 +1,24 @@
 """Schema pieces shared by several kinds: names, quotas, conditions and embedded core types.
 
 Embedded Kubernetes core types (Condition, LabelSelector, Taint, Toleration) are written out
-field by field as upstream publishes them, so the apiserver validates them; a PodTemplateSpec
-body is kept with ``x-kubernetes-preserve-unknown-fields`` (the kube-scheduler and kubelet
-validate it when the Job's pods are created).
+field by field as upstream publishes them, so the apiserver validates them; the PodTemplateSpec
+schema is generated from Kubernetes' OpenAPI (``hack/gen_podtemplate_schema.py``).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 from pykueue.api.dsl import (
     DNS1123_LABEL,
     Rule,
     Schema,
     array,
-    free_form,
     integer,
     map_of,
     name_ref,
@@ -224,32 +226,22 @@ def tolerations(description: str, max_items: int = 8, list_type: str | None = "a
 # --- pod templates -------------------------------------------------------------------------------
 
 
+_POD_TEMPLATE_FILE = Path(__file__).with_name("podtemplate.json")
+
+
+@functools.cache
+def _generated_pod_template() -> Schema:
+    document: dict[str, Any] = json.loads(_POD_TEMPLATE_FILE.read_text())
+    return cast(Schema, document["schema"])
+
+
 def pod_template(description: str) -> Schema:
-    """A core/v1 PodTemplateSpec: metadata and spec are kept whole, the containers list is required."""
-    return free_form(
-        description,
-        {
-            "metadata": free_form("Labels and annotations of the pods (other metadata is ignored)."),
-            "spec": obj(
-                "The pod specification (core/v1 PodSpec); validated by Kubernetes when pods are created.",
-                {
-                    "containers": array(
-                        "The pod's containers; requests (or limits when requests are absent) count "
-                        "towards quota.",
-                        free_form("A core/v1 Container."),
-                        min_items=1,
-                    ),
-                    "initContainers": array(
-                        "The pod's init containers; they count towards quota like Kubernetes' "
-                        "effective pod request.",
-                        free_form("A core/v1 Container."),
-                    ),
-                },
-                required=["containers"],
-            )
-            | {"x-kubernetes-preserve-unknown-fields": True},
-        },
-    )
+    """A core/v1 PodTemplateSpec as Kueue's Workload CRD carries it: the full structural schema,
+    generated from the pinned Kubernetes version's OpenAPI by ``hack/gen_podtemplate_schema.py``
+    into ``podtemplate.json`` (docs/design/api.md). A fresh copy each call."""
+    schema = copy.deepcopy(_generated_pod_template())
+    schema["description"] = description
+    return schema
 
 
 # --- fair sharing -------------------------------------------------------------------------------

@@ -32,8 +32,3 @@ ALLOWED: list[tuple[str, str, str]] = [
     ("AdmissionCheck", "spec.parameters.kind", "pattern"),
 ]
 
-ALLOWED += [
-    # The pod template is kept whole (preserve-unknown-fields) instead of the full core/v1
-    # PodTemplateSpec schema Kueue's CRD carries (docs/limitations.md).
-    ("Workload", "spec.podSets[].template.*", "*"),
-]

@@ -36,9 +36,14 @@ def test_every_spec_kind_is_registered() -> None:
 
 @pytest.mark.parametrize("kind", sorted(SPEC_KINDS | set(TEST_KINDS)))
 def test_every_field_has_a_description(kind: str) -> None:
+    """Except inside the pod template: it is generated from Kubernetes' OpenAPI without its
+    descriptions (hack/gen_podtemplate_schema.py says why); the template field itself has one."""
     missing: list[str] = []
+    generated = ("spec", "podSets", "[]", "template")
 
     def visit(node: dict[str, Any], path: tuple[str, ...]) -> None:
+        if kind == "Workload" and path[: len(generated)] == generated and len(path) > len(generated):
+            return
         if path and path[-1] not in ("[]", "{}") and path[0] not in ("metadata",) and not node.get("description"):
             missing.append(".".join(path))
 

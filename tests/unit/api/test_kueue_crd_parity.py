@@ -12,14 +12,15 @@ longer matches a difference fails too, so the list only shrinks.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from pykueue.api.generate import crd
-from pykueue.api.schema import KINDS
+from pykueue.api.schema import KINDS, object_schema
 from tests.crd_parity import Difference, compare_crds
-from tests.kueue_oracle import kueue_crds
+from tests.kueue_oracle import REPO_ROOT, kueue_crds
 from tests.unit.api.kueue_crd_parity_allowlist import ALLOWED, MISSING_KINDS
 
 
@@ -104,3 +105,26 @@ def compare_crds_for(ours: dict[str, Any], theirs: dict[str, Any]) -> list[Diffe
         }
 
     return compare_crds(wrap(ours), wrap(theirs))
+
+
+def test_a_missing_oracle_fails_with_one_line_naming_the_fix(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYKUEUE_CACHE", str(tmp_path))
+    with pytest.raises(pytest.fail.Exception) as failure:
+        kueue_crds()
+    message = str(failure.value)
+    assert "\n" not in message
+    assert str(tmp_path) in message and "run `make kueue-crds`" in message
+
+
+def test_the_generated_pod_template_comes_from_the_pinned_kubernetes() -> None:
+    """Bumping K8S_VERSION without `python -m hack.gen_podtemplate_schema` fails here."""
+    document = json.loads((REPO_ROOT / "pykueue" / "api" / "schemas" / "podtemplate.json").read_text())
+    pin = next(
+        line.split("=", 1)[1]
+        for line in (REPO_ROOT / "hack" / "versions.env").read_text().splitlines()
+        if line.startswith("K8S_VERSION=")
+    )
+    assert document["source"].startswith(f"k8s.io/kubernetes@{pin} ")
+    assert object_schema("Workload")["properties"]["spec"]["properties"]["podSets"]["items"]["properties"][
+        "template"
+    ]["properties"]["spec"]["properties"]["containers"]["x-kubernetes-list-map-keys"] == ["name"]
