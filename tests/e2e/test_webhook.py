@@ -431,6 +431,13 @@ def _two_flavor_queue(name: str) -> SeedClusterQueueBuilder:
 
 WEBHOOK_ONLY_CLUSTER_QUEUE_RULES: list[tuple[str, Callable[[str], Obj], list[str]]] = [
     (
+        # Kueue's CRD accepts a negative quantity (its pattern allows "-"); both webhooks deny it.
+        "quotas are not negative",
+        lambda name: SeedClusterQueueBuilder(name).flavor("spot", cpu="-2").obj(),
+        ['spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: "-2": '
+         "must be greater than or equal to 0"],
+    ),
+    (
         # allowedResourceFlavors is an atomic list: the apiserver does not de-duplicate it.
         "allowed flavors of an option are unique",
         lambda name: _two_flavor_queue(name).option("any", "spot", "reservation", "spot").obj(),
