@@ -123,7 +123,7 @@ def test_defaults_are_applied_by_the_apiserver(crds: Any, examples: Any) -> None
 
 
 def test_kubectl_get_prints_kueue_columns(crds: Any, examples: Any) -> None:
-    out = crds.kubectl("get", "cq,lq,wl,rf", "-A").stdout
+    out = crds.kubectl("get", "cq,lq,kwl,rf", "-A").stdout
     for header in [
         "COHORT",
         "PENDING WORKLOADS",
@@ -269,7 +269,10 @@ REJECTED = [
             "metadata": {"name": "e2e-bad-rf"},
             "spec": {"topologyName": "default"},
         },
-        "spec: Invalid value: at least one nodeLabel is required when topology is set",
+        # Kueue's rule text (self.nodeLabels.size() >= 1) fails to evaluate without nodeLabels, so
+        # the apiserver reports the evaluation error with the rule's message, as it does for Kueue.
+        'spec: Invalid value: "object": no such key: nodeLabels evaluating rule: '
+        "at least one nodeLabel is required when topology is set",
     ),
     (
         "duplicate MultiKueue clusters",
