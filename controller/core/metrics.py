@@ -76,6 +76,13 @@ FINISHED_TOTAL = Counter(
     "Workloads that finished while holding a reservation.",
     ["cluster_queue", "priority_class"],
 )
+# ResourceFlavor fallbacks (docs/design/fallbacks.md): Kueue has no such metric, hence the prefix.
+FLAVOR_FALLBACKS_TOTAL = Counter(
+    "pykueue_flavor_fallbacks_total",
+    "Flavors a workload fell back from, by ClusterQueue, flavor and trigger "
+    "(TimeoutForPodsReadyExceeded or AdmissionCheckRejected).",
+    ["cluster_queue", "flavor", "trigger"],
+)
 RESERVING_ACTIVE = Gauge(
     "kueue_reserving_active_workloads", "Unfinished workloads holding a reservation.", ["cluster_queue"]
 )
