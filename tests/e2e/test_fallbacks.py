@@ -25,8 +25,6 @@ from tests.e2e.helpers.check_controller import flavor_check_controller
 from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, now_rfc3339, submit, unique
 from tests.e2e.test_jobs import FLAVOR_LABEL, Jobs, queued, wait_for
 
-pytestmark = pytest.mark.needs_local_cluster
-
 
 @pytest.fixture(autouse=True)
 def _webhook_running(webhook: Any, controller: ControllerHandle) -> None:
@@ -195,6 +193,7 @@ def test_deactivate_workload_when_every_flavor_failed(jobs: Jobs, kueue: KueueAp
              message="the Job is suspended without pods")
 
 
+@pytest.mark.needs_local_cluster  # restarts the controller on another Configuration
 def test_retry_all_flavors_clears_the_history_and_tries_again(
     jobs: Jobs, kueue: KueueApi, namespace: str, controller: ControllerHandle
 ) -> None:
