@@ -8,7 +8,9 @@ admitted with no pods plays a job that saturates a flavor's quota.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -244,3 +246,38 @@ def test_admission_check_rejected_on_one_flavor_falls_back_to_the_next(
     assert states == ["Rejected", "Ready"], checker.decisions
     messages = _fallback_messages(jobs, wl["metadata"]["name"])
     assert len(messages) == 1 and "AdmissionCheckRejected" in messages[0], messages
+
+
+@pytest.mark.needs_local_cluster  # kills and restarts the controller process
+def test_after_a_controller_restart_mid_attempt_the_timeout_fires_at_the_recorded_time(
+    jobs: Jobs, kueue: KueueApi, namespace: str, nodes: str, controller: ControllerHandle
+) -> None:
+    """The history in the API is the only memory: the new process times Spot from its recorded
+    assignment, not from its own start."""
+    timeout = 25
+    f = _flavors(kueue, {"spot": unique("stocked-out"), "on-demand": nodes})
+    _queues(
+        kueue,
+        namespace,
+        SeedClusterQueueBuilder(unique("cq")).flavor(f["spot"], cpu="10").flavor(f["on-demand"], cpu="10")
+        .fallback().fallback_rule(f["spot"], timeout=f"{timeout}s"),
+    )
+    jobs.create(queued("restarted", namespace, pods=1, seconds=2))
+    wait_for(lambda: _assigned(jobs.workload("restarted")) == {f["spot"]}, message="reserved on Spot")
+    killed = time.monotonic()
+    controller.kill()
+    time.sleep(10)  # down long enough that timing from the restart would be visibly late
+    controller.start()
+    assert time.monotonic() - killed < timeout, "the controller must be back before Spot's deadline"
+    wait_for(lambda: _assigned(jobs.workload("restarted")) == {f["on-demand"]}, message="fell back to On-demand")
+    wait_for(lambda: jobs.succeeded("restarted"), message="the Job completes on On-demand")
+    wl = jobs.workload("restarted")
+    assert wl is not None
+    assigned = datetime.fromisoformat(_history(wl)[f["spot"]])
+    events = jobs.core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={wl['metadata']['name']},involvedObject.kind=Workload"
+    ).items
+    (fallback,) = [e for e in events if e.reason == "FlavorFallback"]
+    elapsed = (fallback.metadata.creation_timestamp - assigned).total_seconds()
+    # Not before the recorded deadline, and well before the restart + timeout (>= timeout + 10).
+    assert timeout - 1 <= elapsed < timeout + 8, elapsed
