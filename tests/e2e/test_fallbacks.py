@@ -82,8 +82,8 @@ def _fallback_messages(jobs: Jobs, wl_name: str) -> list[str]:
     items = jobs.core.list_namespaced_event(
         jobs.namespace, field_selector=f"involvedObject.name={wl_name},involvedObject.kind=Workload"
     ).items
-    ordered = sorted(items, key=lambda e: e.metadata.creation_timestamp)
-    return [e.message for e in ordered if e.reason == "FlavorFallback"]
+    ordered = sorted(items, key=lambda e: str(e.metadata.creation_timestamp))  # RFC 3339 in UTC sorts as text
+    return [str(e.message) for e in ordered if e.reason == "FlavorFallback"]
 
 
 def _saturate(kueue: KueueApi, namespace: str, flavor: str) -> None:
@@ -278,6 +278,49 @@ def test_after_a_controller_restart_mid_attempt_the_timeout_fires_at_the_recorde
         namespace, field_selector=f"involvedObject.name={wl['metadata']['name']},involvedObject.kind=Workload"
     ).items
     (fallback,) = [e for e in events if e.reason == "FlavorFallback"]
-    elapsed = (fallback.metadata.creation_timestamp - assigned).total_seconds()
+    created = fallback.metadata.creation_timestamp
+    assert created is not None
+    elapsed = (created - assigned).total_seconds()
     # Not before the recorded deadline, and well before the restart + timeout (>= timeout + 10).
     assert timeout - 1 <= elapsed < timeout + 8, elapsed
+
+
+@pytest.mark.needs_local_cluster  # restarts the controller on another Configuration
+def test_waitforpodsready_firing_first_evicts_without_excluding_the_flavor(
+    jobs: Jobs, kueue: KueueApi, namespace: str, nodes: str, controller: ControllerHandle
+) -> None:
+    """The two timeouts stay separate: waitForPodsReady (5 s) runs out before Spot's fallback
+    timeout (10 min), so the user sees PodsReadyTimeout and Spot is tried again after the backoff."""
+    config = configuration(waitForPodsReady=wait_for_pods_ready(timeout="5s", backoff_base_seconds=2))
+    with controller.configured(config):
+        f = _flavors(kueue, {"spot": unique("stocked-out"), "on-demand": nodes})
+        _queues(
+            kueue,
+            namespace,
+            SeedClusterQueueBuilder(unique("cq")).flavor(f["spot"], cpu="10").flavor(f["on-demand"], cpu="10")
+            .fallback().fallback_rule(f["spot"], timeout="10m"),
+        )
+        jobs.create(queued("separate", namespace, pods=1, seconds=2))
+        on_spot = wait_for(
+            lambda: (wl := jobs.workload("separate")) and _assigned(wl) == {f["spot"]} and wl,
+            message="reserved on Spot",
+        )
+        first = datetime.fromisoformat(_history(on_spot)[f["spot"]])
+
+        def evicted_by_pods_ready() -> dict[str, Any] | None:
+            wl = jobs.workload("separate")
+            evicted = condition(wl, "Evicted") if wl else None
+            return wl if evicted and evicted["reason"] == "PodsReadyTimeout" else None
+
+        wl = wait_for(evicted_by_pods_ready, message="evicted by the waitForPodsReady timeout")
+
+        def on_spot_again() -> bool:
+            current = jobs.workload("separate") or {}
+            history = _history(current) if current.get("status") else {}
+            return _assigned(current) == {f["spot"]} and f["spot"] in history and (
+                datetime.fromisoformat(history[f["spot"]]) > first
+            )
+
+        wait_for(on_spot_again, message="Spot is not excluded: reserved there again after the backoff")
+        assert _fallback_messages(jobs, wl["metadata"]["name"]) == []
+        jobs.delete("separate")
