@@ -309,3 +309,11 @@ def test_a_flavor_removed_from_the_cluster_queue_does_not_block_exhaustion() -> 
 def test_a_rule_removed_mid_attempt_stops_the_clock() -> None:
     cq = _cq().obj()  # strategy without rules
     assert plan_workload(_on("spot").obj(), _ctx(cq), at(86400)).eviction is None
+
+
+def test_a_rule_shortened_mid_attempt_counts_from_the_recorded_assignment() -> None:
+    """10 minutes in, the timeout is edited from 1h to 5m: the flavor fell back already."""
+    wl = _on("spot").obj()
+    assert plan_workload(wl, _ctx(_cq().fallback_rule("spot", timeout="1h").obj()), at(600)).eviction is None
+    plan = plan_workload(wl, _ctx(_cq().fallback_rule("spot", timeout="5m").obj()), at(600))
+    assert _conds(plan)["Evicted"].reason == "FlavorFallback"
