@@ -211,7 +211,8 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         stop_policy=_str(spec.get("stopPolicy"), c.STOP_POLICY_NONE) or c.STOP_POLICY_NONE,
         errors=tuple(errors),
         concurrent_admission=isinstance(spec.get("concurrentAdmission"), dict),
-        fallbacks=isinstance(fungibility.get("fallbackStrategy"), dict),
+        # Ignored with concurrentAdmission, which the webhook refuses together with it.
+        fallbacks=isinstance(fungibility.get("fallbackStrategy"), dict) and spec.get("concurrentAdmission") is None,
         terminating=bool(dict_or_empty(obj.get("metadata")).get("deletionTimestamp")),
     )
 

@@ -92,8 +92,12 @@ def _rule_timeout(rule: Mapping[str, Any]) -> float | None:
 
 
 def parse_strategy(cq_spec: Mapping[str, Any] | None) -> FallbackStrategy | None:
-    """The ClusterQueue's strategy, or ``None`` when it has none. Malformed rules are skipped."""
-    if not isinstance(cq_spec, Mapping):
+    """The ClusterQueue's strategy, or ``None`` when it has none. Malformed rules are skipped.
+
+    A queue that also has ``concurrentAdmission`` (the webhook refuses the pair; an object may
+    predate that rule) is treated as having none, as the engine does.
+    """
+    if not isinstance(cq_spec, Mapping) or cq_spec.get("concurrentAdmission") is not None:
         return None
     fungibility = cq_spec.get("flavorFungibility")
     raw = fungibility.get("fallbackStrategy") if isinstance(fungibility, Mapping) else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.engine.parse import parse_workload
+from controller.engine.parse import parse_cluster_queue, parse_workload
 from tests.builders import PlacementWorkloadBuilder, SeedClusterQueueBuilder
 from tests.unit.engine.harness import World
 
@@ -80,3 +80,9 @@ def test_the_held_flavor_is_not_excluded_and_excluded_sets_change_the_shape() ->
     # Reusing the previous record (status-only update) does not salt the shape twice.
     again = parse_workload(base.obj(), excluding)
     assert again.shape == plain.shape
+
+
+def test_a_queue_with_concurrent_admission_ignores_the_strategy() -> None:
+    cq = SeedClusterQueueBuilder("cq").flavor("spot", cpu="1").concurrent("RemoveOther").fallback_rule("spot", timeout="1m")
+    assert not parse_cluster_queue(cq.obj()).fallbacks
+    assert parse_cluster_queue(SeedClusterQueueBuilder("cq").flavor("spot", cpu="1").fallback().obj()).fallbacks

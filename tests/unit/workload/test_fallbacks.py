@@ -317,3 +317,9 @@ def test_a_rule_shortened_mid_attempt_counts_from_the_recorded_assignment() -> N
     assert plan_workload(wl, _ctx(_cq().fallback_rule("spot", timeout="1h").obj()), at(600)).eviction is None
     plan = plan_workload(wl, _ctx(_cq().fallback_rule("spot", timeout="5m").obj()), at(600))
     assert _conds(plan)["Evicted"].reason == "FlavorFallback"
+
+
+def test_a_queue_with_concurrent_admission_has_no_fallbacks() -> None:
+    """The webhook refuses the pair; an object that predates the rule is treated as without strategy."""
+    spec = _cq().concurrent("RemoveOther").fallback_rule("spot", timeout="1m").obj()["spec"]
+    assert fb.parse_strategy(spec) is None
