@@ -13,8 +13,8 @@ from collections.abc import Iterable
 
 from prometheus_client import Counter, Gauge, Histogram
 
-# Kueue's wait-time buckets: 1 s doubling up to ~2.3 h (generateExponentialBuckets(14)).
-WAIT_BUCKETS = tuple(float(2**i) for i in range(14))
+from controller.runtime.metrics import WAIT_BUCKETS
+
 ATTEMPT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 ADMISSION_ATTEMPTS = Counter(

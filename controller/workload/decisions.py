@@ -20,7 +20,7 @@ from typing import Any
 from controller.workload import admissionchecks as checks
 from controller.workload import fallbacks as fb
 from controller.workload import view as wv
-from controller.workload.backoff import (
+from controller.workload.requeue_backoff import (
     DEFAULT_BACKOFF_BASE_SECONDS,
     DEFAULT_BACKOFF_MAX_SECONDS,
     next_requeue,
