@@ -106,6 +106,11 @@ def pick_winner(remotes: Mapping[str, Mapping[str, Any] | None], current: str | 
     return min(reserving)[1]
 
 
+def nomination_changed(nominated: list[str], active: list[str]) -> bool:
+    """Whether ``status.nominatedClusterNames`` must be rewritten to the active workers."""
+    return sorted(nominated) != sorted(active)
+
+
 def check_entry(local: Mapping[str, Any], check: str) -> Mapping[str, Any] | None:
     for state in (local.get("status") or {}).get("admissionChecks") or []:
         if isinstance(state, Mapping) and state.get("name") == check:

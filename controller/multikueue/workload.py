@@ -3,8 +3,9 @@
 For a Workload on the manager with a quota reservation and a MultiKueue check (Kueue's
 ``workload.go``, re-expressed):
 
-1. no winner yet: a copy (:func:`.dispatch.remote_workload`) on every active worker of the
-   check's MultiKueueConfig; the first copy to reserve quota wins (:func:`.dispatch.pick_winner`),
+1. no winner yet: every active worker of the check's MultiKueueConfig is nominated
+   (``status.nominatedClusterNames``, Kueue's AllAtOnce dispatcher) and gets a copy
+   (:func:`.dispatch.remote_workload`); the first nominated copy to reserve quota wins (:func:`.dispatch.pick_winner`),
    the other copies are deleted, the Job is created on the winner only then
    (:func:`.dispatch.remote_job`), and the manager's Workload gets ``status.clusterName`` and its
    check ``Ready`` — the workload controller then admits it, and the Job integration unsuspends
@@ -155,9 +156,13 @@ class WorkloadDispatcher:
         current = wv.status(local).get("clusterName")
         if current:
             return self._follow(local, local_job, check, str(current), remotes)
-        winner = d.pick_winner(remotes, None)
+        nominated = [str(c) for c in wv.status(local).get("nominatedClusterNames") or []]
+        winner = d.pick_winner({c: r for c, r in remotes.items() if c in nominated}, None)
         if winner is None:
-            self._create_copies(local, clusters, remotes)
+            active = [c for c in clusters if self.registry.active_client(c) is not None]
+            if d.nomination_changed(nominated, active):
+                self._nominate(local, active)
+            self._create_copies(local, active, remotes)
             return self.settings.poll_interval
         self._delete_remotes(namespace, name, [c for c in clusters if c != winner])
         self._ensure_remote_job(winner, local, local_job)
@@ -195,10 +200,20 @@ class WorkloadDispatcher:
             client.create(R.JOBS, d.remote_job(local_job, wv.name(local), self.settings.origin), meta.get("namespace"))
             DISPATCHED.labels(cluster).inc()
 
+    def _nominate(self, local: Obj, clusters: list[str]) -> None:
+        """AllAtOnce (Kueue's default dispatcher): every active worker is nominated. The
+        webhook accepts a ``clusterName`` only from ``nominatedClusterNames``, as Kueue's does."""
+        patch = {
+            "metadata": {"resourceVersion": wv.resource_version(local)},
+            "status": {"nominatedClusterNames": sorted(clusters) or None},
+        }
+        self._client.patch_status(R.WORKLOADS, wv.name(local), patch, wv.namespace(local))
+
     def _mark_dispatched(self, local: Obj, check: str, winner: str) -> None:
         message = f'The workload got reservation on "{winner}"'
         states = d.check_states_patch(local, check, C.CHECK_READY, message, self._clock())
-        status: Obj = {"clusterName": winner}
+        # clusterName and nominatedClusterNames are exclusive: the nomination ends here.
+        status: Obj = {"clusterName": winner, "nominatedClusterNames": None}
         if states is not None:
             status["admissionChecks"] = states
         patch = {"metadata": {"resourceVersion": wv.resource_version(local)}, "status": status}

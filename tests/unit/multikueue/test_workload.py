@@ -94,6 +94,7 @@ class World:
 def test_copies_go_to_every_active_worker_with_the_origin_label() -> None:
     w = World()
     assert w.sync() == 1.0
+    assert w.local()["status"]["nominatedClusterNames"] == ["w1", "w2"]
     for client in w.workers.values():
         [copy] = client.of(R.WORKLOADS)
         assert copy["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == ORIGIN
@@ -117,6 +118,7 @@ def test_the_first_worker_to_reserve_wins_and_the_other_copy_is_deleted() -> Non
     assert job["spec"]["template"]["metadata"]["labels"] == {"app": "x"}
     local = w.local()
     assert local["status"]["clusterName"] == "w2"
+    assert "nominatedClusterNames" not in local["status"]  # exclusive with clusterName
     [state] = local["status"]["admissionChecks"]
     assert (state["state"], state["message"]) == ("Ready", 'The workload got reservation on "w2"')
 
@@ -204,3 +206,21 @@ def test_pick_winner_prefers_the_chosen_one_then_the_earliest_reservation() -> N
     assert d.pick_winner(remotes, None) == "b"
     assert d.pick_winner(remotes, "a") == "a"
     assert d.pick_winner({"a": {}, "b": None}, None) is None
+
+
+def test_only_active_workers_are_nominated_and_copied_to() -> None:
+    w = World()
+    w.registry.get("w2").active = False  # type: ignore[union-attr]
+    w.sync()
+    assert w.local()["status"]["nominatedClusterNames"] == ["w1"]
+    assert w.workers["w2"].of(R.WORKLOADS) == []
+
+
+def test_a_reservation_on_a_worker_not_nominated_does_not_win() -> None:
+    w = World(("w1",))
+    w.workers["w1"].put(R.WORKLOADS, d.remote_workload(w.wl, ORIGIN))
+    w.reserve_on("w1", "2026-01-01T12:00:01Z")
+    w.sync()  # the nomination is written first
+    assert "clusterName" not in w.local()["status"]
+    w.sync()
+    assert w.local()["status"]["clusterName"] == "w1"
