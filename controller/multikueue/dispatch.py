@@ -156,3 +156,16 @@ def job_status_patch(local_job: Mapping[str, Any], remote: Mapping[str, Any]) ->
     patch: Obj = {k: None for k in mine if k not in theirs}
     patch.update(theirs)
     return patch
+
+
+_POD_COUNTS = ("active", "ready", "terminating")
+
+
+def forget_pods_patch(local_job: Mapping[str, Any]) -> Obj | None:
+    """A status patch dropping the pod counts mirrored from a worker, for a Job MultiKueue
+    manages; None when there is nothing to drop (or the Job is not MultiKueue's)."""
+    if (local_job.get("spec") or {}).get("managedBy") != C.MULTIKUEUE_CONTROLLER:
+        return None
+    status = local_job.get("status") or {}
+    counts = [k for k in _POD_COUNTS if status.get(k)]
+    return {k: None for k in counts} or None

@@ -142,13 +142,15 @@ class WorkloadDispatcher:
         if found is None:
             return None
         check, clusters = found
+        local_job = self._local_job(local)
+        entry = d.check_entry(local, check) or {}
         if wv.is_finished(local) or not wv.has_reservation(local) or wv.is_evicted(local):
             self._delete_remotes(namespace, name, clusters)
+            if not wv.is_finished(local) and local_job is not None:
+                self._forget_remote_pods(local_job)
             return None
-        entry = d.check_entry(local, check) or {}
         if entry.get("state") in (C.CHECK_RETRY, C.CHECK_REJECTED):
             return None
-        local_job = self._local_job(local)
         if local_job is None:
             return None  # only Workloads of batch Jobs are dispatched (docs/limitations.md)
         remotes = {c: self._remote_get(c, R.WORKLOADS, namespace, name) for c in clusters}
@@ -244,6 +246,19 @@ class WorkloadDispatcher:
                     meta.get("namespace"),
                 )  # fmt: skip
         return self.settings.poll_interval
+
+    def _forget_remote_pods(self, local_job: Obj) -> None:
+        """The manager's Job stops counting the worker's pods once its Workload lost the worker
+        (evicted, requeued): those pods are deleted with the remote Job, and the Job integration
+        releases the quota only when the Job counts no active pods."""
+        patch = d.forget_pods_patch(local_job)
+        if patch is None:
+            return
+        meta = local_job.get("metadata") or {}
+        self._client.patch_status(
+            R.JOBS, meta.get("name"), {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": patch},
+            meta.get("namespace"),
+        )  # fmt: skip
 
     def _retry(self, local: Obj, check: str, message: str) -> None:
         states = d.check_states_patch(local, check, C.CHECK_RETRY, message, self._clock())

@@ -151,3 +151,83 @@ def test_an_unreachable_worker_turns_inactive_and_jobs_run_on_the_other(
     finally:
         lost.start_apiserver()
     wait_active(cluster, "worker2")
+
+
+def dispatched_to(cluster: Any, namespace: str) -> str | None:
+    workloads = get(cluster, "workloads", namespace=namespace) or []
+    return workloads[0]["status"].get("clusterName") if workloads and workloads[0].get("status") else None
+
+
+def test_deleting_the_manager_job_deletes_it_on_the_worker(
+    cluster: Any, multikueue_workers: dict[str, LocalCluster], mk_namespace: str
+) -> None:
+    mk.apply(cluster, mk.job("forever", mk_namespace, run_seconds=-1))
+    winner = wait_for(lambda: dispatched_to(cluster, mk_namespace), timeout=TIMEOUT, interval=0.5, message="dispatched")
+    worker = multikueue_workers[winner]
+    wait_for(lambda: get(worker, "pods", namespace=mk_namespace), timeout=TIMEOUT, message="pods on the worker")
+    cluster.kubectl("delete", "job", "forever", "-n", mk_namespace, "--wait=false")
+
+    def gone() -> bool:
+        return not get(worker, "jobs", namespace=mk_namespace) and not get(worker, "workloads", namespace=mk_namespace)
+
+    wait_for(gone, timeout=TIMEOUT, interval=0.5, message="the worker's Job and Workload deleted")
+
+
+def test_a_job_failing_on_the_worker_fails_on_the_manager(
+    cluster: Any, multikueue_workers: dict[str, LocalCluster], mk_namespace: str
+) -> None:
+    job = mk.job("doomed", mk_namespace, run_seconds=-1)
+    job["spec"]["activeDeadlineSeconds"] = 5
+    job["spec"]["backoffLimit"] = 0
+    mk.apply(cluster, job)
+
+    def finished() -> dict[str, Any] | None:
+        cond = condition((get(cluster, "workloads", namespace=mk_namespace) or [None])[0], "Finished")
+        return cond if cond is not None and cond["status"] == "True" else None
+
+    cond = wait_for(finished, timeout=TIMEOUT, interval=0.5, message="the manager's Workload Finished")
+    assert cond["reason"] == "Failed"
+    failed = condition(get(cluster, "job", "doomed", mk_namespace), "Failed")
+    assert failed is not None and failed["reason"] == "DeadlineExceeded"
+
+
+def test_a_rotated_secret_rebuilds_the_client(cluster: Any, multikueue_workers: dict[str, LocalCluster]) -> None:
+    original = open(multikueue_workers["worker1"].kubeconfig).read()  # noqa: SIM115
+    broken = yaml.safe_load(original)
+    broken["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"  # nothing listens there
+    try:
+        mk.apply(cluster, mk.kubeconfig_secret("worker1-kubeconfig", yaml.safe_dump(broken)))
+        assert wait_active(cluster, "worker1", "False")["reason"] == "ClientConnectionFailed"
+    finally:
+        mk.apply(cluster, mk.kubeconfig_secret("worker1-kubeconfig", original))
+    assert wait_active(cluster, "worker1")["reason"] == "Active"
+
+
+def test_a_worker_lost_past_worker_lost_timeout_hands_the_job_to_the_other_once(
+    cluster: Any, controller: Any, multikueue_workers: dict[str, LocalCluster], mk_namespace: str
+) -> None:
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
+              "multiKueue": {"workerLostTimeout": "10s"}}  # fmt: skip
+    with controller.configured(config):
+        for name in multikueue_workers:
+            wait_active(cluster, name)
+        mk.apply(cluster, mk.job("survivor", mk_namespace, run_seconds=-1))
+        first = wait_for(lambda: dispatched_to(cluster, mk_namespace), timeout=TIMEOUT, interval=0.5,
+                         message="dispatched")  # fmt: skip
+        lost = multikueue_workers[first]
+        wait_for(lambda: get(lost, "pods", namespace=mk_namespace), timeout=TIMEOUT, message="pods on the first worker")
+        lost.stop_apiserver()
+        try:
+            second = wait_for(
+                lambda: (c := dispatched_to(cluster, mk_namespace)) and c != first and c,
+                timeout=TIMEOUT, interval=0.5, message="the workload dispatched to the other worker",
+            )  # fmt: skip
+            other = multikueue_workers[second]
+            wait_for(lambda: get(other, "pods", namespace=mk_namespace), timeout=TIMEOUT, message="pods elsewhere")
+        finally:
+            lost.start_apiserver()
+        # The returning worker's stale copy and Job are removed: one copy runs.
+        wait_for(lambda: not get(lost, "jobs", namespace=mk_namespace) and not get(lost, "workloads", namespace=mk_namespace),
+                 timeout=TIMEOUT, interval=0.5, message="no second copy on the returning worker")  # fmt: skip
+        assert where_it_runs(multikueue_workers, mk_namespace, "survivor") == [second]
+        assert dispatched_to(cluster, mk_namespace) == second

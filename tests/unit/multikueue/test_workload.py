@@ -224,3 +224,24 @@ def test_a_reservation_on_a_worker_not_nominated_does_not_win() -> None:
     assert "clusterName" not in w.local()["status"]
     w.sync()
     assert w.local()["status"]["clusterName"] == "w1"
+
+
+def test_an_evicted_workload_stops_counting_the_worker_pods_on_the_manager_job() -> None:
+    w = World()
+    w.sync()
+    w.reserve_on("w1", "2026-01-01T12:00:01Z")
+    w.sync()
+    w.manager.objects[("jobs", NS, "job")]["status"] = {"active": 2, "ready": 2, "startTime": "2026-01-01T12:00:03Z"}
+    evicted = w.manager.objects[("workloads", NS, "job-abc")]
+    evicted["status"]["conditions"].append(condition("Evicted", True, "AdmissionCheck", "lost"))
+    w.sync()
+    assert w.manager.get(R.JOBS, "job", NS)["status"] == {"startTime": "2026-01-01T12:00:03Z"}  # type: ignore[index]
+    assert w.workers["w1"].of(R.JOBS) == []
+
+
+def test_forget_pods_only_touches_multikueue_jobs() -> None:
+    job = {"spec": {}, "status": {"active": 1}}
+    assert d.forget_pods_patch(job) is None
+    job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    assert d.forget_pods_patch(job) == {"active": None}
+    assert d.forget_pods_patch({"spec": job["spec"], "status": {}}) is None
