@@ -215,13 +215,12 @@ class ClusterController:
     def reconcile(self, name: str) -> float | None:
         cluster = self.clusters.store.get(name)
         if cluster is None:
-            remote = self.registry.drop(name)
-            if remote is not None:
-                remote.client.close()
+            gone = self.registry.drop(name)
+            if gone is not None:
+                gone.client.close()
             with contextlib.suppress(KeyError):
                 CLUSTER_ACTIVE.remove(name)
             return None
-        remote: Remote | None = None
         try:
             raw = self._read_kubeconfig(cluster)
             remote = self._connect(name, raw)

@@ -127,7 +127,7 @@ class WorkloadDispatcher:
         client = self.registry.active_client(cluster)
         if client is None:
             return None
-        return client.get(res, name, namespace)  # type: ignore[no-any-return]
+        return client.get(res, name, namespace)
 
     # --- the pass ---------------------------------------------------------------------------------
 
@@ -196,7 +196,7 @@ class WorkloadDispatcher:
         if client is None:
             return
         meta = local_job.get("metadata") or {}
-        if client.get(R.JOBS, meta.get("name"), meta.get("namespace")) is not None:
+        if client.get(R.JOBS, str(meta.get("name")), meta.get("namespace")) is not None:
             return
         with contextlib.suppress(AlreadyExists):
             client.create(R.JOBS, d.remote_job(local_job, wv.name(local), self.settings.origin), meta.get("namespace"))
