@@ -231,3 +231,43 @@ def test_a_worker_lost_past_worker_lost_timeout_hands_the_job_to_the_other_once(
                  timeout=TIMEOUT, interval=0.5, message="no second copy on the returning worker")  # fmt: skip
         assert where_it_runs(multikueue_workers, mk_namespace, "survivor") == [second]
         assert dispatched_to(cluster, mk_namespace) == second
+
+
+def test_a_worker_without_the_namespace_cannot_take_the_job(
+    cluster: Any, multikueue_workers: dict[str, LocalCluster]
+) -> None:
+    namespace = f"mk-{uuid.uuid4().hex[:6]}"
+    mk.apply(cluster, *mk.queues(CHECK, list(multikueue_workers), namespace=namespace))
+    mk.apply(multikueue_workers["worker2"], *mk.queues(None, namespace=namespace))  # worker1 has no namespace
+    try:
+        mk.apply(cluster, mk.job("picky", namespace, run_seconds=2))
+        wait_for(lambda: condition(get(cluster, "job", "picky", namespace), "Complete"), timeout=TIMEOUT,
+                 message="the Job finished")  # fmt: skip
+        [wl] = get(cluster, "workloads", namespace=namespace)
+        assert wl["status"]["clusterName"] == "worker2"
+    finally:
+        for target in (cluster, multikueue_workers["worker2"]):
+            target.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def test_the_manager_controller_killed_mid_dispatch_leaves_one_job_running(
+    cluster: Any, controller: Any, multikueue_workers: dict[str, LocalCluster], mk_namespace: str
+) -> None:
+    mk.apply(cluster, mk.job("restarted", mk_namespace, pods=2, run_seconds=-1))
+    # Killed as soon as the first copy exists on a worker: nomination and copies are written,
+    # the winner not yet (or just), in whichever order the kill lands.
+    wait_for(lambda: any(get(w, "workloads", namespace=mk_namespace) for w in multikueue_workers.values()),
+             timeout=TIMEOUT, interval=0.1, message="a copy on a worker")  # fmt: skip
+    controller.kill()
+    controller.start()
+    winner = wait_for(lambda: dispatched_to(cluster, mk_namespace), timeout=TIMEOUT, interval=0.5, message="dispatched")
+
+    def settled() -> bool:
+        others = [w for n, w in multikueue_workers.items() if n != winner]
+        return where_it_runs(multikueue_workers, mk_namespace, "restarted") == [winner] and not any(
+            get(w, "workloads", namespace=mk_namespace) for w in others
+        )
+
+    wait_for(settled, timeout=TIMEOUT, interval=0.5, message="exactly one worker holds the Job and its Workload")
+    pods = get(multikueue_workers[winner], "pods", namespace=mk_namespace)
+    assert len(pods) == 2
