@@ -11,6 +11,7 @@ from controller.multikueue.workload import Settings, WorkloadDispatcher
 from controller.runtime.events import RecordingEvents
 from pykueue.api.timestamps import parse_time
 from pykueue.kube import resources as R
+from pykueue.kube.errors import Forbidden
 from tests.builders import (
     JobBuilder,
     MultiKueueClusterBuilder,
@@ -245,3 +246,26 @@ def test_forget_pods_only_touches_multikueue_jobs() -> None:
     job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
     assert d.forget_pods_patch(job) == {"active": None}
     assert d.forget_pods_patch({"spec": job["spec"], "status": {}}) is None
+
+
+def test_a_worker_refusing_the_copy_is_skipped_and_the_others_still_get_theirs() -> None:
+    w = World()
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise Forbidden(403, "Forbidden", 'namespace "team-a" not found')
+
+    w.workers["w1"].create = refuse  # type: ignore[method-assign]
+    assert w.sync() == 1.0
+    assert w.workers["w1"].of(R.WORKLOADS) == [] and len(w.workers["w2"].of(R.WORKLOADS)) == 1
+
+
+def test_two_workers_reserving_at_the_same_instant_yield_one_winner_and_one_job() -> None:
+    w = World()
+    w.sync()
+    w.reserve_on("w1", "2026-01-01T12:00:01Z")
+    w.reserve_on("w2", "2026-01-01T12:00:01Z")
+    w.sync()
+    w.sync()
+    assert w.local()["status"]["clusterName"] == "w1"  # the name breaks the tie
+    assert len(w.workers["w1"].of(R.JOBS)) == 1 and w.workers["w2"].of(R.JOBS) == []
+    assert w.workers["w2"].of(R.WORKLOADS) == []
