@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from controller.concurrentadmission.objects import OPTION_BY_PARENT_UID, option_by_parent_uid
+from controller.concurrentadmission.option_workloads import OPTION_BY_PARENT_UID, option_by_parent_uid
 from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler, InformerSet
 from controller.runtime.store import split_key
@@ -82,6 +82,9 @@ class InformerLister:
 
     def workloads_for_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
         return self.workloads.store.by_index(OWNER_JOB_INDEX, f"{namespace}/{name}")
+
+    def workload(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.workloads.store.get(f"{namespace}/{name}")
 
     def flavors(self) -> Mapping[str, dict[str, Any]]:
         return {jobs.metadata(f).get("name", ""): f for f in self.flavor_informer.store.list()}
