@@ -43,7 +43,12 @@ DEFAULT_NAMESPACE = "pykueue-system"
 EXIT_BAD_CONFIGURATION = 2
 
 # Imported in this order; each defines setup(ctrl). Later areas append their module here.
-SETUP_MODULES: tuple[str, ...] = ("controller.core.setup", "controller.jobs.setup", "controller.concurrentadmission.setup")
+SETUP_MODULES: tuple[str, ...] = (
+    "controller.core.setup",
+    "controller.jobs.setup",
+    "controller.concurrentadmission.setup",
+    "controller.provisioning.setup",
+)
 
 # Informers every controller needs; started even before any area plugs in, so readiness means
 # "the Kueue objects are cached".
