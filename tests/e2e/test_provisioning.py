@@ -1,0 +1,231 @@
+"""The ProvisioningRequest admission check end to end: real Jobs, the simulated autoscaler
+(``hack/autoscaler_sim.py``) answering the requests through the API and creating kwok nodes.
+
+What a Kueue user sees (docs/design/provisioning.md): a Job whose ClusterQueue requires the check
+waits with quota reserved while a ProvisioningRequest ``<workload>-<check>-<attempt>`` is open;
+each new ETA is an Event; once provisioned the Job starts and its pods, carrying the
+consume-provisioning-request annotation and the flavor's node selector, run on the new nodes.
+A failing request is retried with a growing backoff (Retry → eviction → requeue → next attempt)
+until the limit, then the check is Rejected and the workload deactivated; a booking that expires
+before admission is retried too; revoked capacity deactivates a running Job. Requests of evicted,
+deactivated or finished workloads are deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from hack.autoscaler_sim import BEHAVIOR_ANNOTATION, REQUEST_LABEL, AutoscalerSim, NodeGroup
+from pykueue.kube.client import KubeClient
+from tests.builders import (
+    ClusterQueueBuilder,
+    JobBuilder,
+    LocalQueueBuilder,
+    ProvisioningRequestConfigBuilder,
+    ResourceFlavorBuilder,
+    provisioning_admission_check,
+)
+from tests.e2e.fixtures.controller import ControllerHandle
+from tests.e2e.helpers.kueue import KueueApi, condition, is_admitted, unique
+from tests.e2e.helpers.wait import wait_for as _wait_for
+
+POOL_LABEL = "pykueue.dev/e2e-provisioned-pool"
+POOL = "provisioned"
+ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+CONSUME = "autoscaling.x-k8s.io/consume-provisioning-request"
+TIMEOUT = 120.0
+
+
+def wait_for(predicate: Any, timeout: float = TIMEOUT, **kwargs: Any) -> Any:
+    return _wait_for(predicate, timeout=timeout, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def autoscaler(cluster: Any) -> Iterator[AutoscalerSim]:
+    """The simulated autoscaler, growing one node group whose nodes carry ``POOL_LABEL=POOL``."""
+    sim = AutoscalerSim(
+        KubeClient.from_config(cluster.kubeconfig, user_agent="autoscaler-sim"),
+        [NodeGroup("pool-a", labels={POOL_LABEL: POOL}, capacity={"cpu": "2", "memory": "4Gi", "pods": "10"})],
+        period=0.3,
+    )
+    sim.start()
+    try:
+        yield sim
+    finally:
+        sim.stop()
+
+
+class World:
+    """A flavor bound to the provisioned pool, a ClusterQueue requiring the check, LocalQueue ``lq``."""
+
+    def __init__(self, kube: k8s.ApiClient, kueue: KueueApi, namespace: str, config: ProvisioningRequestConfigBuilder) -> None:
+        self.kueue = kueue
+        self.namespace = namespace
+        self.custom = k8s.CustomObjectsApi(kube)
+        self.batch = k8s.BatchV1Api(kube)
+        self.core = k8s.CoreV1Api(kube)
+        self.check = unique("prov")
+        prc = unique("prc")
+        prc_obj = config.obj()
+        prc_obj["metadata"]["name"] = prc
+        kueue.create(prc_obj)
+        kueue.create(provisioning_admission_check(self.check, prc))
+        flavor = unique("flavor")
+        kueue.create(ResourceFlavorBuilder(flavor).node_labels(**{POOL_LABEL: POOL}).obj())
+        cq = unique("cq")
+        kueue.create(ClusterQueueBuilder(cq).flavor(flavor, cpu="8").admission_checks(self.check).obj())
+        kueue.create(LocalQueueBuilder("lq", namespace, cq).obj())
+        wait_for(
+            lambda: (condition(kueue.get("AdmissionCheck", self.check) or {}, "Active") or {}).get("status") == "True",
+            message="the controller marks the check Active",
+        )
+        wait_for(
+            lambda: (condition(kueue.get("ClusterQueue", cq) or {}, "Active") or {}).get("status") == "True",
+            message="the ClusterQueue is active",
+        )
+
+    def job(self, name: str, pods: int = 2, seconds: float = 2) -> None:
+        job = JobBuilder(name, self.namespace).queue("lq").parallelism(pods).completions(pods).requests(cpu="1")
+        self.batch.create_namespaced_job(self.namespace, job.run_seconds(seconds).obj())
+
+    def workload(self, job: str) -> dict[str, Any] | None:
+        found = [
+            w for w in self.kueue.workloads(self.namespace)
+            if any(o.get("name") == job for o in w["metadata"].get("ownerReferences") or [])
+        ]
+        return found[0] if found else None
+
+    def check_state(self, job: str) -> dict[str, Any] | None:
+        wl = self.workload(job) or {}
+        return next((s for s in (wl.get("status") or {}).get("admissionChecks") or [] if s["name"] == self.check), None)
+
+    def requests(self) -> dict[str, dict[str, Any]]:
+        items = self.custom.list_namespaced_custom_object(
+            "autoscaling.x-k8s.io", "v1", self.namespace, "provisioningrequests"
+        )["items"]
+        return {r["metadata"]["name"]: r for r in items}
+
+    def annotate_request(self, name: str, behavior: str) -> None:
+        self.custom.patch_namespaced_custom_object(
+            "autoscaling.x-k8s.io", "v1", self.namespace, "provisioningrequests", name,
+            {"metadata": {"annotations": {BEHAVIOR_ANNOTATION: behavior}}},
+        )
+
+    def events(self, name: str, kind: str = "Workload") -> list[k8s.CoreV1Event]:
+        return self.core.list_namespaced_event(
+            self.namespace, field_selector=f"involvedObject.name={name},involvedObject.kind={kind}"
+        ).items
+
+    def job_succeeded(self, name: str) -> bool:
+        try:
+            job = self.batch.read_namespaced_job(name, self.namespace)
+        except ApiException:
+            return False
+        return any(c.type == "Complete" and c.status == "True" for c in job.status.conditions or [])
+
+    def pods(self, job: str) -> list[k8s.V1Pod]:
+        return self.core.list_namespaced_pod(self.namespace, label_selector=f"batch.kubernetes.io/job-name={job}").items
+
+
+@pytest.fixture
+def world_factory(kube: k8s.ApiClient, kueue: KueueApi, namespace: str, autoscaler: AutoscalerSim,
+                  controller: ControllerHandle, webhook: Any) -> Any:
+    def make(config: ProvisioningRequestConfigBuilder) -> World:
+        return World(kube, kueue, namespace, config)
+
+    return make
+
+
+def test_provisioned_job_runs_on_the_new_nodes_after_eta_events(world_factory: Any) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC).parameters(SimBehavior="eta=2"))
+    world.job("train", pods=2, seconds=2)
+    wl = wait_for(lambda: world.workload("train"), message="the Job's workload")
+    request_name = f"{wl['metadata']['name']}-{world.check}-1"
+    request = wait_for(lambda: world.requests().get(request_name), message="attempt 1 is requested")
+    assert request["spec"]["provisioningClassName"] == ATOMIC
+    assert request["spec"]["podSets"] == [{"podTemplateRef": {"name": f"ppt-{request_name}-main"}, "count": 2}]
+    assert request["metadata"]["ownerReferences"][0]["name"] == wl["metadata"]["name"]
+    template = world.core.read_namespaced_pod_template(f"ppt-{request_name}-main", world.namespace)
+    assert template.template.spec.node_selector == {POOL_LABEL: POOL}
+
+    # Two ETA messages from the autoscaler → two Events; quota is held, not admitted yet.
+    def etas() -> list[str]:
+        return [e.message for e in world.events(wl["metadata"]["name"]) if e.reason == "ProvisioningRequestETA"]
+
+    seen = wait_for(lambda: (m := etas()) and len(m) >= 2 and m, message="an Event per new ETA")
+    assert len(set(seen)) == 2, seen
+
+    wait_for(lambda: world.job_succeeded("train"), message="the Job runs to success once provisioned")
+    state = world.check_state("train")
+    assert state is not None and state["state"] == "Ready"
+    assert state["podSetUpdates"][0]["annotations"][CONSUME] == request_name
+    pods = world.pods("train")
+    assert len(pods) == 2
+    for pod in pods:
+        assert pod.metadata.annotations[CONSUME] == request_name
+        node = world.core.read_node(pod.spec.node_name)
+        assert node.metadata.labels.get(REQUEST_LABEL) == request["metadata"]["uid"], "runs on a provisioned node"
+    created = [e.reason for e in world.events(wl["metadata"]["name"])]
+    assert "ProvisioningRequestCreated" in created
+
+    # Finished → its request is deleted (and the simulated nodes scale down).
+    wait_for(lambda: request_name not in world.requests(), message="the finished workload's request is deleted")
+
+
+def test_failing_requests_retry_with_growing_backoff_then_reject_and_deactivate(world_factory: Any) -> None:
+    world: World = world_factory(
+        ProvisioningRequestConfigBuilder("x", ATOMIC).parameters(SimBehavior="fail").retry(limit=2, base_seconds=1, max_seconds=10)
+    )
+    world.job("doomed", pods=1)
+    wl = wait_for(lambda: world.workload("doomed"), message="the Job's workload")
+    name = wl["metadata"]["name"]
+    backoffs: list[int] = []
+    attempts: set[str] = set()
+
+    def rejected() -> dict[str, Any] | None:
+        attempts.update(world.requests())
+        state = world.check_state("doomed") or {}
+        if state.get("state") == "Retry" and state.get("requeueAfterSeconds") not in backoffs[-1:]:
+            backoffs.append(state["requeueAfterSeconds"])
+        return state if state.get("state") == "Rejected" else None
+
+    wait_for(rejected, interval=0.05, message="the check is Rejected after the retries")
+    assert attempts >= {f"{name}-{world.check}-{n}" for n in (1, 2, 3)}, attempts
+    assert backoffs == [1, 2], backoffs
+    final = world.workload("doomed")
+    assert final is not None
+    wait_for(lambda: (w := world.workload("doomed")) and w["spec"].get("active") is False, message="deactivated")
+    message = (condition(world.workload("doomed") or {}, "Evicted") or {}).get("message", "")
+    events = [e.message for e in world.events(name) if e.reason == "AdmissionCheckRejected"]
+    assert any(f"ProvisioningRequest {name}-{world.check}-3 failed" in m for m in events), (events, message)
+    wait_for(lambda: not world.requests(), message="the deactivated workload's requests are deleted")
+
+
+def test_booking_expired_before_admission_is_retried(world_factory: Any) -> None:
+    world: World = world_factory(
+        ProvisioningRequestConfigBuilder("x", ATOMIC).parameters(SimBehavior="expire-first=1").retry(base_seconds=1)
+    )
+    world.job("later", pods=1, seconds=1)
+    wl = wait_for(lambda: world.workload("later"), message="the Job's workload")
+    second = f"{wl['metadata']['name']}-{world.check}-2"
+    wait_for(lambda: second in world.requests(), message="a second attempt after the booking expired")
+    wait_for(lambda: world.job_succeeded("later"), message="the Job runs on the second attempt's nodes")
+    state = world.check_state("later")
+    assert state is not None and state["state"] == "Ready" and state.get("retryCount") == 1, state
+
+
+def test_revoked_capacity_deactivates_the_running_job(world_factory: Any) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC))
+    world.job("long", pods=1, seconds=600)
+    wl = wait_for(lambda: (w := world.workload("long")) and is_admitted(w) and w, message="admitted")
+    name = f"{wl['metadata']['name']}-{world.check}-1"
+    wait_for(lambda: [p for p in world.pods("long") if p.spec.node_name], message="the pod runs")
+    world.annotate_request(name, "revoke")
+    wait_for(lambda: (w := world.workload("long")) and w["spec"].get("active") is False, message="deactivated")
+    wait_for(lambda: world.batch.read_namespaced_job("long", world.namespace).spec.suspend, message="the Job is suspended")
+    assert "AdmissionCheckRejected" in [e.reason for e in world.events(wl["metadata"]["name"])]
