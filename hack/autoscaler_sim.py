@@ -18,6 +18,7 @@ ProvisioningRequestConfig's ``parameters``, or the workload annotation
 ``provreq.kueue.x-k8s.io/SimBehavior``), or with the annotation
 ``autoscaler-sim.pykueue.dev/behavior`` on a live request (it wins). Comma-separated tokens:
 
+* ``delay=S`` — answer nothing until the request is S seconds old;
 * ``eta=N``  — first report ``Provisioned=False`` with N successive ETA messages, one per step;
 * ``fail``   — ``Failed=True`` on every attempt; ``fail-first=N`` only on attempts 1..N;
 * ``expire-booking`` / ``expire-first=N`` — provision, with ``BookingExpired=True`` at once (a
@@ -188,6 +189,12 @@ class AutoscalerSim:
         klass = (request.get("spec") or {}).get("provisioningClassName")
         if klass not in (ATOMIC, CHECK_CAPACITY):
             return
+        delay = float(behavior.get("delay") or 0)
+        created = meta.get("creationTimestamp")
+        if delay and created:
+            age = (datetime.now(UTC) - datetime.fromisoformat(str(created).replace("Z", "+00:00"))).total_seconds()
+            if age < delay:
+                return
         attempt = attempt_of(str(meta["name"]))
         accepted = condition("Accepted", True, "Accepted", "simulated: accepted")
         if "fail" in behavior or ("fail-first" in behavior and attempt <= int(behavior["fail-first"] or 0)):
