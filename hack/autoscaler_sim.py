@@ -7,7 +7,8 @@ cluster has no autoscaler, so this program plays one, through the real API only:
 * ``best-effort-atomic-scale-up.autoscaling.x-k8s.io``: for each pod of each request pod set it
   creates one kwok node from the first node group whose labels include the PodTemplate's
   ``nodeSelector``, then sets ``Accepted=True`` and ``Provisioned=True`` with
-  ``provisioningClassDetails: {NodeGroup: <group>}``. The nodes carry the group's labels, so the
+  ``provisioningClassDetails: {NodeGroup: <group>}``. The nodes carry the group's labels (and
+  ``autoscaler-sim.pykueue.dev/node-group: <group>``, for ``podSetUpdates.nodeSelector``), so the
   pods, placed by the real kube-scheduler through the node selector the check injects, land there.
 * ``check-capacity.autoscaling.x-k8s.io``: answers from the free capacity of the ready nodes that
   match the template (``Provisioned=True``), else ``Failed=True`` (``CapacityIsNotFound``).
@@ -59,6 +60,7 @@ CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 BEHAVIOR_ANNOTATION = "autoscaler-sim.pykueue.dev/behavior"
 BEHAVIOR_PARAMETER = "SimBehavior"
 REQUEST_LABEL = "autoscaler-sim.pykueue.dev/request"
+NODE_GROUP_LABEL = "autoscaler-sim.pykueue.dev/node-group"
 NODE_GROUP_DETAIL = "NodeGroup"
 Obj = dict[str, Any]
 
@@ -98,6 +100,11 @@ def behavior_of(request: Mapping[str, Any]) -> dict[str, str]:
         if key:
             tokens[key] = value
     return tokens
+
+
+def node_prefix(request_uid: str) -> str:
+    """Names of the nodes made for a request start with this (``<prefix>-<n>``)."""
+    return "sim-" + hashlib.sha1(request_uid.encode()).hexdigest()[:10]
 
 
 def attempt_of(name: str) -> int:
@@ -260,12 +267,12 @@ class AutoscalerSim:
         groups = [self._group_for(t) for t, _ in templates]
         if any(g is None for g in groups):
             return None
-        prefix = "sim-" + hashlib.sha1(uid.encode()).hexdigest()[:10]
+        prefix = node_prefix(uid)
         index = 0
         for group, (_, count) in zip(groups, templates, strict=True):
             assert group is not None
             for _ in range(count):
-                node = node_manifest(f"{prefix}-{index}", prefix=prefix, labels={**group.labels, REQUEST_LABEL: uid},
+                node = node_manifest(f"{prefix}-{index}", prefix=prefix, labels={**group.labels, NODE_GROUP_LABEL: group.name, REQUEST_LABEL: uid},
                                      capacity=group.capacity, taints=group.taints)
                 index += 1
                 with contextlib.suppress(AlreadyExists):

@@ -270,9 +270,10 @@ class ProvisioningController:
             decisions[check_name] = decide_check(
                 state, config=config, needed=needed, wl=wl, request=request, attempt=attempt, now=now
             )
-        if not decisions:
-            return None
-        self._write_states(wl, states, decisions)
+        if decisions:
+            self._write_states(wl, states, decisions)
+        # Requests of checks the workload no longer carries (the ClusterQueue dropped the check),
+        # of a removed config, or superseded by a later attempt go.
         keep = {wv.name(r) for r, _ in latest.values() if r is not None}
         for stale in owned:
             if wv.name(stale) not in keep:

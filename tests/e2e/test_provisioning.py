@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from hack.autoscaler_sim import BEHAVIOR_ANNOTATION, REQUEST_LABEL, AutoscalerSim, NodeGroup
+from hack.autoscaler_sim import BEHAVIOR_ANNOTATION, NODE_GROUP_LABEL, AutoscalerSim, NodeGroup, node_prefix
 from pykueue.kube.client import KubeClient
 from tests.builders import (
     ClusterQueueBuilder,
@@ -32,7 +32,7 @@ from tests.builders import (
     provisioning_admission_check,
 )
 from tests.e2e.fixtures.controller import ControllerHandle
-from tests.e2e.helpers.kueue import KueueApi, condition, is_admitted, unique
+from tests.e2e.helpers.kueue import KueueApi, condition, holds_for, is_admitted, unique
 from tests.e2e.helpers.wait import wait_for as _wait_for
 
 POOL_LABEL = "pykueue.dev/e2e-provisioned-pool"
@@ -71,14 +71,14 @@ class World:
         self.batch = k8s.BatchV1Api(kube)
         self.core = k8s.CoreV1Api(kube)
         self.check = unique("prov")
-        prc = unique("prc")
+        prc = self.config = unique("prc")
         prc_obj = config.obj()
         prc_obj["metadata"]["name"] = prc
         kueue.create(prc_obj)
         kueue.create(provisioning_admission_check(self.check, prc))
         flavor = unique("flavor")
         kueue.create(ResourceFlavorBuilder(flavor).node_labels(**{POOL_LABEL: POOL}).obj())
-        cq = unique("cq")
+        cq = self.cluster_queue = unique("cq")
         kueue.create(ClusterQueueBuilder(cq).flavor(flavor, cpu="8").admission_checks(self.check).obj())
         kueue.create(LocalQueueBuilder("lq", namespace, cq).obj())
         wait_for(
@@ -169,8 +169,8 @@ def test_provisioned_job_runs_on_the_new_nodes_after_eta_events(world_factory: A
     assert len(pods) == 2
     for pod in pods:
         assert pod.metadata.annotations[CONSUME] == request_name
-        node = world.core.read_node(pod.spec.node_name)
-        assert node.metadata.labels.get(REQUEST_LABEL) == request["metadata"]["uid"], "runs on a provisioned node"
+        # on a node made for this request (they are scaled down once the request is gone)
+        assert pod.spec.node_name.startswith(node_prefix(request["metadata"]["uid"]) + "-"), pod.spec.node_name
     created = [e.reason for e in world.events(wl["metadata"]["name"])]
     assert "ProvisioningRequestCreated" in created
 
@@ -245,3 +245,107 @@ def test_revoked_capacity_deactivates_the_running_job(world_factory: Any) -> Non
     wait_for(lambda: (w := world.workload("long")) and w["spec"].get("active") is False, message="deactivated")
     wait_for(lambda: world.batch.read_namespaced_job("long", world.namespace).spec.suspend, message="the Job is suspended")
     assert "AdmissionCheckRejected" in [e.reason for e in world.events(wl["metadata"]["name"])]
+
+
+def test_node_selector_from_class_details_steers_the_pods(world_factory: Any) -> None:
+    world: World = world_factory(
+        ProvisioningRequestConfigBuilder("x", ATOMIC).node_selector_update(NODE_GROUP_LABEL, "NodeGroup")
+    )
+    world.job("steered", pods=1, seconds=1)
+    wait_for(lambda: world.job_succeeded("steered"), message="the Job runs")
+    state = world.check_state("steered") or {}
+    assert state["podSetUpdates"][0]["nodeSelector"] == {NODE_GROUP_LABEL: "pool-a"}, state
+    (pod,) = world.pods("steered")
+    assert pod.spec.node_selector == {POOL_LABEL: POOL, NODE_GROUP_LABEL: "pool-a"}
+
+
+def test_no_pod_set_of_interest_is_admitted_without_a_request(world_factory: Any) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC).managed_resources("example.com/gpu"))
+    world.job("cpu-only", pods=1)
+    wl = wait_for(lambda: (w := world.workload("cpu-only")) and is_admitted(w) and w, message="admitted at once")
+    state = world.check_state("cpu-only") or {}
+    assert state["state"] == "Ready" and state["message"] == "the provisioning request is not needed", state
+    assert world.requests() == {}
+    assert "ProvisioningRequestCreated" not in [e.reason for e in world.events(wl["metadata"]["name"])]
+
+
+def test_deactivating_a_running_job_suspends_it_and_deletes_its_request(world_factory: Any) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC))
+    world.job("stopped", pods=1, seconds=600)
+    wl = wait_for(lambda: (w := world.workload("stopped")) and is_admitted(w) and w, message="admitted")
+    request = f"{wl['metadata']['name']}-{world.check}-1"
+    assert request in world.requests()
+    world.kueue.patch("Workload", wl["metadata"]["name"], {"spec": {"active": False}}, world.namespace)
+    wait_for(lambda: world.batch.read_namespaced_job("stopped", world.namespace).spec.suspend, message="suspended")
+    wait_for(lambda: request not in world.requests(), message="the request of the evicted workload is deleted")
+
+
+def test_deleting_the_job_garbage_collects_its_request_and_templates(world_factory: Any) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC).parameters(SimBehavior="delay=600"))
+    world.job("gone", pods=1)
+    wl = wait_for(lambda: world.workload("gone"), message="the Job's workload")
+    request = f"{wl['metadata']['name']}-{world.check}-1"
+    wait_for(lambda: request in world.requests(), message="requested")
+    wait_for(lambda: world.core.list_namespaced_pod_template(world.namespace).items, message="templates made")
+    world.batch.delete_namespaced_job("gone", world.namespace, propagation_policy="Background")
+    wait_for(lambda: not world.requests(), message="the request goes with its workload")
+    wait_for(lambda: not world.core.list_namespaced_pod_template(world.namespace).items, message="and its templates")
+
+
+def test_a_config_change_replaces_the_pending_request(world_factory: Any, kueue: KueueApi) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC).parameters(SimBehavior="delay=600"))
+    world.job("reconfigured", pods=1, seconds=1)
+    wl = wait_for(lambda: world.workload("reconfigured"), message="the Job's workload")
+    request = f"{wl['metadata']['name']}-{world.check}-1"
+    old = wait_for(lambda: world.requests().get(request), message="requested")
+    kueue.patch("ProvisioningRequestConfig", world.config, {"spec": {"parameters": {"SimBehavior": "eta=1"}}})
+    new = wait_for(
+        lambda: (r := world.requests().get(request)) and r["metadata"]["uid"] != old["metadata"]["uid"] and r,
+        message="the request is made again from the new config",
+    )
+    assert new["spec"]["parameters"] == {"SimBehavior": "eta=1"}
+    wait_for(lambda: world.job_succeeded("reconfigured"), message="the Job runs once provisioned")
+
+
+def test_removing_the_config_deactivates_the_check_and_deletes_the_request(world_factory: Any, kueue: KueueApi) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC).parameters(SimBehavior="delay=600"))
+    world.job("orphaned", pods=1)
+    wait_for(lambda: world.requests(), message="requested")
+    kueue.custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta1", "provisioningrequestconfigs", world.config)
+    active = wait_for(
+        lambda: (c := condition(kueue.get("AdmissionCheck", world.check) or {}, "Active")) and c["status"] == "False" and c,
+        message="the check is inactive without its config",
+    )
+    assert active["reason"] == "BadParametersRef"
+    wait_for(lambda: not world.requests(), message="the request is deleted")
+    wait_for(lambda: (world.check_state("orphaned") or {}).get("message") == "the check is not active",
+             message="the check waits, inactive")
+
+
+def test_the_queue_dropping_the_check_deletes_the_request_and_admits(world_factory: Any, kueue: KueueApi) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC).parameters(SimBehavior="delay=600"))
+    world.job("unchecked", pods=1)
+    wait_for(lambda: world.requests(), message="requested")
+    kueue.patch("ClusterQueue", world.cluster_queue, {"spec": {"admissionChecks": None}})
+    wait_for(lambda: (w := world.workload("unchecked")) and is_admitted(w), message="admitted without the check")
+    wait_for(lambda: not world.requests(), message="the request is deleted")
+
+
+@pytest.mark.needs_local_cluster
+def test_a_killed_controller_makes_exactly_one_request_per_attempt(world_factory: Any, controller: ControllerHandle) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC).parameters(SimBehavior="delay=8"))
+    world.job("survivor", pods=1, seconds=1)
+    wl = wait_for(lambda: world.workload("survivor"), message="the Job's workload")
+    request = f"{wl['metadata']['name']}-{world.check}-1"
+    before = wait_for(lambda: world.requests().get(request), message="requested")
+    controller.kill()
+    controller.start()
+    uid = before["metadata"]["uid"]
+    holds_for(
+        lambda: {n: r["metadata"]["uid"] for n, r in world.requests().items()} == {request: uid},
+        3,
+        "the restarted controller keeps the one request it made (no duplicate, no replacement)",
+    )
+    wait_for(lambda: world.job_succeeded("survivor"), message="the Job runs after the restart")
+    events = [e for e in world.events(wl["metadata"]["name"]) if e.reason == "ProvisioningRequestCreated"]
+    assert len(events) == 1 and (events[0].count or 1) == 1, events

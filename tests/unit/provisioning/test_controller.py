@@ -224,3 +224,34 @@ def test_checks_of_other_controllers_are_left_alone() -> None:
     world.reconcile()
     other = next(s for s in world.workload()["status"]["admissionChecks"] if s["name"] == "other")
     assert other["state"] == "Pending" and world.requests() == ["wl-check-1"]
+
+
+def test_requests_of_a_check_the_queue_no_longer_requires_are_deleted() -> None:
+    world = World(ProvisioningRequestConfigBuilder("prc"))
+    world.submit(_reserved())
+    world.reconcile()
+    assert world.requests() == ["wl-check-1"]
+    world.submit(WorkloadBuilder("wl", "ns").podset(count=2, cpu="1").reserved("cq", flavors={"cpu": "gpu"}))
+    world.reconcile()
+    assert world.requests() == []
+
+
+def test_removing_the_config_deletes_the_request_and_parks_the_check() -> None:
+    world = World(ProvisioningRequestConfigBuilder("prc"))
+    world.submit(_reserved())
+    world.reconcile()
+    world.api.objects.pop(("provisioningrequestconfigs", "prc"))
+    world.informers["provisioningrequestconfigs"].store.delete("prc")
+    world.reconcile()
+    assert world.requests() == []
+    assert world.check()["state"] == "Pending" and world.check()["message"] == "the check is not active"
+
+
+def test_a_restarted_controller_finds_its_request_instead_of_duplicating_it() -> None:
+    world = World(ProvisioningRequestConfigBuilder("prc"))
+    world.submit(_reserved())
+    world.reconcile()
+    world.api.lag = True  # a fresh cache that has not seen the request: create answers AlreadyExists
+    world.informers["provisioningrequests"].store.delete("ns/wl-check-1")
+    world.reconcile()
+    assert world.requests() == ["wl-check-1"]
