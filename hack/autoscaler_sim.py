@@ -23,7 +23,8 @@ ProvisioningRequestConfig's ``parameters``, or the workload annotation
 * ``eta=N``  — first report ``Provisioned=False`` with N successive ETA messages, one per step;
 * ``fail``   — ``Failed=True`` on every attempt; ``fail-first=N`` only on attempts 1..N;
 * ``expire-booking`` / ``expire-first=N`` — provision, with ``BookingExpired=True`` at once (a
-  booking that lapsed before the workload was admitted);
+  booking that lapsed before the workload was admitted); as an annotation on a provisioned
+  request, ``BookingExpired=True`` from then on (after admission, say);
 * ``revoke`` — (annotation on a provisioned request) ``CapacityRevoked=True``, nodes deleted.
 
 The attempt is the request name's numeric suffix (``<workload>-<check>-<attempt>``). Nodes of a
@@ -190,6 +191,11 @@ class AutoscalerSim:
                 self._write(request, [*conds.values(), condition("CapacityRevoked", True, "CapacityRevoked",
                                                                    "simulated: the nodes were reclaimed")])
                 self._delete_nodes(str(meta.get("uid")))
+            return
+        if conds.get("Provisioned", {}).get("status") == "True" and "expire-booking" in behavior:
+            if conds.get("BookingExpired", {}).get("status") != "True":  # set on a live request later
+                self._write(request, [*conds.values(), condition("BookingExpired", True, "BookingExpired",
+                                                                   "simulated: the booking expired")])
             return
         if any(conds.get(t, {}).get("status") == "True" for t in ("Provisioned", "Failed", "BookingExpired")):
             return

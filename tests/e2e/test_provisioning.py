@@ -29,6 +29,7 @@ from tests.builders import (
     LocalQueueBuilder,
     ProvisioningRequestConfigBuilder,
     ResourceFlavorBuilder,
+    WorkloadBuilder,
     provisioning_admission_check,
 )
 from tests.e2e.fixtures.controller import ControllerHandle
@@ -349,3 +350,63 @@ def test_a_killed_controller_makes_exactly_one_request_per_attempt(world_factory
     wait_for(lambda: world.job_succeeded("survivor"), message="the Job runs after the restart")
     events = [e for e in world.events(wl["metadata"]["name"]) if e.reason == "ProvisioningRequestCreated"]
     assert len(events) == 1 and (events[0].count or 1) == 1, events
+
+
+def test_a_booking_expiring_after_admission_changes_nothing(world_factory: Any) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC))
+    world.job("booked", pods=1, seconds=600)
+    wl = wait_for(lambda: (w := world.workload("booked")) and is_admitted(w) and w, message="admitted")
+    request = f"{wl['metadata']['name']}-{world.check}-1"
+    wait_for(lambda: [p for p in world.pods("booked") if p.spec.node_name], message="the pod runs")
+    world.annotate_request(request, "expire-booking")
+    wait_for(
+        lambda: (condition(world.requests().get(request) or {}, "BookingExpired") or {}).get("status") == "True",
+        message="the booking expires",
+    )
+    holds_for(
+        lambda: (world.check_state("booked") or {}).get("state") == "Ready"
+        and is_admitted(world.workload("booked") or {})
+        and list(world.requests()) == [request],
+        3,
+        "an expired booking of an admitted workload is ignored",
+    )
+
+
+def test_check_capacity_is_answered_from_the_existing_nodes(world_factory: Any, cluster: Any) -> None:
+    pool = unique("existing")
+    cluster.create_nodes(pool, 1, labels={POOL_LABEL: POOL})
+    try:
+        world: World = world_factory(ProvisioningRequestConfigBuilder("x", "check-capacity.autoscaling.x-k8s.io"))
+        world.job("fits", pods=1, seconds=1)
+        wait_for(lambda: world.job_succeeded("fits"), message="runs on the capacity that was there")
+        (pod,) = world.pods("fits")
+        assert pod.spec.node_name.startswith(pool), pod.spec.node_name
+        assert pod.metadata.annotations["autoscaling.x-k8s.io/provisioning-class-name"] == (
+            "check-capacity.autoscaling.x-k8s.io"
+        )
+    finally:
+        cluster.delete_nodes(pool)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [("IdenticalPodTemplates", [("a", 3), ("c", 1)]), ("IdenticalWorkloadSchedulingRequirements", [("a", 4)])],
+)
+def test_merge_policies_merge_pod_sets_of_a_workload(
+    world_factory: Any, kueue: KueueApi, policy: str, expected: list[tuple[str, int]]
+) -> None:
+    world: World = world_factory(
+        ProvisioningRequestConfigBuilder("x", ATOMIC).merge_policy(policy).parameters(SimBehavior="delay=600")
+    )
+    # No job kind here has several pod sets, so the Workload is created directly: a and b are
+    # identical, c differs only in its image.
+    wl = WorkloadBuilder("multi", world.namespace).queue("lq").podset("a", count=1, cpu="1").podset(
+        "b", count=2, cpu="1"
+    ).podset("c", count=1, cpu="1").obj()
+    for key in ("uid", "creationTimestamp", "generation"):
+        wl["metadata"].pop(key, None)
+    wl["spec"]["podSets"][2]["template"]["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.10"
+    kueue.create(wl)
+    request = wait_for(lambda: world.requests().get(f"multi-{world.check}-1"), message="requested")
+    got = [(ps["podTemplateRef"]["name"].rsplit("-", 1)[1], ps["count"]) for ps in request["spec"]["podSets"]]
+    assert got == expected

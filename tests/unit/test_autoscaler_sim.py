@@ -142,3 +142,14 @@ def test_no_matching_group_fails_the_request() -> None:
     sim.node_groups = [NodeGroup("cpu", labels={"pool": "cpu"})]
     sim.step()
     assert _status(api)["Failed"] == "True"
+
+
+def test_a_booking_expires_later_on_request() -> None:
+    api, sim = _world()
+    sim.step()
+    assert "BookingExpired" not in _status(api)
+    api.objects[("provisioningrequests", "ns", "wl-check-2")]["metadata"]["annotations"] = {
+        BEHAVIOR_ANNOTATION: "expire-booking"
+    }
+    sim.step()
+    assert _status(api) == {"Accepted": "True", "Provisioned": "True", "BookingExpired": "True"}
