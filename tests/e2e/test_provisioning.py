@@ -30,6 +30,7 @@ from tests.builders import (
     ProvisioningRequestConfigBuilder,
     ResourceFlavorBuilder,
     WorkloadBuilder,
+    WorkloadPriorityClassBuilder,
     provisioning_admission_check,
 )
 from tests.e2e.fixtures.controller import ControllerHandle
@@ -65,7 +66,16 @@ def autoscaler(cluster: Any) -> Iterator[AutoscalerSim]:
 class World:
     """A flavor bound to the provisioned pool, a ClusterQueue requiring the check, LocalQueue ``lq``."""
 
-    def __init__(self, kube: k8s.ApiClient, kueue: KueueApi, namespace: str, config: ProvisioningRequestConfigBuilder) -> None:
+    def __init__(
+        self,
+        kube: k8s.ApiClient,
+        kueue: KueueApi,
+        namespace: str,
+        config: ProvisioningRequestConfigBuilder,
+        *,
+        cpu: str = "8",
+        within_cluster_queue: str | None = None,
+    ) -> None:
         self.kueue = kueue
         self.namespace = namespace
         self.custom = k8s.CustomObjectsApi(kube)
@@ -80,7 +90,10 @@ class World:
         flavor = unique("flavor")
         kueue.create(ResourceFlavorBuilder(flavor).node_labels(**{POOL_LABEL: POOL}).obj())
         cq = self.cluster_queue = unique("cq")
-        kueue.create(ClusterQueueBuilder(cq).flavor(flavor, cpu="8").admission_checks(self.check).obj())
+        cq_builder = ClusterQueueBuilder(cq).flavor(flavor, cpu=cpu).admission_checks(self.check)
+        if within_cluster_queue:
+            cq_builder.preemption(within_cluster_queue=within_cluster_queue)
+        kueue.create(cq_builder.obj())
         kueue.create(LocalQueueBuilder("lq", namespace, cq).obj())
         wait_for(
             lambda: (condition(kueue.get("AdmissionCheck", self.check) or {}, "Active") or {}).get("status") == "True",
@@ -91,8 +104,10 @@ class World:
             message="the ClusterQueue is active",
         )
 
-    def job(self, name: str, pods: int = 2, seconds: float = 2) -> None:
+    def job(self, name: str, pods: int = 2, seconds: float = 2, priority_class: str | None = None) -> None:
         job = JobBuilder(name, self.namespace).queue("lq").parallelism(pods).completions(pods).requests(cpu="1")
+        if priority_class:
+            job.workload_priority_class(priority_class)
         self.batch.create_namespaced_job(self.namespace, job.run_seconds(seconds).obj())
 
     def workload(self, job: str) -> dict[str, Any] | None:
@@ -137,8 +152,8 @@ class World:
 @pytest.fixture
 def world_factory(kube: k8s.ApiClient, kueue: KueueApi, namespace: str, autoscaler: AutoscalerSim,
                   controller: ControllerHandle, webhook: Any) -> Any:
-    def make(config: ProvisioningRequestConfigBuilder) -> World:
-        return World(kube, kueue, namespace, config)
+    def make(config: ProvisioningRequestConfigBuilder, **queue: Any) -> World:
+        return World(kube, kueue, namespace, config, **queue)
 
     return make
 
@@ -410,3 +425,29 @@ def test_merge_policies_merge_pod_sets_of_a_workload(
     request = wait_for(lambda: world.requests().get(f"multi-{world.check}-1"), message="requested")
     got = [(ps["podTemplateRef"]["name"].rsplit("-", 1)[1], ps["count"]) for ps in request["spec"]["podSets"]]
     assert got == expected
+
+
+def test_a_provisioned_job_preempted_goes_back_to_suspended_and_loses_its_request(
+    world_factory: Any, kueue: KueueApi
+) -> None:
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC), cpu="1", within_cluster_queue="LowerPriority")
+    low, high = unique("low"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(low, 10).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 1000).obj())
+    world.job("low", pods=1, seconds=600, priority_class=low)
+    low_wl = wait_for(lambda: (w := world.workload("low")) and is_admitted(w) and w, message="low admitted")
+    low_request = f"{low_wl['metadata']['name']}-{world.check}-1"
+    first_uid = world.requests()[low_request]["metadata"]["uid"]
+    wait_for(lambda: [p for p in world.pods("low") if p.spec.node_name], message="low runs")
+
+    world.job("high", pods=1, seconds=1, priority_class=high)
+    wait_for(lambda: world.batch.read_namespaced_job("low", world.namespace).spec.suspend, message="low suspended")
+    wait_for(lambda: low_request not in world.requests(), message="the preempted workload's request is deleted")
+    evicted = condition(world.workload("low") or {}, "Evicted") or {}
+    assert evicted.get("reason") == "Preempted", evicted
+    wait_for(lambda: world.job_succeeded("high"), message="high is provisioned and runs")
+    # low comes back with a fresh request once high is done (attempt 1 again: a preemption is not a
+    # failed attempt, so retryCount stays 0)
+    wait_for(lambda: (w := world.workload("low")) and is_admitted(w), message="low admitted again")
+    again = world.requests()[low_request]
+    assert again["metadata"]["uid"] != first_uid

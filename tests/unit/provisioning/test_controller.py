@@ -7,6 +7,8 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+from prometheus_client import REGISTRY
+
 from controller.provisioning.controller import ProvisioningController
 from controller.runtime.events import RecordingEvents
 from pykueue.kube.errors import AlreadyExists, NotFound
@@ -255,3 +257,23 @@ def test_a_restarted_controller_finds_its_request_instead_of_duplicating_it() ->
     world.informers["provisioningrequests"].store.delete("ns/wl-check-1")
     world.reconcile()
     assert world.requests() == ["wl-check-1"]
+
+
+def _sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_metrics_count_requests_and_transitions() -> None:
+    created = _sample("pykueue_provisioning_requests_created_total", admission_check="check")
+    deleted = _sample("pykueue_provisioning_requests_deleted_total", cause="workload")
+    ready = _sample("pykueue_provisioning_check_transitions_total", admission_check="check", state="Ready")
+    world = World(ProvisioningRequestConfigBuilder("prc"))
+    world.submit(_reserved())
+    world.reconcile()
+    world.set_request_conditions("wl-check-1", ("Provisioned", "True", "ok"))
+    world.reconcile()
+    world.submit(_reserved().finished())
+    world.reconcile()
+    assert _sample("pykueue_provisioning_requests_created_total", admission_check="check") == created + 1
+    assert _sample("pykueue_provisioning_requests_deleted_total", cause="workload") == deleted + 1
+    assert _sample("pykueue_provisioning_check_transitions_total", admission_check="check", state="Ready") == ready + 1
