@@ -57,7 +57,7 @@ from controller.workload.patches import apply_conditions, with_resource_version
 from controller.workload.status_plan import EVENT_NORMAL, EVENT_WARNING, ConditionSpec, EventSpec
 from pykueue.api import constants as C
 from pykueue.api.timestamps import utcnow
-from pykueue.kube.errors import AlreadyExists, NotFound
+from pykueue.kube.errors import AlreadyExists, ApiError, NotFound
 from pykueue.kube.resources import ADMISSION_CHECKS, POD_TEMPLATES, PROVISIONING_REQUESTS, WORKLOADS, Resource
 
 log = logging.getLogger(__name__)
@@ -332,6 +332,9 @@ class ProvisioningController:
             created = self._client.create(PROVISIONING_REQUESTS, request, wv.namespace(wl))
         except AlreadyExists:
             return None  # our cache lags; the request's own event brings us back
+        except ApiError as err:
+            self._failed_create(wl, "ProvisioningRequest", name, err)
+            raise
         self._events.emit(wl, EventSpec(EVENT_NORMAL, EVENT_REQUEST_CREATED, f'Created ProvisioningRequest: "{name}"'))
         metrics.REQUESTS_CREATED.labels(check_name).inc()
         log.info("ProvisioningRequest created", extra={"workload": wv.key(wl), "request": name, "attempt": attempt})
@@ -348,6 +351,13 @@ class ProvisioningController:
                 self._client.create(POD_TEMPLATES, template, namespace)
             except AlreadyExists:
                 continue
+            except ApiError as err:
+                self._failed_create(wl, "PodTemplate", str(template["metadata"]["name"]), err)
+                raise
+
+    def _failed_create(self, wl: Obj, kind: str, name: str, err: ApiError) -> None:
+        """Kueue's Warning ``FailedCreate``; the key is retried with backoff by the caller."""
+        self._events.emit(wl, EventSpec(EVENT_WARNING, EVENT_FAILED_CREATE, f"Error creating {kind} {name!r}: {err}"))
 
     def _delete_request(self, request: Obj, cause: str) -> None:
         uid = wv.meta(request).get("uid")
@@ -358,5 +368,3 @@ class ProvisioningController:
                 metrics.REQUESTS_DELETED.labels(cause).inc()
                 log.info("ProvisioningRequest deleted", extra={"request": wv.key(request), "cause": cause})
 
-
-__all__ = ["EVENT_WARNING", "ProvisioningController"]

@@ -7,11 +7,12 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from prometheus_client import REGISTRY
 
 from controller.provisioning.controller import ProvisioningController
 from controller.runtime.events import RecordingEvents
-from pykueue.kube.errors import AlreadyExists, NotFound
+from pykueue.kube.errors import AlreadyExists, ApiError, NotFound
 from pykueue.kube.resources import PROVISIONING_REQUESTS
 from tests.builders import (
     ProvisioningRequestConfigBuilder,
@@ -277,3 +278,16 @@ def test_metrics_count_requests_and_transitions() -> None:
     assert _sample("pykueue_provisioning_requests_created_total", admission_check="check") == created + 1
     assert _sample("pykueue_provisioning_requests_deleted_total", cause="workload") == deleted + 1
     assert _sample("pykueue_provisioning_check_transitions_total", admission_check="check", state="Ready") == ready + 1
+
+
+def test_a_refused_create_is_reported_and_retried() -> None:
+    world = World(ProvisioningRequestConfigBuilder("prc"))
+    world.submit(_reserved())
+
+    def refuse(res: Any, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        raise ApiError(422, "Invalid", "spec.podSets: Too many")
+
+    world.api.create = refuse  # type: ignore[method-assign]
+    with pytest.raises(ApiError):
+        world.reconcile()
+    assert world.events.reasons() == ["FailedCreate"]
