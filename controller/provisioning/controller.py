@@ -156,6 +156,9 @@ class ProvisioningController:
                 delete=self._request_changed,
             )
         )
+        self._pod_templates.add_handler(
+            FuncHandler(add=lambda _o: None, update=lambda _o, _n: None, delete=self._template_deleted)
+        )
         self._checks.add_handler(
             FuncHandler(add=self._check_changed, update=lambda o, n: self._check_updated(o, n), delete=self._check_changed)
         )
@@ -178,6 +181,15 @@ class ProvisioningController:
     def _request_changed(self, request: Obj) -> None:
         for key in request_by_owner(request):
             self.queue.add(key)
+
+    def _template_deleted(self, template: Obj) -> None:
+        """A PodTemplate gone from under a live request (deleted by hand, or a stale one replaced)
+        is made again: wake the workload owning its request."""
+        owner = wv.controller_owner(template) or {}
+        if owner.get("kind") == "ProvisioningRequest":
+            request = self._requests.store.get(f"{wv.namespace(template)}/{owner.get('name')}")
+            if request is not None:
+                self._request_changed(request)
 
     def _check_updated(self, old: Obj, new: Obj) -> None:
         if wv.spec(old) != wv.spec(new) or not wv.status(new).get("conditions"):
@@ -345,8 +357,18 @@ class ProvisioningController:
         namespace = wv.namespace(wl)
         for pod_set in request_pod_sets(wl, config):
             template = build_pod_template(request, pod_set, flavors)
-            if self._pod_templates.store.get(f"{namespace}/{template['metadata']['name']}") is not None:
-                continue
+            existing = self._pod_templates.store.get(f"{namespace}/{template['metadata']['name']}")
+            if existing is not None:
+                owner_uid = (wv.controller_owner(existing) or {}).get("uid")
+                if owner_uid == wv.meta(request).get("uid"):
+                    continue
+                # Left by an earlier request of the same name (a config change re-made attempt n)
+                # that the garbage collector has not removed yet: replace it.
+                uid = wv.meta(existing).get("uid")
+                with contextlib.suppress(NotFound):
+                    self._client.delete(
+                        POD_TEMPLATES, wv.name(existing), namespace, preconditions={"uid": uid} if uid else None
+                    )
             try:
                 self._client.create(POD_TEMPLATES, template, namespace)
             except AlreadyExists:

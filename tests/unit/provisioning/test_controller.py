@@ -291,3 +291,16 @@ def test_a_refused_create_is_reported_and_retried() -> None:
     with pytest.raises(ApiError):
         world.reconcile()
     assert world.events.reasons() == ["FailedCreate"]
+
+
+def test_a_template_left_by_an_earlier_request_of_the_same_name_is_replaced() -> None:
+    world = World(ProvisioningRequestConfigBuilder("prc"))
+    world.submit(_reserved())
+    world.reconcile()
+    template = world.api.objects[("podtemplates", "ns/ppt-wl-check-1-main")]
+    template = copy.deepcopy(template)
+    template["metadata"]["ownerReferences"][0]["uid"] = "uid-of-a-deleted-request"
+    world.api.put("podtemplates", template)
+    world.reconcile()
+    replaced = world.api.objects[("podtemplates", "ns/ppt-wl-check-1-main")]
+    assert replaced["metadata"]["ownerReferences"][0]["uid"] == "uid-wl-check-1"
