@@ -27,8 +27,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from controller.concurrentadmission import metrics
-from controller.concurrentadmission.config import concurrent_config
-from controller.concurrentadmission.objects import (
+from controller.concurrentadmission.option_specs import concurrent_config
+from controller.concurrentadmission.option_workloads import (
     OPTION_BY_PARENT_UID,
     build_option,
     is_option,

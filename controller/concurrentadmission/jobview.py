@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controller.concurrentadmission.objects import is_parent
+from controller.concurrentadmission.option_workloads import is_parent
 from controller.concurrentadmission.parent_plan import holder_of
 
 __all__ = ["followed_workload", "is_parent"]

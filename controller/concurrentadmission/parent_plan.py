@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.concurrentadmission.config import ConcurrentConfig, OptionSpec
 from controller.concurrentadmission.naming import option_name
-from controller.concurrentadmission.objects import (
+from controller.concurrentadmission.option_specs import ConcurrentConfig, OptionSpec
+from controller.concurrentadmission.option_workloads import (
     allowed_flavors,
     annotations_patch,
     matches_spec,

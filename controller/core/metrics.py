@@ -13,8 +13,8 @@ from collections.abc import Iterable
 
 from prometheus_client import Counter, Gauge, Histogram
 
-# Kueue's wait-time buckets: 1 s doubling up to ~2.3 h (generateExponentialBuckets(14)).
-WAIT_BUCKETS = tuple(float(2**i) for i in range(14))
+from controller.runtime.metrics import WAIT_BUCKETS
+
 ATTEMPT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 ADMISSION_ATTEMPTS = Counter(
@@ -75,6 +75,13 @@ FINISHED_TOTAL = Counter(
     "kueue_finished_workloads_total",
     "Workloads that finished while holding a reservation.",
     ["cluster_queue", "priority_class"],
+)
+# ResourceFlavor fallbacks (docs/design/fallbacks.md): Kueue has no such metric, hence the prefix.
+FLAVOR_FALLBACKS_TOTAL = Counter(
+    "pykueue_flavor_fallbacks_total",
+    "Flavors a workload fell back from, by ClusterQueue, flavor and trigger "
+    "(TimeoutForPodsReadyExceeded or AdmissionCheckRejected).",
+    ["cluster_queue", "flavor", "trigger"],
 )
 RESERVING_ACTIVE = Gauge(
     "kueue_reserving_active_workloads", "Unfinished workloads holding a reservation.", ["cluster_queue"]

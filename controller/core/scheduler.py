@@ -559,6 +559,7 @@ class SchedulerLoop:
                     admission_checks=reservation.admission_checks,
                     message=reservation.message,
                     now=now,
+                    record_flavor_history=reservation.record_flavor_history,
                 ),
                 kind="reservation",
             )

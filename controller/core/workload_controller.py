@@ -234,6 +234,8 @@ class WorkloadController:
                 m.ADMISSION_CHECKS_WAIT.labels(cq, priority_class).observe(
                     max(0.0, (now - reserved).total_seconds())
                 )
+        for cluster_queue, flavor, trigger in plan.fallbacks:
+            m.FLAVOR_FALLBACKS_TOTAL.labels(cluster_queue, flavor, trigger).inc()
         if plan.eviction is not None:
             m.EVICTED_TOTAL.labels(
                 plan.eviction.cluster_queue,

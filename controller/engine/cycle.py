@@ -207,6 +207,7 @@ def _process(
                 borrowing=assignment.borrows,
                 message=f"Quota reserved in ClusterQueue {name}",
                 displaces=displaces,
+                record_flavor_history=spec.fallbacks,
             )
         )
         return

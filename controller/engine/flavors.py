@@ -95,6 +95,8 @@ def assign_flavors(
     result = Assignment(mode=FIT)
     considered: list[str] = []  # every problem met on the way, for the pending message
     manages_pods = "pods" in spec.resource_group
+    # ResourceFlavor fallbacks: flavors whose attempt failed are skipped, the rest keep their order.
+    excluded = workload.excluded_flavors if spec.fallbacks else frozenset()
     for podset in workload.podsets:
         requests = dict(podset.requests)
         if manages_pods:
@@ -117,6 +119,9 @@ def assign_flavors(
             resources = by_group[group_index]
             best: _FlavorGrade | None = None
             for fq in spec.groups[group_index].flavors:
+                if fq.name in excluded:
+                    problems.append(f"flavor {fq.name} was excluded by the ClusterQueue's fallback strategy")
+                    continue
                 if podset.allowed_flavors is not None and fq.name not in podset.allowed_flavors:
                     problems.append(f"flavor {fq.name} is not allowed for the podSet")
                     continue

@@ -211,6 +211,8 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         stop_policy=_str(spec.get("stopPolicy"), c.STOP_POLICY_NONE) or c.STOP_POLICY_NONE,
         errors=tuple(errors),
         concurrent_admission=isinstance(spec.get("concurrentAdmission"), dict),
+        # Ignored with concurrentAdmission, which the webhook refuses together with it.
+        fallbacks=isinstance(fungibility.get("fallbackStrategy"), dict) and spec.get("concurrentAdmission") is None,
         terminating=bool(dict_or_empty(obj.get("metadata")).get("deletionTimestamp")),
     )
 
@@ -363,6 +365,19 @@ def _admission_usage(
     return usage
 
 
+def _excluded_flavors(status: Mapping[str, Any], admission: Any) -> frozenset[str]:
+    """``status.flavorAssignmentHistory`` flavors not held by the current admission: the flavors
+    whose fallback attempt failed (controller.workload.fallbacks explains why this is exact)."""
+    history = list_or_empty(status.get("flavorAssignmentHistory"))
+    if not history:
+        return frozenset()
+    held: set[str] = set()
+    for ps in list_or_empty(dict_or_empty(admission).get("podSetAssignments")):
+        held.update(str(f) for f in dict_or_empty(dict_or_empty(ps).get("flavors")).values())
+    names = {_str(dict_or_empty(e).get("resourceFlavor")) for e in history}
+    return frozenset(names - held - {""})
+
+
 def parse_workload(
     obj: Mapping[str, Any], previous: WorkloadInfo | None = None, *, pods_ready_requeue_by_creation: bool = False
 ) -> WorkloadInfo:
@@ -391,7 +406,8 @@ def parse_workload(
     if previous is not None and generation and previous.generation == generation and previous.uid == uid:
         podsets, spec_problem = previous.podsets, previous.spec_problem
         # An option's stored shape is salted with its parent below; salt the plain one again.
-        shape = previous.shape if previous.option is None else _shape_of(podsets)
+        # The same for a shape salted with excluded flavors (below).
+        shape = previous.shape if previous.option is None and not previous.excluded_flavors else _shape_of(podsets)
     else:
         try:
             podsets = tuple(_parse_podset(dict_or_empty(raw), i) for i, raw in enumerate(list_or_empty(spec.get("podSets"))))
@@ -434,6 +450,10 @@ def parse_workload(
     annotations = dict_or_empty(meta.get("annotations"))
     priority = spec.get("priority")
     is_parent, option = parse_mode(meta, spec)
+    excluded = _excluded_flavors(status, admission_raw)
+    if excluded:
+        # Equal requests no longer fit or fail together when one of them may not use some flavors.
+        shape = hash((shape, excluded))
     return WorkloadInfo(
         namespace=_str(meta.get("namespace")),
         name=_str(meta.get("name")),
@@ -465,5 +485,6 @@ def parse_workload(
         is_parent=is_parent,
         option=option,
         ready_checks=ready_checks(status) if option is not None else frozenset(),
+        excluded_flavors=excluded,
         order_tiebreak=option_order_tiebreak(uid, option) if option is not None else "",
     )

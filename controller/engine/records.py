@@ -112,6 +112,9 @@ class ClusterQueueSpec:
     # (docs/design/concurrent-admission.md).
     concurrent_admission: bool = False
     terminating: bool = False  # metadata.deletionTimestamp is set: admits nothing new
+    # spec.flavorFungibility.fallbackStrategy is set: a workload's excluded flavors are skipped and
+    # reservations record their flavors' assignment time (docs/design/fallbacks.md).
+    fallbacks: bool = False
 
     @property
     def flavor_names(self) -> tuple[str, ...]:
@@ -218,6 +221,10 @@ class WorkloadInfo:
     is_parent: bool = False
     option: OptionInfo | None = None
     ready_checks: frozenset[str] = frozenset()
+    # ResourceFlavor fallbacks: flavors in status.flavorAssignmentHistory that the workload does not
+    # hold, i.e. whose attempt failed (controller.workload.fallbacks); honoured only in a
+    # ClusterQueue with a fallback strategy.
+    excluded_flavors: frozenset[str] = frozenset()
     order_tiebreak: str = ""  # replaces the UID in the queue order when set
     # When the engine first observed this workload (set by the engine, kept across updates):
     # creationTimestamp has whole seconds, so workloads created in the same second are ordered

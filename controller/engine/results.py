@@ -28,6 +28,9 @@ class Reservation:
     # Its eviction (reason FlavorMigration, reservation cleared) must be written first; if that
     # write fails the reservation is not written and is rolled back (which restores the sibling).
     displaces: Eviction | None = None
+    # The ClusterQueue has a fallback strategy: the reservation also records the assigned flavors'
+    # assignment time in status.flavorAssignmentHistory (docs/design/fallbacks.md).
+    record_flavor_history: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from controller.concurrentadmission.objects import OPTION_BY_PARENT_UID, option_by_parent_uid
+from controller.concurrentadmission.option_workloads import OPTION_BY_PARENT_UID, option_by_parent_uid
 from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler, InformerSet
 from controller.runtime.store import split_key

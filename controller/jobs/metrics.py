@@ -17,7 +17,7 @@ from typing import Any
 
 from prometheus_client import Histogram
 
-from controller.core.metrics import WAIT_BUCKETS
+from controller.runtime.metrics import WAIT_BUCKETS
 from controller.workload import view as wv
 from pykueue.api.constants import COND_ADMITTED, COND_REQUEUED
 from pykueue.api.timestamps import parse_time

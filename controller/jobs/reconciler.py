@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from controller.concurrentadmission.jobview import followed_workload, is_parent
 from controller.runtime.events import EventSink
 from controller.workload import view as wv
+from controller.workload.fallbacks import history as workload_history
 from controller.workload.lifecycle import (
     back_to_pending_plan,
     failed_to_start_plan,
@@ -423,7 +424,9 @@ class JobReconciler:
             if not admitted:
                 _, restored = self._stop(job, workload, "Not admitted by cluster queue")
                 return _after_stop(restored)
-            if self._settings.wait_for_pods_ready:
+            # PodsReady also stops a ResourceFlavor fallback clock: a reservation in a ClusterQueue
+            # with a fallback strategy carries a flavorAssignmentHistory (docs/design/fallbacks.md).
+            if self._settings.wait_for_pods_ready or workload_history(workload):
                 self._sync_pods_ready(job, workload)
             return DONE
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+# Kueue's wait-time buckets (``pkg/metrics/metrics.go``, generateExponentialBuckets(14)): 1 s
+# doubling up to ~2.3 h. Shared by every area that reports how long a workload waited.
+WAIT_BUCKETS = tuple(float(2**i) for i in range(14))
+
 # --- reflectors / informers -------------------------------------------------------------------
 RELISTS = Counter(
     "pykueue_reflector_relists_total",

@@ -13,7 +13,7 @@ their status becomes next. Those decisions live here, once, as pure functions ov
 * :mod:`.admissionchecks` -- ``status.admissionChecks`` states and their verdict;
 * :mod:`.lifecycle`, :mod:`.podsready` -- what a job's progress means for its Workload
   (``Finished``, ``PodsReady``, releasing quota once the pods are gone, back to pending);
-* :mod:`.backoff` -- requeue delays after evictions;
+* :mod:`.requeue_backoff` -- requeue delays after evictions;
 * :mod:`.patches` -- a plan as a resourceVersion-guarded merge patch, only when something changes;
 * :mod:`.indexes` -- the store indexes that find a queue's or a parent's workloads.
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from controller.workload import admissionchecks as checks
+from controller.workload import fallbacks as fb
 from controller.workload import view as wv
-from controller.workload.backoff import (
+from controller.workload.requeue_backoff import (
     DEFAULT_BACKOFF_BASE_SECONDS,
     DEFAULT_BACKOFF_MAX_SECONDS,
     next_requeue,
@@ -122,6 +123,9 @@ def clear_reservation(plan: WorkloadPlan, wl: Mapping[str, Any]) -> None:
     _set(plan, C.COND_QUOTA_RESERVED, False, C.REASON_PENDING, message)
     if wv.condition(wl, C.COND_ADMITTED) is not None:
         _set(plan, C.COND_ADMITTED, False, C.REASON_NO_RESERVATION, MSG_NO_RESERVATION)
+    history = fb.history_after_release(wl)
+    if history is not None:
+        plan.flavor_assignment_history = history
 
 
 def plan_workload(wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime) -> WorkloadPlan:
@@ -176,6 +180,8 @@ def _plan_pending(plan: WorkloadPlan, wl: Mapping[str, Any], now: datetime, evic
         _set(plan, C.COND_REQUEUED, True, C.REASON_REACTIVATED, MSG_REACTIVATED)
         if wv.status(wl).get("requeueState") is not None:
             plan.requeue_state = None
+        if evicted_cond.get("reason") == C.REASON_DEACTIVATED_DUE_TO_FLAVORS_EXHAUSTED and fb.history(wl):
+            plan.flavor_assignment_history = []  # reactivated after every flavor failed: start over
         return
 
     if wv.is_false(wl, C.COND_REQUEUED):
@@ -192,6 +198,8 @@ def _plan_reserved(plan: WorkloadPlan, wl: Mapping[str, Any], ctx: WorkloadConte
     Queue-level decisions (HoldAndDrain evictions, "LocalQueue doesn't exist" pending reasons)
     are the engine's: it sees every queue change and emits them through the scheduler loop.
     """
+    if ctx.cluster_queue is not None and _plan_fallback(plan, wl, ctx, now):
+        return
     if ctx.cluster_queue is not None and _plan_checks(plan, wl, ctx.cluster_queue, now):
         return
     if _plan_maximum_execution_time(plan, wl, now):
@@ -254,17 +262,15 @@ def _plan_checks(plan: WorkloadPlan, wl: Mapping[str, Any], cq: Mapping[str, Any
     return True
 
 
-def _plan_pods_ready(
-    plan: WorkloadPlan, wl: Mapping[str, Any], policy: PodsReadyPolicy | None, now: datetime
-) -> None:
-    """Evict a workload whose pods did not become ready within the timeout of its admission."""
+def _pods_ready_deadline(wl: Mapping[str, Any], policy: PodsReadyPolicy | None) -> datetime | None:
+    """When the ``waitForPodsReady`` timeout (or recovery timeout) of ``wl`` runs out, if it runs."""
     if (
         policy is None
         or policy.timeout_seconds <= 0
         or not wv.is_admitted(wl)
         or wv.is_true(wl, C.COND_PODS_READY)
     ):
-        return
+        return None
     pods_ready = wv.condition(wl, C.COND_PODS_READY) or {}
     admitted = wv.condition(wl, C.COND_ADMITTED) or {}
     timeout = policy.timeout_seconds
@@ -272,14 +278,21 @@ def _plan_pods_ready(
     if pods_ready.get("reason") == C.REASON_WAIT_FOR_RECOVERY:
         if policy.recovery_timeout_seconds is not None:
             if policy.recovery_timeout_seconds <= 0:
-                return
+                return None
             timeout = policy.recovery_timeout_seconds
         since = parse_time(pods_ready.get("lastTransitionTime")) or since
-    if since is None:
+    return since + timedelta(seconds=timeout) if since is not None else None
+
+
+def _plan_pods_ready(
+    plan: WorkloadPlan, wl: Mapping[str, Any], policy: PodsReadyPolicy | None, now: datetime
+) -> None:
+    """Evict a workload whose pods did not become ready within the timeout of its admission."""
+    deadline = _pods_ready_deadline(wl, policy)
+    if deadline is None or policy is None:
         return
-    elapsed = (now - since).total_seconds()
-    if elapsed < timeout:
-        plan.wake_in(timeout - elapsed)
+    if now < deadline:
+        plan.wake_in((deadline - now).total_seconds())
         return
     decision = next_requeue(
         wv.requeue_count(wl),
@@ -302,3 +315,93 @@ def _plan_pods_ready(
     assert decision.requeue_at is not None
     plan.requeue_state = {"count": decision.count, "requeueAt": format_time(decision.requeue_at)}
     evict(plan, wl, C.REASON_PODS_READY_TIMEOUT, message, now, requeue_not_before=decision.requeue_at)
+
+
+def _plan_fallback(plan: WorkloadPlan, wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime) -> bool:
+    """ResourceFlavor fallbacks (docs/design/fallbacks.md): True when a held flavor's attempt failed
+    and this step evicts (or deactivates) the workload; else only asks to wake at the deadline.
+
+    A Rejected check on a flavor with an ``AdmissionCheckRejected`` rule falls back at once. A
+    timeout falls back when its deadline has passed and is not later than the ``waitForPodsReady``
+    deadline: the two timeouts stay separate, and the first to run out acts (on a tie, the
+    fallback, which also keeps the failed flavor out of the next assignment).
+    """
+    cq = ctx.cluster_queue
+    strategy = fb.parse_strategy(wv.spec(cq)) if cq is not None else None
+    if cq is None or strategy is None:
+        return False
+    failure = fb.rejection_failure(wl, strategy, wv.spec(cq))
+    if failure is None:
+        due = fb.timeout_deadline(wl, strategy)
+        if due is None:
+            return False
+        deadline, _flavors = due
+        if now < deadline:
+            plan.wake_in((deadline - now).total_seconds())
+            return False
+        pods_ready_deadline = _pods_ready_deadline(wl, ctx.pods_ready)
+        if pods_ready_deadline is not None and pods_ready_deadline < deadline:
+            return False
+        failure = fb.timeout_failure(wl, strategy, now)
+        if failure is None:
+            return False
+    _fall_back(plan, wl, cq, strategy, failure, now, ctx.pods_ready)
+    return True
+
+
+def _fall_back(
+    plan: WorkloadPlan,
+    wl: Mapping[str, Any],
+    cq: Mapping[str, Any],
+    strategy: fb.FallbackStrategy,
+    failure: fb.Failure,
+    now: datetime,
+    policy: PodsReadyPolicy | None,
+) -> None:
+    """Write one fallback: the history keeps the failed flavors (and drops the other held ones),
+    then an eviction naming flavor and trigger, or, when no flavor is left, the failure policy."""
+    cq_name = wv.admitted_cluster_queue(wl) or wv.name(cq)
+    held = fb.held_flavors(wl)
+    failed = set(failure.flavors)
+    history = fb.history_without(wl, held - failed)
+    excluded_after = fb.excluded_flavors(wl) | failed
+    flavors = ", ".join(failure.flavors)
+    message = f"Flavor {flavors} fell back after {failure.trigger}: {failure.detail}"
+    plan.fallbacks.extend((cq_name, f, failure.trigger) for f in failure.flavors)
+    plan.events.append(EventSpec(EVENT_WARNING, C.REASON_FLAVOR_FALLBACK, message))
+    if not fb.exhausted(wv.spec(cq), excluded_after, failed):
+        if history is not None:
+            plan.flavor_assignment_history = history
+        evict(plan, wl, C.REASON_FLAVOR_FALLBACK, f"{message}; requeued without it", now)
+        return
+    tried = ", ".join(sorted(excluded_after))
+    if strategy.failure_policy == C.FALLBACK_RETRY_ALL:
+        decision = next_requeue(
+            wv.requeue_count(wl),
+            now,
+            base_seconds=policy.backoff_base_seconds if policy else DEFAULT_BACKOFF_BASE_SECONDS,
+            max_seconds=policy.backoff_max_seconds if policy else DEFAULT_BACKOFF_MAX_SECONDS,
+        )
+        assert decision.requeue_at is not None
+        plan.flavor_assignment_history = []
+        plan.requeue_state = {"count": decision.count, "requeueAt": format_time(decision.requeue_at)}
+        evict(
+            plan,
+            wl,
+            C.REASON_FLAVOR_FALLBACK,
+            f"{message}; every flavor was tried ({tried}), {C.FALLBACK_RETRY_ALL} starts over "
+            f"at {format_time(decision.requeue_at)}",
+            now,
+            requeue_not_before=decision.requeue_at,
+        )
+        return
+    if history is not None:
+        plan.flavor_assignment_history = history
+    _set(
+        plan,
+        C.COND_DEACTIVATION_TARGET,
+        True,
+        fb.REASON_FLAVORS_EXHAUSTED,
+        f"Every flavor was tried and failed ({tried}); the last, {flavors}, after {failure.trigger}: "
+        f"{failure.detail}. The workload is deactivated ({C.FALLBACK_DEACTIVATE})",
+    )

@@ -28,6 +28,7 @@ from typing import Any
 from controller.workload import admissionchecks as checks
 from controller.workload import view as wv
 from controller.workload.decisions import MSG_NO_RESERVATION, clear_reservation
+from controller.workload.fallbacks import history_after_release
 from controller.workload.podsready import MSG_NOT_READY, differs, pods_ready_condition
 from controller.workload.status_plan import ConditionSpec, WorkloadPlan
 from pykueue.api.constants import (
@@ -96,6 +97,9 @@ def back_to_pending_plan(workload: dict[str, Any], message: str, now: datetime) 
     plan = WorkloadPlan()
     plan.admission = None
     plan.set_conditions.append(ConditionSpec(COND_QUOTA_RESERVED, "False", REASON_PENDING, message))
+    history = history_after_release(workload)  # the flavors held did not fail a fallback rule
+    if history is not None:
+        plan.flavor_assignment_history = history
     if wv.condition(workload, COND_ADMITTED) is not None:
         plan.set_conditions.append(
             ConditionSpec(COND_ADMITTED, "False", REASON_NO_RESERVATION, MSG_NO_RESERVATION)

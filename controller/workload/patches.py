@@ -78,6 +78,7 @@ def workload_status_patch(wl: Mapping[str, Any], plan: WorkloadPlan, now: dateti
         ("admissionChecks", plan.admission_checks),
         ("requeueState", plan.requeue_state),
         (ACCUMULATED_EXECUTION_FIELD, plan.accumulated_execution_seconds),
+        ("flavorAssignmentHistory", plan.flavor_assignment_history),
     ):
         if value is UNSET:
             continue

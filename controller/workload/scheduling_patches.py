@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from controller.workload import fallbacks as fb
 from controller.workload import view as wv
+from controller.workload.admissionchecks import assigned_flavors
 from controller.workload.decisions import MSG_ADMITTED, evict
 from controller.workload.patches import workload_status_patch
 from controller.workload.status_plan import (
@@ -86,13 +88,20 @@ def reservation_patch(
     admission_checks: Sequence[str],
     message: str,
     now: datetime,
+    record_flavor_history: bool = False,
 ) -> CyclePatch | None:
     """``status.admission`` + ``QuotaReserved=True`` (+ ``Admitted=True`` when there are no checks,
     else Pending check states). Earlier ``Evicted``/``Preempted`` conditions flip to False so the
-    workload reads as running again, as Kueue does."""
+    workload reads as running again, as Kueue does.
+
+    ``record_flavor_history`` (the ClusterQueue has a fallback strategy): the assigned flavors'
+    ``status.flavorAssignmentHistory`` entries get ``now`` in this same patch, so no reservation
+    ever exists without the time its fallback clock started (docs/design/fallbacks.md)."""
     if not _schedulable(wl, uid):
         return None
     plan = WorkloadPlan(admission=copy.deepcopy(dict(admission)))
+    if record_flavor_history:
+        plan.flavor_assignment_history = fb.history_with_assignment(wl, assigned_flavors(admission), now)
     plan.set_conditions.append(ConditionSpec(C.COND_QUOTA_RESERVED, "True", C.REASON_QUOTA_RESERVED, message))
     for type_ in (C.COND_EVICTED, C.COND_PREEMPTED):
         cond = wv.condition(wl, type_)

@@ -75,6 +75,10 @@ class WorkloadPlan:
     requeue_after: float | None = None
     eviction: Eviction | None = None
     newly_admitted: bool = False
+    # status.flavorAssignmentHistory (ResourceFlavor fallbacks, docs/design/fallbacks.md)
+    flavor_assignment_history: Any = UNSET
+    # (ClusterQueue, flavor, trigger) of every flavor that fell back, for the metric
+    fallbacks: list[tuple[str, str, str]] = field(default_factory=list)
 
     def has_status_changes(self) -> bool:
         return bool(
@@ -84,6 +88,7 @@ class WorkloadPlan:
             or self.admission_checks is not UNSET
             or self.requeue_state is not UNSET
             or self.accumulated_execution_seconds is not UNSET
+            or self.flavor_assignment_history is not UNSET
         )
 
     def is_noop(self) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.concurrentadmission.config import ConcurrentConfig, concurrent_config
 from controller.concurrentadmission.naming import option_name
-from controller.concurrentadmission.objects import build_option
+from controller.concurrentadmission.option_specs import ConcurrentConfig, concurrent_config
+from controller.concurrentadmission.option_workloads import build_option
 from tests.builders import SeedClusterQueueBuilder, SeedWorkloadBuilder, condition
 
 Obj = dict[str, Any]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controller.concurrentadmission.naming import option_name
-from controller.concurrentadmission.objects import build_option
+from controller.concurrentadmission.option_workloads import build_option
 from controller.jobs.reconciler import JobReconciler, JobSettings
 from pykueue.kube import resources as R
 from tests.builders import JobBuilder, ResourceFlavorBuilder, condition

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from controller.core import metrics as m
 from controller.core.queue_status_controller import QueueStatusController
 from controller.core.workload_controller import WorkloadController
 from controller.runtime.events import RecordingEvents
@@ -16,6 +17,8 @@ from tests.builders import (
     ClusterQueueBuilder,
     LocalQueueBuilder,
     ResourceFlavorBuilder,
+    SeedClusterQueueBuilder,
+    SeedWorkloadBuilder,
     WorkloadBuilder,
     WorkloadPriorityClassBuilder,
 )
@@ -210,3 +213,32 @@ def test_metrics_of_deleted_queues_are_dropped() -> None:
         s for metric in (m.LOCAL_QUEUE_PENDING, m.RESERVING_ACTIVE) for s in metric.collect()[0].samples
     ]
     assert not [s for s in samples if "gone" in str(s.labels)]
+
+
+def test_flavor_fallback_is_written_counted_and_keeps_the_failed_flavor_after_release() -> None:
+    cq = (
+        SeedClusterQueueBuilder("cq").flavor("spot", cpu="2").flavor("default", cpu="2")
+        .fallback().fallback_rule("spot", timeout="1m")
+    )
+    api, informers = _setup(cq)
+    events = RecordingEvents()
+    ctrl = _workload_controller(api, informers, events)
+    reserved_at = "2026-01-01T11:58:00Z"  # two minutes before NOW
+    api.put(
+        "workloads",
+        SeedWorkloadBuilder("w", "ns").queue("lq").podset(cpu="1").reserved("cq", {"cpu": "spot"}, at=reserved_at)
+        .flavor_assigned("spot", reserved_at).obj(),
+    )
+    counter = m.FLAVOR_FALLBACKS_TOTAL.labels("cq", "spot", "TimeoutForPodsReadyExceeded")
+    before = counter._value.get()
+
+    ctrl.reconcile("ns/w")
+    wl = api.objects[("workloads", "ns/w")]
+    assert _conds(wl)["Evicted"]["reason"] == "FlavorFallback"
+    assert events.reasons("ns/w") == ["FlavorFallback", "EvictedDueToFlavorFallback"]
+    assert counter._value.get() == before + 1
+
+    ctrl.reconcile("ns/w")  # a standalone workload: the controller releases the quota itself
+    wl = api.objects[("workloads", "ns/w")]
+    assert "admission" not in wl["status"]
+    assert wl["status"]["flavorAssignmentHistory"] == [{"resourceFlavor": "spot", "assignmentTime": reserved_at}]

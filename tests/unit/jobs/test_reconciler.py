@@ -414,6 +414,18 @@ def test_pods_ready_written_only_with_wait_for_pods_ready(cluster: FakeCluster) 
     assert pods_ready is not None and (pods_ready["status"], pods_ready["reason"]) == ("True", "Started")
 
 
+def test_pods_ready_written_for_a_reservation_with_flavor_history(cluster: FakeCluster) -> None:
+    """A ClusterQueue with a fallback strategy records flavorAssignmentHistory with the reservation:
+    PodsReady is kept then even without waitForPodsReady, since it stops the fallback clock."""
+    running(cluster, active=2, ready=2)
+    wl = workload_of(cluster)
+    history = [{"resourceFlavor": "spot", "assignmentTime": "2026-01-01T00:00:00Z"}]
+    cluster.patch_status(R.WORKLOADS, wl["metadata"]["name"], {"status": {"flavorAssignmentHistory": history}}, NS)
+    reconciler(cluster).reconcile(NS, "job")
+    pods_ready = cond(workload_of(cluster), "PodsReady")
+    assert pods_ready is not None and (pods_ready["status"], pods_ready["reason"]) == ("True", "Started")
+
+
 def test_finished_job_finishes_the_workload_and_drops_the_finalizer(cluster: FakeCluster) -> None:
     rec = running(cluster, active=0, succeeded=2)
     cluster.patch_status(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from controller.concurrentadmission.objects import OPTION_BY_PARENT_UID, option_by_parent_uid
+from controller.concurrentadmission.option_workloads import OPTION_BY_PARENT_UID, option_by_parent_uid
 from controller.jobs.controller import InformerLister, owner_job_index
 from controller.jobs.setup import framework_enabled, settings_from_config
 from controller.runtime.store import Store

@@ -66,3 +66,40 @@ def test_only_pykueue_kube_uses_the_kubernetes_client() -> None:
 )
 def test_programs_share_only_pykueue(tree: str, forbidden: tuple[str, ...]) -> None:
     assert offending_imports(sources(tree), forbidden) == []
+
+
+# Inside the controller, the shared layers never reach up into a feature area, and the feature
+# areas meet only where docs/design/README.md says they do.
+CONTROLLER_LAYERS: dict[str, tuple[str, ...]] = {
+    # package: controller packages it must not import
+    "controller/runtime": ("core", "jobs", "concurrentadmission", "engine", "workload"),
+    "controller/engine": ("core", "jobs", "concurrentadmission", "workload", "runtime"),
+    "controller/workload": ("core", "jobs", "concurrentadmission", "engine"),
+    "controller/jobs": ("core",),
+    "controller/concurrentadmission": ("core", "jobs"),
+}
+
+
+def controller_area(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "controller" else None
+
+
+@pytest.mark.parametrize("package", sorted(CONTROLLER_LAYERS))
+def test_controller_layers_import_only_downwards(package: str) -> None:
+    files = sources(package)
+    assert files, f"no sources under {package}"
+    forbidden = CONTROLLER_LAYERS[package]
+    offending = [
+        f"{path.relative_to(REPO)} imports {module}"
+        for path in files
+        for module in imported_modules(path)
+        if controller_area(module) in forbidden
+    ]
+    assert offending == []
+
+
+def test_the_layer_check_sees_controller_imports() -> None:
+    """Guard against a vacuous pass: a known upward-free import is classified by its area."""
+    modules = set(imported_modules(REPO / "controller/core/workload_controller.py"))
+    assert {controller_area(m) for m in modules} >= {"workload", "runtime"}

@@ -85,6 +85,11 @@ INVALID: list[tuple[str, Callable[[], Obj], str]] = [
      'spec.concurrentAdmission.onSuccess: Unsupported value: "RemoveAll": supported values: "RemoveOther", '
      '"RemoveLower", "RemoveBelowTarget"'),
     # --- fallbacks ----------------------------------------------------------------------------
+    ("fallbacks with concurrent admission", lambda: two_flavors().concurrent("RemoveOther")
+     .fallback_rule("spot", timeout="5m").obj(),
+     "spec.flavorFungibility.fallbackStrategy: Forbidden: may not be set together with spec.concurrentAdmission: "
+     "concurrent admission tries every flavor at once through options, so there is no single attempt to fall "
+     "back from"),
     ("fallback rule for unknown flavor", lambda: two_flavors().fallback_rule("gold", timeout="5m").obj(),
      'spec.flavorFungibility.fallbackStrategy.rules[0].name: Unsupported value: "gold": supported values: '
      '"reservation", "spot", "*"'),

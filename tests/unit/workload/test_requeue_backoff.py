@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from controller.workload.backoff import backoff_seconds, next_requeue
+from controller.workload.requeue_backoff import backoff_seconds, next_requeue
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.concurrentadmission.config import concurrent_config
+from controller.concurrentadmission.option_specs import concurrent_config
 from tests.builders import ClusterQueueBuilder, SeedClusterQueueBuilder
 from tests.unit.concurrentadmission.helpers import three_flavor_queue
 

@@ -19,7 +19,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controller.concurrentadmission.config import OptionSpec
+from controller.concurrentadmission.option_specs import OptionSpec
 from controller.workload.view import workload_mode
 from pykueue.api import constants as c
 from pykueue.api.objects import mapping_or_empty
