@@ -155,6 +155,23 @@ def owner_reference(owner: Mapping[str, Any]) -> Obj:
     }
 
 
+# pykueue's own annotation on a request: the flavors of the reservation it was made for. A request
+# for other flavors (the workload fell back to another flavor, or came back with another
+# assignment) sizes the wrong nodes, so it is replaced even if its attempt number is current.
+FLAVORS_ANNOTATION = "provisioning.pykueue.dev/flavors"
+
+
+def assigned_flavors(wl: Mapping[str, Any]) -> str:
+    """``podSet:resource=flavor`` pairs of the reservation, sorted and comma-separated."""
+    admission = (wl.get("status") or {}).get("admission") or {}
+    pairs = sorted(
+        f"{a.get('name')}:{resource}={flavor}"
+        for a in _maps(admission.get("podSetAssignments"))
+        for resource, flavor in ((a.get("flavors") or {}) if isinstance(a.get("flavors"), Mapping) else {}).items()
+    )
+    return ",".join(pairs)
+
+
 def build_request(wl: Mapping[str, Any], name: str, config: ProvisioningConfig) -> Obj:
     """The ProvisioningRequest object for ``wl`` (its pod sets must not be empty)."""
     meta = wl.get("metadata") or {}
@@ -175,6 +192,7 @@ def build_request(wl: Mapping[str, Any], name: str, config: ProvisioningConfig) 
             "name": name,
             "namespace": meta.get("namespace"),
             "labels": {C.MANAGED_LABEL: "true"},
+            "annotations": {FLAVORS_ANNOTATION: assigned_flavors(wl)},
             "ownerReferences": [owner_reference(wl)],
         },
         "spec": spec,
@@ -182,8 +200,12 @@ def build_request(wl: Mapping[str, Any], name: str, config: ProvisioningConfig) 
 
 
 def synced_with_config(request: Mapping[str, Any], wl: Mapping[str, Any], config: ProvisioningConfig) -> bool:
-    """Whether ``request`` still asks what ``config`` asks (class and every parameter); a request
-    out of sync is replaced by a new attempt, as in Kueue."""
+    """Whether ``request`` still asks what ``config`` asks (class and every parameter, as in Kueue)
+    for the workload's current flavors (:data:`FLAVORS_ANNOTATION`; a request without it is not
+    judged on flavors); a request out of sync is deleted and made again."""
+    made_for = ((request.get("metadata") or {}).get("annotations") or {}).get(FLAVORS_ANNOTATION)
+    if made_for is not None and made_for != assigned_flavors(wl):
+        return False
     spec = request.get("spec") or {}
     if spec.get("provisioningClassName") != config.class_name:
         return False

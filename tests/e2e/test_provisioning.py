@@ -29,6 +29,7 @@ from tests.builders import (
     LocalQueueBuilder,
     ProvisioningRequestConfigBuilder,
     ResourceFlavorBuilder,
+    SeedClusterQueueBuilder,
     WorkloadBuilder,
     WorkloadPriorityClassBuilder,
     provisioning_admission_check,
@@ -451,3 +452,29 @@ def test_a_provisioned_job_preempted_goes_back_to_suspended_and_loses_its_reques
     wait_for(lambda: (w := world.workload("low")) and is_admitted(w), message="low admitted again")
     again = world.requests()[low_request]
     assert again["metadata"]["uid"] != first_uid
+
+
+def test_a_flavor_the_autoscaler_cannot_provision_falls_back_to_the_next(
+    world_factory: Any, kueue: KueueApi, namespace: str
+) -> None:
+    """With a ResourceFlavor fallback rule (docs/design/fallbacks.md): the request for Spot fails
+    for good (no node group has Spot's label, no retries), the check is Rejected, and the workload
+    is requeued without Spot; On-demand is provisioned and the Job runs there."""
+    world: World = world_factory(ProvisioningRequestConfigBuilder("x", ATOMIC).retry(limit=0))
+    spot, on_demand = unique("spot"), unique("on-demand")
+    kueue.create(ResourceFlavorBuilder(spot).node_labels(**{POOL_LABEL: "no-such-pool"}).obj())
+    kueue.create(ResourceFlavorBuilder(on_demand).node_labels(**{POOL_LABEL: POOL}).obj())
+    cq = unique("cq")
+    kueue.create(
+        SeedClusterQueueBuilder(cq).flavor(spot, cpu="4").flavor(on_demand, cpu="4")
+        .admission_checks(world.check).fallback().fallback_rule(spot, "AdmissionCheckRejected").obj()
+    )
+    kueue.create(LocalQueueBuilder("fallback", namespace, cq).obj())
+    job = JobBuilder("fallback", namespace).queue("fallback").requests(cpu="1").run_seconds(1)
+    world.batch.create_namespaced_job(namespace, job.obj())
+    wait_for(lambda: world.job_succeeded("fallback"), message="the Job runs on On-demand's new nodes")
+    wl = world.workload("fallback") or {}
+    flavors = {f for a in wl["status"]["admission"]["podSetAssignments"] for f in a["flavors"].values()}
+    assert flavors == {on_demand}
+    transitions = [str(e.message) for e in world.events(wl["metadata"]["name"]) if e.reason == "AdmissionCheckUpdated"]
+    assert any("to Rejected" in m for m in transitions) and any("to Ready" in m for m in transitions), transitions

@@ -168,3 +168,15 @@ def test_pod_set_updates_annotate_and_select_nodes_from_class_details() -> None:
         }
     ]
     assert missing == ["Zone"]
+
+
+def test_a_request_made_for_other_flavors_is_out_of_sync() -> None:
+    config = _config(ProvisioningRequestConfigBuilder("prc"))
+    spot = WorkloadBuilder("wl", "ns").podset(cpu="1").reserved("cq", flavors={"cpu": "spot"}).obj()
+    request = build_request(spot, "wl-check-1", config)
+    assert request["metadata"]["annotations"] == {"provisioning.pykueue.dev/flavors": "main:cpu=spot"}
+    assert synced_with_config(request, spot, config)
+    on_demand = WorkloadBuilder("wl", "ns").podset(cpu="1").reserved("cq", flavors={"cpu": "on-demand"}).obj()
+    assert not synced_with_config(request, on_demand, config)
+    del request["metadata"]["annotations"]  # made before the annotation existed: judged as Kueue does
+    assert synced_with_config(request, on_demand, config)
