@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help env test test-unit test-e2e lint fmt generate verify-generated binaries cluster-up cluster-down demo bench clean
+.PHONY: help env test test-unit test-e2e lint fmt generate verify-generated binaries cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -47,6 +47,15 @@ cluster-up: $(STAMP) binaries ## start the local cluster with pykueue running
 cluster-down: $(STAMP) ## stop the local cluster (only the processes it started)
 	$(PY) -m hack.run_pykueue stop
 	$(PY) -m hack.localcluster down
+
+multikueue-up: $(STAMP) binaries ## start a MultiKueue manager and two workers (clusters mk-*), pykueue on each
+	$(PY) -m hack.multikueue up
+
+multikueue-down: $(STAMP) ## stop the MultiKueue clusters (only the processes they started)
+	$(PY) -m hack.multikueue down
+
+demo-multikueue: multikueue-up ## show a Job submitted to the manager running on a worker
+	$(PY) -m hack.demo_multikueue
 
 demo: cluster-up ## bring up the local cluster and show jobs queue and get admitted
 	$(PY) -m hack.demo

@@ -48,6 +48,7 @@ SETUP_MODULES: tuple[str, ...] = (
     "controller.jobs.setup",
     "controller.concurrentadmission.setup",
     "controller.provisioning.setup",
+    "controller.multikueue.setup",
 )
 
 # Informers every controller needs; started even before any area plugs in, so readiness means

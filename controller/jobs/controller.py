@@ -83,6 +83,9 @@ class InformerLister:
     def workloads_for_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
         return self.workloads.store.by_index(OWNER_JOB_INDEX, f"{namespace}/{name}")
 
+    def workload(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.workloads.store.get(f"{namespace}/{name}")
+
     def flavors(self) -> Mapping[str, dict[str, Any]]:
         return {jobs.metadata(f).get("name", ""): f for f in self.flavor_informer.store.list()}
 

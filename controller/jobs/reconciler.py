@@ -75,6 +75,7 @@ TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 # How soon to look again while waiting for something no watch event of ours announces.
 PODS_GONE_POLL_SECONDS = 1.0
 MISSING_PRIORITY_CLASS_RETRY_SECONDS = 15.0
+PREBUILT_WAIT_SECONDS = 2.0
 
 
 class JobLister(Protocol):
@@ -97,6 +98,10 @@ class JobLister(Protocol):
     def priority_class(self, name: str) -> Obj | None: ...
 
     def default_priority_class(self) -> Obj | None: ...
+
+    def workload(self, namespace: str, name: str) -> Obj | None:
+        """The Workload ``namespace/name`` (a prebuilt one named by the Job's label)."""
+        ...
 
     def options_of_parent(self, namespace: str, parent_uid: str) -> list[Obj]:
         """Concurrent admission: the option Workloads whose controller owner has ``parent_uid``."""
@@ -226,6 +231,10 @@ class JobReconciler:
         if queue_name is None:
             return DONE
 
+        prebuilt = jobs.labels(job).get(C.PREBUILT_WORKLOAD_LABEL)
+        if prebuilt:
+            return self._drive_prebuilt(job, prebuilt)
+
         mine = []
         for workload in workloads:
             if owned_by(workload, job):
@@ -243,6 +252,37 @@ class JobReconciler:
         workload = self._sync_priority(job, kept)
         if is_parent(workload):
             return self._drive_parent(job, workload)
+        return self._drive(job, workload)
+
+    def _drive_prebuilt(self, job: Obj, name: str) -> Result:
+        """A Job naming its Workload (Kueue's ``kueue.x-k8s.io/prebuilt-workload-name``; MultiKueue
+        creates Jobs on workers this way, next to the copy that is already admitted there): adopt
+        that Workload instead of composing one, then follow it like any other. Until it exists the
+        Job stays suspended."""
+        meta = jobs.metadata(job)
+        workload = self._lister.workload(meta["namespace"], name)
+        if workload is None:
+            return Result(PREBUILT_WAIT_SECONDS)
+        if not owned_by(workload, job):
+            if jobs.controller_owner(workload) is not None:
+                self._event(job, "Warning", "ErrWorkloadCompose", f"Workload {name} is owned by another object")
+                return DONE
+            owners = list(wv.meta(workload).get("ownerReferences") or [])
+            owners.append(
+                {
+                    "apiVersion": jobs.JOB_API_VERSION,
+                    "kind": jobs.JOB_KIND,
+                    "name": meta["name"],
+                    "uid": meta.get("uid"),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            )
+            patch = {"metadata": {"resourceVersion": wv.resource_version(workload), "ownerReferences": owners}}
+            workload = self._writer.patch(R.WORKLOADS, name, patch, meta["namespace"])
+        finish = jobs.finished(job)
+        if finish is not None:
+            return self._finish(job, [workload], finish)
         return self._drive(job, workload)
 
     def _drive_parent(self, job: Obj, parent: Obj) -> Result:

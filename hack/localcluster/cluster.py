@@ -56,7 +56,7 @@ class LocalCluster:
     """One named local cluster; see the module docstring.
 
     Methods other areas rely on: `up`, `down`, `kubeconfig`, `kubectl`, `restart_apiserver`,
-    `compact_etcd`, `create_nodes`, `delete_nodes`.
+    `stop_apiserver`/`start_apiserver`, `compact_etcd`, `create_nodes`, `delete_nodes`.
     """
 
     def __init__(self, name: str | None = None, *, state_root: Path | None = None) -> None:
@@ -192,6 +192,18 @@ class LocalCluster:
         """
         spec = self._saved_specs()["kube-apiserver"]
         processes.stop(spec, timeout=1.0)
+        pid = processes.start(spec)
+        self._wait_apiserver(pid, spec, timeout)
+        self._wait_controllers_recovered(timeout)
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver only (etcd and the rest keep running): the cluster is unreachable
+        until :meth:`start_apiserver`. MultiKueue tests use it to lose a worker."""
+        processes.stop(self._saved_specs()["kube-apiserver"], timeout=1.0)
+
+    def start_apiserver(self, *, timeout: float = START_TIMEOUT) -> None:
+        """Start the kube-apiserver stopped by :meth:`stop_apiserver` again, on the same port."""
+        spec = self._saved_specs()["kube-apiserver"]
         pid = processes.start(spec)
         self._wait_apiserver(pid, spec, timeout)
         self._wait_controllers_recovered(timeout)

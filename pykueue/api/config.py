@@ -11,8 +11,8 @@ Durations (``timeout``, ``lease_duration``, ``gc_interval``, ...) are exposed as
 under the snake_case of their YAML names.
 
 A field the schema accepts is either honoured by one of the programs or refused at start by
-:func:`refused_fields` (today: any non-default ``multiKueue`` value, since pykueue has no
-MultiKueue controller); docs/design/runtime.md tables which program honours which field.
+:func:`refused_fields` (today: a ``multiKueue.dispatcherName`` other than AllAtOnce, the only
+dispatcher pykueue has); docs/design/runtime.md tables which program honours which field.
 """
 
 from __future__ import annotations
@@ -378,13 +378,11 @@ def _build(raw: dict[str, Any]) -> Configuration:
 
 # --- what pykueue cannot honour ---------------------------------------------------------------------
 
-MULTIKUEUE_NOT_IMPLEMENTED = "MultiKueue is not implemented yet; remove the multiKueue settings"
-_MULTIKUEUE_FIELDS = (
-    ("gc_interval", "gcInterval"),
-    ("origin", "origin"),
-    ("worker_lost_timeout", "workerLostTimeout"),
-    ("dispatcher_name", "dispatcherName"),
+MULTIKUEUE_NOT_IMPLEMENTED = (
+    "only the AllAtOnce MultiKueue dispatcher is implemented; remove multiKueue.dispatcherName"
 )
+# gcInterval, origin and workerLostTimeout are honoured by controller/multikueue.
+_MULTIKUEUE_FIELDS = (("dispatcher_name", "dispatcherName"),)
 
 
 def refused_fields(cfg: Configuration) -> list[FieldError]:
@@ -392,8 +390,8 @@ def refused_fields(cfg: Configuration) -> list[FieldError]:
 
     Kueue accepts them, so :func:`parse_config` does too; the programs refuse to start on them
     (:func:`require_supported`) rather than run while silently ignoring what the file asks for.
-    An absent or empty ``multiKueue`` stanza, or one that spells out Kueue's defaults, is fine:
-    it asks for nothing.
+    Of the ``multiKueue`` stanza only a non-default ``dispatcherName`` is refused (pykueue
+    dispatches to all workers at once, Kueue's default).
     """
     defaults = MultiKueue()
     return [

@@ -43,6 +43,7 @@ from pykueue.kube.transport import (
     Timeout,
     Transport,
     configuration_factory,
+    kubeconfig_dict_factory,
 )
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,22 @@ class KubeClient:
         """Client for a kubeconfig path, else in-cluster credentials, else the default kubeconfig."""
         transport = ApiClientTransport(configuration_factory(kubeconfig), user_agent=user_agent)
         return cls(transport, qps=qps, burst=burst)
+
+    @classmethod
+    def from_kubeconfig_dict(
+        cls,
+        document: dict[str, Any],
+        *,
+        qps: float = 20.0,
+        burst: int = 40,
+        max_retries: int = 1,
+        timeout: Timeout = (5.0, 20.0),
+        user_agent: str = "pykueue-multikueue",
+    ) -> KubeClient:
+        """Client for a kubeconfig held in memory (a remote cluster's). Short timeouts and one
+        retry by default: an unreachable worker must be noticed in seconds, not minutes."""
+        transport = ApiClientTransport(kubeconfig_dict_factory(document), user_agent=user_agent, pool_size=8)
+        return cls(transport, qps=qps, burst=burst, max_retries=max_retries, timeout=timeout)
 
     def with_own_rate_limit(self) -> KubeClient:
         """A client on the same connections and credentials with its *own* QPS/burst bucket (the

@@ -128,6 +128,19 @@ def configuration_factory(kubeconfig: str | None) -> ConfigurationFactory:
     return load
 
 
+def kubeconfig_dict_factory(document: dict[str, Any]) -> ConfigurationFactory:
+    """Like :func:`configuration_factory` for a kubeconfig already in memory (a MultiKueue
+    worker's, read from a Secret). The document is used as given: nothing is read from disk."""
+
+    def load() -> k8s_client.Configuration:
+        configuration = k8s_client.Configuration()
+        loader = kube_config.KubeConfigLoader(config_dict=document)
+        loader.load_and_set(configuration)
+        return configuration
+
+    return load
+
+
 class ApiClientTransport:
     """A :class:`Transport` over ``kubernetes.client.ApiClient`` (one per transport, never shared).
 

@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.e2e.fixtures.webhook",
     "tests.e2e.fixtures.controller",
     "tests.e2e.fixtures.invariants",
+    "tests.e2e.fixtures.multikueue",
 ]
 
 _E2E_DIR = Path(__file__).parent

@@ -583,6 +583,8 @@ def test_controller_may_not_do_more(default_objects: list[Obj]) -> None:
     sa = "pykueue-controller"
     assert not allowed(default_objects, sa, "get", "", "secrets"), "no cluster-wide Secret access"
     assert not allowed(default_objects, sa, "get", "", "secrets", namespace="default")
+    assert allowed(default_objects, sa, "get", "", "secrets", namespace=NAMESPACE), "MultiKueue kubeconfigs"
+    assert not allowed(default_objects, sa, "list", "", "secrets", namespace=NAMESPACE), "read one by one"
     assert not allowed(default_objects, sa, "create", "batch", "jobs")
     assert not allowed(default_objects, sa, "create", "", "pods")
     assert not allowed(default_objects, sa, "patch", "", "nodes")

@@ -82,6 +82,9 @@ class FakeCluster:
                 result.append(wl)
         return result
 
+    def workload(self, namespace: str, name: str) -> Obj | None:
+        return self.get(R.WORKLOADS, name, namespace)
+
     def flavors(self) -> Mapping[str, Obj]:
         return {f["metadata"]["name"]: f for f in self.of(R.RESOURCE_FLAVORS)}
 

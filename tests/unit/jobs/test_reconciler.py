@@ -20,6 +20,7 @@ from tests.builders import (
     JobBuilder,
     LocalQueueBuilder,
     ResourceFlavorBuilder,
+    WorkloadBuilder,
     WorkloadPriorityClassBuilder,
     condition,
 )
@@ -491,3 +492,31 @@ def test_pods_ready_observes_kueues_wait_time_metrics(cluster: FakeCluster) -> N
     after = count("kueue_admitted_until_ready_wait_time_seconds"), count("kueue_ready_wait_time_seconds")
     assert after[0] == before[0] + 1
     assert after[1] == before[1] + 1
+
+
+# --- prebuilt workloads (MultiKueue workers) ----------------------------------------------------
+
+
+def test_a_job_naming_a_prebuilt_workload_adopts_it_and_starts_when_it_is_admitted(cluster: FakeCluster) -> None:
+    job = cluster.put(R.JOBS, queued_job().label("kueue.x-k8s.io/prebuilt-workload-name", "copy").uid("j-1").obj())
+    r = reconciler(cluster)
+    assert r.reconcile(NS, "job").requeue_after is not None  # the copy is not there yet: wait, suspended
+    assert cluster.of(R.WORKLOADS) == [] and job["spec"]["suspend"] is True
+    cluster.put(R.WORKLOADS, WorkloadBuilder("copy", NS).queue("lq").podset(count=2, cpu="1").obj())
+    r.reconcile(NS, "job")
+    wl = workload_of(cluster)
+    assert wl["metadata"]["name"] == "copy" and wl["metadata"]["ownerReferences"][0]["uid"] == "j-1"
+    admit(cluster, wl)
+    r.reconcile(NS, "job")
+    assert cluster.get(R.JOBS, "job", NS)["spec"]["suspend"] is False  # type: ignore[index]
+    assert len(cluster.of(R.WORKLOADS)) == 1  # no Workload of its own was composed
+
+
+def test_a_prebuilt_workload_owned_by_something_else_is_not_taken(cluster: FakeCluster) -> None:
+    cluster.put(R.JOBS, queued_job().label("kueue.x-k8s.io/prebuilt-workload-name", "copy").uid("j-1").obj())
+    wl = WorkloadBuilder("copy", NS).queue("lq").podset(count=2, cpu="1").obj()
+    wl["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "x", "uid": "o", "controller": True}]
+    cluster.put(R.WORKLOADS, wl)
+    reconciler(cluster).reconcile(NS, "job")
+    assert cluster.get(R.WORKLOADS, "copy", NS)["metadata"]["ownerReferences"][0]["uid"] == "o"  # type: ignore[index]
+    assert cluster.get(R.JOBS, "job", NS)["spec"]["suspend"] is True  # type: ignore[index]

@@ -153,11 +153,11 @@ def test_refused_multikueue_stops_the_start_naming_the_field(
 
     monkeypatch.setattr(main_module.KubeClient, "from_config", staticmethod(must_not_connect))
     path = tmp_path / "config.yaml"
-    path.write_text(json.dumps({**HEADER, "multiKueue": {"origin": "manager-1"}}))
+    path.write_text(json.dumps({**HEADER, "multiKueue": {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental"}}))
     caplog.set_level("ERROR")
     assert main_module.main(["--config", str(path), "--log-format", "text"]) == EXIT_BAD_CONFIGURATION != 0
     error = caplog.records[-1].error  # type: ignore[attr-defined]
-    assert error.startswith("multiKueue.origin: ") and "MultiKueue is not implemented yet" in error
+    assert error.startswith("multiKueue.dispatcherName: ") and "only the AllAtOnce" in error
     assert "\n" not in error
 
 

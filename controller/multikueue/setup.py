@@ -1,0 +1,54 @@
+"""Plugs MultiKueue into the controller process (``controller.main``).
+
+Registers three leader-only controllers sharing one :class:`.clusters.Registry` of worker
+clients, and the garbage collector. The Configuration's ``multiKueue`` section gives the origin
+label value, ``gcInterval`` and ``workerLostTimeout``. A process that is itself a worker runs
+them too; with no MultiKueue AdmissionCheck they have nothing to do.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from controller.runtime.manager import Controller
+from pykueue.kube import resources as R
+
+from .admissioncheck import AdmissionCheckController
+from .clusters import ClusterController, Registry
+from .gc import GarbageCollector
+from .workload import Settings, WorkloadDispatcher
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "pykueue-multikueue"
+
+
+def setup(ctrl: Controller) -> None:
+    config = ctrl.config
+    informers = {
+        "workloads": ctrl.informer(R.WORKLOADS),
+        "jobs": ctrl.informer(R.JOBS),
+        "admissionchecks": ctrl.informer(R.ADMISSION_CHECKS),
+        "multikueueconfigs": ctrl.informer(R.MULTIKUEUE_CONFIGS),
+        "multikueueclusters": ctrl.informer(R.MULTIKUEUE_CLUSTERS),
+    }
+    registry = Registry()
+    events = ctrl.event_recorder(COMPONENT)
+    ctrl.register(
+        ClusterController(
+            ctrl.client, informers["multikueueclusters"], registry, namespace=config.namespace, events=events
+        )
+    )
+    ctrl.register(
+        AdmissionCheckController(
+            ctrl.client, informers["admissionchecks"], informers["multikueueconfigs"], informers["multikueueclusters"]
+        )
+    )
+    settings = Settings(origin=config.multi_kueue.origin, worker_lost_timeout=config.multi_kueue.worker_lost_timeout)
+    ctrl.register(WorkloadDispatcher(ctrl.client, informers, registry, settings, events=events))
+    ctrl.register(
+        GarbageCollector(
+            informers["workloads"], registry, origin=settings.origin, interval=config.multi_kueue.gc_interval
+        )
+    )
+    log.info("multikueue registered", extra={"origin": settings.origin, "gcInterval": config.multi_kueue.gc_interval})

@@ -1,0 +1,298 @@
+"""The dispatch loop: a manager Workload holding quota, its copies on workers, one winner.
+
+For a Workload on the manager with a quota reservation and a MultiKueue check (Kueue's
+``workload.go``, re-expressed):
+
+1. no winner yet: every active worker of the check's MultiKueueConfig is nominated
+   (``status.nominatedClusterNames``, Kueue's AllAtOnce dispatcher) and gets a copy
+   (:func:`.dispatch.remote_workload`); the first nominated copy to reserve quota wins (:func:`.dispatch.pick_winner`),
+   the other copies are deleted, the Job is created on the winner only then
+   (:func:`.dispatch.remote_job`), and the manager's Workload gets ``status.clusterName`` and its
+   check ``Ready`` — the workload controller then admits it, and the Job integration unsuspends
+   the manager's Job, which its ``spec.managedBy: kueue.x-k8s.io/multikueue`` (set by the webhook)
+   keeps away from the manager's own Job controller;
+2. with a winner: the worker Job's status is copied to the manager's Job, so the Job integration
+   sees it finish there and finishes the Workload;
+3. the winner lost (its copy gone, or the worker inactive past ``workerLostTimeout``): the check
+   goes to ``Retry``, so the manager evicts and requeues the Workload;
+4. the manager's Workload gone, finished, or without a reservation: its remote objects are
+   deleted (deleting the manager's Job deletes its Workload, and so the Job on the worker).
+
+Remote state is polled (a requeue every ``poll_interval`` while a workload is in flight)
+rather than watched; see docs/design/multikueue.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import Counter
+
+from controller.runtime.events import EventSink
+from controller.runtime.informer import FuncHandler, Informer
+from controller.runtime.store import split_key
+from controller.runtime.workers import Workers
+from controller.runtime.workqueue import WorkQueue
+from controller.workload import view as wv
+from controller.workload.status_plan import EventSpec
+from pykueue.api import constants as C
+from pykueue.api.timestamps import utcnow
+from pykueue.kube import resources as R
+from pykueue.kube.errors import AlreadyExists, ApiError, NotFound
+
+from . import dispatch as d
+from .admissioncheck import config_name, is_multikueue
+from .clusters import Registry
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+DISPATCHED = Counter(
+    "pykueue_multikueue_workloads_dispatched_total", "Workloads whose Job was created on a worker.", ["cluster"]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    origin: str = "multikueue"
+    worker_lost_timeout: float = 900.0
+    poll_interval: float = 1.0
+
+
+class WorkloadDispatcher:
+    """Runs the dispatch loop (module docstring) for the manager's Workloads."""
+
+    name = "multikueue-workload-controller"
+
+    def __init__(
+        self,
+        client: Any,
+        informers: dict[str, Informer],
+        registry: Registry,
+        settings: Settings,
+        *,
+        events: EventSink,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._client = client
+        self.workloads = informers["workloads"]
+        self.jobs = informers["jobs"]
+        self.checks = informers["admissionchecks"]
+        self.configs = informers["multikueueconfigs"]
+        self.clusters = informers["multikueueclusters"]
+        self.registry = registry
+        self.settings = settings
+        self._events = events
+        self._clock = clock
+        self.queue: WorkQueue[str] = WorkQueue("multikueue-workload")
+        self._runner = Workers(self.queue, self.reconcile, name=self.name, count=3)
+
+    # --- wiring ---------------------------------------------------------------------------------
+
+    def register_handlers(self) -> None:
+        def enqueue(obj: Obj) -> None:
+            self.queue.add(wv.key(obj))
+
+        self.workloads.add_handler(FuncHandler(add=enqueue, update=lambda _o, n: enqueue(n), delete=enqueue))
+
+    def start(self) -> None:
+        self._runner.start()
+
+    def stop(self) -> None:
+        self._runner.stop()
+
+    def process_one(self, key: str) -> None:
+        self._runner.process_one(key)
+
+    # --- reading -----------------------------------------------------------------------------------
+
+    def multikueue_check(self, local: Obj) -> tuple[str, list[str]] | None:
+        """The workload's MultiKueue check and the clusters of its MultiKueueConfig."""
+        for state in wv.status(local).get("admissionChecks") or []:
+            check = self.checks.store.get(str(state.get("name")))
+            if check is None or not is_multikueue(check):
+                continue
+            config = self.configs.store.get(config_name(check) or "")
+            clusters = [str(c) for c in ((config or {}).get("spec") or {}).get("clusters") or []]
+            return str(state.get("name")), clusters
+        return None
+
+    def _remote_get(self, cluster: str, res: R.Resource, namespace: str, name: str) -> Obj | None:
+        client = self.registry.active_client(cluster)
+        if client is None:
+            return None
+        return client.get(res, name, namespace)
+
+    # --- the pass ---------------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> float | None:
+        namespace, name = split_key(key)
+        namespace = namespace or ""
+        local = self.workloads.store.get(key)
+        if local is None:
+            self._delete_remotes(namespace, name, self.registry.names())
+            return None
+        found = self.multikueue_check(local)
+        if found is None:
+            return None
+        check, clusters = found
+        local_job = self._local_job(local)
+        entry = d.check_entry(local, check) or {}
+        if wv.is_finished(local) or not wv.has_reservation(local) or wv.is_evicted(local):
+            self._delete_remotes(namespace, name, clusters)
+            if not wv.is_finished(local) and local_job is not None:
+                self._forget_remote_pods(local_job)
+            return None
+        if entry.get("state") in (C.CHECK_RETRY, C.CHECK_REJECTED):
+            return None
+        if local_job is None:
+            return None  # only Workloads of batch Jobs are dispatched (docs/limitations.md)
+        remotes = {c: self._remote_get(c, R.WORKLOADS, namespace, name) for c in clusters}
+        remotes = {c: r if d.has_origin(r, self.settings.origin) else None for c, r in remotes.items()}
+        current = wv.status(local).get("clusterName")
+        if current:
+            return self._follow(local, local_job, check, str(current), remotes)
+        nominated = [str(c) for c in wv.status(local).get("nominatedClusterNames") or []]
+        winner = d.pick_winner({c: r for c, r in remotes.items() if c in nominated}, None)
+        if winner is None:
+            active = [c for c in clusters if self.registry.active_client(c) is not None]
+            if d.nomination_changed(nominated, active):
+                self._nominate(local, active)
+            self._create_copies(local, active, remotes)
+            return self.settings.poll_interval
+        self._delete_remotes(namespace, name, [c for c in clusters if c != winner])
+        self._ensure_remote_job(winner, local, local_job)
+        self._mark_dispatched(local, check, winner)
+        return self.settings.poll_interval
+
+    def _local_job(self, local: Obj) -> Obj | None:
+        owner = wv.controller_owner(local)
+        if owner is None or owner.get("kind") != "Job" or not str(owner.get("apiVersion", "")).startswith("batch/"):
+            return None
+        return self.jobs.store.get(f"{wv.namespace(local)}/{owner.get('name')}")
+
+    def _create_copies(self, local: Obj, clusters: list[str], remotes: dict[str, Obj | None]) -> None:
+        copy = d.remote_workload(local, self.settings.origin)
+        for cluster in clusters:
+            client = self.registry.active_client(cluster)
+            if client is None or remotes.get(cluster) is not None:
+                continue
+            try:
+                client.create(R.WORKLOADS, copy, wv.namespace(local))
+            except AlreadyExists:
+                continue  # a copy of another origin or a race with ourselves; read next pass
+            except ApiError as err:  # e.g. the namespace missing on the worker: it just cannot take it
+                log.info("cannot copy workload to worker",
+                         extra={"workload": wv.key(local), "multiKueueCluster": cluster, "error": str(err)})  # fmt: skip
+
+    def _ensure_remote_job(self, cluster: str, local: Obj, local_job: Obj) -> None:
+        client = self.registry.active_client(cluster)
+        if client is None:
+            return
+        meta = local_job.get("metadata") or {}
+        if client.get(R.JOBS, str(meta.get("name")), meta.get("namespace")) is not None:
+            return
+        with contextlib.suppress(AlreadyExists):
+            client.create(R.JOBS, d.remote_job(local_job, wv.name(local), self.settings.origin), meta.get("namespace"))
+            DISPATCHED.labels(cluster).inc()
+
+    def _nominate(self, local: Obj, clusters: list[str]) -> None:
+        """AllAtOnce (Kueue's default dispatcher): every active worker is nominated. The
+        webhook accepts a ``clusterName`` only from ``nominatedClusterNames``, as Kueue's does."""
+        patch = {
+            "metadata": {"resourceVersion": wv.resource_version(local)},
+            "status": {"nominatedClusterNames": sorted(clusters) or None},
+        }
+        self._client.patch_status(R.WORKLOADS, wv.name(local), patch, wv.namespace(local))
+
+    def _mark_dispatched(self, local: Obj, check: str, winner: str) -> None:
+        message = f'The workload got reservation on "{winner}"'
+        states = d.check_states_patch(local, check, C.CHECK_READY, message, self._clock())
+        # clusterName and nominatedClusterNames are exclusive: the nomination ends here.
+        status: Obj = {"clusterName": winner, "nominatedClusterNames": None}
+        if states is not None:
+            status["admissionChecks"] = states
+        patch = {"metadata": {"resourceVersion": wv.resource_version(local)}, "status": status}
+        self._client.patch_status(R.WORKLOADS, wv.name(local), patch, wv.namespace(local))
+        self._events.emit(
+            {**local, "apiVersion": C.API_VERSION, "kind": "Workload"},
+            EventSpec("Normal", "MultiKueue", message),
+        )
+
+    def _follow(self, local: Obj, local_job: Obj, check: str, winner: str, remotes: dict[str, Obj | None]) -> float:
+        namespace, name = wv.namespace(local), wv.name(local)
+        if self.registry.active_client(winner) is None:
+            if d.worker_lost(self.clusters.store.get(winner), self.settings.worker_lost_timeout, self._clock()):
+                self._retry(local, check, f'The worker "{winner}" is lost')
+            return self.settings.poll_interval
+        if remotes.get(winner) is None:
+            self._retry(local, check, f'The workload was removed from "{winner}"')
+            return self.settings.poll_interval
+        self._delete_remotes(namespace, name, [c for c in remotes if c != winner and remotes[c] is not None])
+        self._ensure_remote_job(winner, local, local_job)
+        remote_job = self._remote_get(winner, R.JOBS, namespace, str((local_job.get("metadata") or {}).get("name")))
+        if remote_job is not None and not (local_job.get("spec") or {}).get("suspend"):
+            patch = d.job_status_patch(local_job, remote_job)
+            if patch is not None:
+                meta = local_job.get("metadata") or {}
+                self._client.patch_status(
+                    R.JOBS, meta.get("name"), {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": patch},
+                    meta.get("namespace"),
+                )  # fmt: skip
+        return self.settings.poll_interval
+
+    def _forget_remote_pods(self, local_job: Obj) -> None:
+        """The manager's Job stops counting the worker's pods once its Workload lost the worker
+        (evicted, requeued): those pods are deleted with the remote Job, and the Job integration
+        releases the quota only when the Job counts no active pods."""
+        patch = d.forget_pods_patch(local_job)
+        if patch is None:
+            return
+        meta = local_job.get("metadata") or {}
+        self._client.patch_status(
+            R.JOBS, meta.get("name"), {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": patch},
+            meta.get("namespace"),
+        )  # fmt: skip
+
+    def _retry(self, local: Obj, check: str, message: str) -> None:
+        states = d.check_states_patch(local, check, C.CHECK_RETRY, message, self._clock())
+        if states is None:
+            return
+        patch = {
+            "metadata": {"resourceVersion": wv.resource_version(local)},
+            "status": {"admissionChecks": states, "clusterName": None},
+        }
+        self._client.patch_status(R.WORKLOADS, wv.name(local), patch, wv.namespace(local))
+        self._events.emit(
+            {**local, "apiVersion": C.API_VERSION, "kind": "Workload"}, EventSpec("Warning", "MultiKueue", message)
+        )
+
+    def _delete_remotes(self, namespace: str, name: str, clusters: list[str]) -> None:
+        """Delete the Workload ``name`` and the Job owning it on ``clusters``, if they are ours."""
+        for cluster in clusters:
+            client = self.registry.active_client(cluster)
+            if client is None:
+                continue
+            try:
+                delete_remote(client, namespace, name, self.settings.origin)
+            except ApiError as err:
+                log.info("cannot delete remote objects", extra={"multiKueueCluster": cluster, "error": str(err)})
+
+
+def delete_remote(client: Any, namespace: str, name: str, origin: str) -> None:
+    """Delete the remote Workload ``name`` of ``origin`` and the Job created for it (found by its
+    prebuilt-workload and origin labels, so a Job not yet attached to the copy goes too)."""
+    selector = f"{C.PREBUILT_WORKLOAD_LABEL}={name},{C.MULTIKUEUE_ORIGIN_LABEL}={origin}"
+    for job in client.list(R.JOBS, namespace, label_selector=selector).get("items") or []:
+        with contextlib.suppress(NotFound):
+            client.delete(R.JOBS, (job.get("metadata") or {}).get("name"), namespace)
+    remote = client.get(R.WORKLOADS, name, namespace)
+    if d.has_origin(remote, origin):
+        with contextlib.suppress(NotFound):
+            client.delete(R.WORKLOADS, name, namespace)
