@@ -77,7 +77,7 @@ CONTROLLER_LAYERS: dict[str, tuple[str, ...]] = {
     "controller/workload": ("core", "jobs", "concurrentadmission", "provisioning", "engine"),
     "controller/jobs": ("core", "provisioning"),
     "controller/concurrentadmission": ("core", "jobs", "provisioning"),
-    "controller/provisioning": ("core", "jobs", "concurrentadmission", "engine"),
+    "controller/provisioning": ("core", "jobs", "concurrentadmission", "multikueue", "engine"),
 }
 
 
