@@ -47,6 +47,7 @@ SETUP_MODULES: tuple[str, ...] = (
     "controller.core.setup",
     "controller.jobs.setup",
     "controller.concurrentadmission.setup",
+    "controller.provisioning.setup",
     "controller.multikueue.setup",
 )
 

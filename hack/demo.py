@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 
 from hack.demo_jobs import queue_jobs, start_pykueue
+from hack.demo_provisioning import provision_job
 from hack.localcluster import LocalCluster, LocalClusterError, default_cluster_name
 from pykueue.api.constants import GROUP
 
@@ -41,7 +42,7 @@ def show_cluster(cluster: LocalCluster) -> None:
     show(cluster, "api-resources", f"--api-group={GROUP}")
 
 
-STEPS: list[DemoStep] = [show_cluster, start_pykueue, queue_jobs]
+STEPS: list[DemoStep] = [show_cluster, start_pykueue, queue_jobs, provision_job]
 
 
 def main() -> int:

@@ -3,7 +3,9 @@
 It runs the real `make demo` on a cluster of its own (the session's cluster name plus `-demo`, so
 the suite's cluster and a developer's `make demo` cluster are never touched): the local control
 plane comes up, pykueue's webhook and controller start, jobs beyond quota wait with no pods, and
-every job is admitted and finishes. `make cluster-down` then stops only what the demo started.
+every job is admitted and finishes; then a Job waits for a ProvisioningRequest answered by the
+simulated autoscaler and runs on the nodes it adds. `make cluster-down` then stops only what the
+demo started.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ def test_make_demo_queues_jobs_admits_them_and_they_finish(cluster) -> None:
         assert finished, demo.stdout[-4000:]
         assert int(finished.group(1)) >= 4
         assert 1 <= int(finished.group(2)) <= 2
+        # The second act: the Job waits for its ProvisioningRequest (ETA shown), nodes appear, the
+        # pods run there, and the Job finishes.
+        assert re.search(r"check demo-capacity: Pending\s+simulated: ETA", demo.stdout), demo.stdout[-4000:]
+        assert re.search(r"check demo-capacity: Ready", demo.stdout), demo.stdout[-4000:]
+        assert re.search(r"pods: \S+@sim-", demo.stdout), demo.stdout[-4000:]
+        assert "The Job finished on the autoscaled nodes" in demo.stdout, demo.stdout[-4000:]
     finally:
         down = _make("cluster-down", env, timeout=180)
     assert down.returncode == 0, down.stdout + down.stderr

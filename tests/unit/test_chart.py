@@ -560,7 +560,7 @@ CONTROLLER_NEEDS = [
     ("", "nodes", ["get", "list", "watch"]),
     ("", "namespaces", ["get", "list", "watch"]),
     ("scheduling.k8s.io", "priorityclasses", ["get", "list", "watch"]),
-    ("", "podtemplates", ["create", "get", "delete"]),
+    ("", "podtemplates", ["create", "get", "list", "watch", "delete"]),
     ("autoscaling.x-k8s.io", "provisioningrequests", ["create", "get", "list", "watch", "delete"]),
 ]
 
@@ -588,6 +588,10 @@ def test_controller_may_not_do_more(default_objects: list[Obj]) -> None:
     assert not allowed(default_objects, sa, "create", "batch", "jobs")
     assert not allowed(default_objects, sa, "create", "", "pods")
     assert not allowed(default_objects, sa, "patch", "", "nodes")
+    for verb in ("update", "patch"):  # the provisioning check only creates and deletes them
+        assert not allowed(default_objects, sa, verb, "", "podtemplates")
+        assert not allowed(default_objects, sa, verb, "autoscaling.x-k8s.io", "provisioningrequests")
+        assert not allowed(default_objects, sa, verb, "autoscaling.x-k8s.io", "provisioningrequests/status")
     assert not allowed(default_objects, sa, "get", "coordination.k8s.io", "leases"), (
         "leases only in its namespace"
     )

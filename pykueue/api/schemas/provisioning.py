@@ -1,4 +1,4 @@
-"""ProvisioningRequestConfig (cluster-scoped): parameters of the ProvisioningRequest admission check (``docs/design/`` has its note once the check lands)."""
+"""ProvisioningRequestConfig (cluster-scoped): parameters of the ProvisioningRequest admission check (``docs/design/provisioning.md``; ``controller/provisioning/config.py`` reads it)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """ProvisioningRequest (``autoscaling.x-k8s.io/v1``, namespaced), for test clusters only.
 
 The cluster-autoscaler owns this API; pykueue creates requests for its ProvisioningRequest
-admission check.  Test clusters have no autoscaler, so they install this CRD and the tests play
-the autoscaler by setting the request's conditions.  The chart does not ship it.
+admission check (``controller/provisioning/``).  Test clusters have no autoscaler, so they
+install this CRD and ``hack/autoscaler_sim.py`` (or a test) plays the autoscaler by setting the
+request's conditions.  The chart does not ship it.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ PLURALS = {
     "AdmissionCheck": "admissionchecks",
     "WorkloadPriorityClass": "workloadpriorityclasses",
     "Cohort": "cohorts",
+    "ProvisioningRequestConfig": "provisioningrequestconfigs",
 }
 NAMESPACED = {"LocalQueue", "Workload"}
 

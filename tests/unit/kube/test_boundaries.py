@@ -72,11 +72,12 @@ def test_programs_share_only_pykueue(tree: str, forbidden: tuple[str, ...]) -> N
 # areas meet only where docs/design/README.md says they do.
 CONTROLLER_LAYERS: dict[str, tuple[str, ...]] = {
     # package: controller packages it must not import
-    "controller/runtime": ("core", "jobs", "concurrentadmission", "engine", "workload"),
-    "controller/engine": ("core", "jobs", "concurrentadmission", "workload", "runtime"),
-    "controller/workload": ("core", "jobs", "concurrentadmission", "engine"),
-    "controller/jobs": ("core",),
-    "controller/concurrentadmission": ("core", "jobs"),
+    "controller/runtime": ("core", "jobs", "concurrentadmission", "provisioning", "engine", "workload"),
+    "controller/engine": ("core", "jobs", "concurrentadmission", "provisioning", "workload", "runtime"),
+    "controller/workload": ("core", "jobs", "concurrentadmission", "provisioning", "engine"),
+    "controller/jobs": ("core", "provisioning"),
+    "controller/concurrentadmission": ("core", "jobs", "provisioning"),
+    "controller/provisioning": ("core", "jobs", "concurrentadmission", "multikueue", "engine"),
 }
 
 

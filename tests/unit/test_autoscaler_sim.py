@@ -1,0 +1,155 @@
+"""The simulated cluster-autoscaler's pure parts: steering tokens, node groups, the fake API walk."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hack.autoscaler_sim import (
+    ATOMIC,
+    BEHAVIOR_ANNOTATION,
+    NODE_GROUP_LABEL,
+    REQUEST_LABEL,
+    AutoscalerSim,
+    NodeGroup,
+    attempt_of,
+    behavior_of,
+    load_node_groups,
+    node_prefix,
+)
+from pykueue.kube.errors import NotFound
+from tests.builders import ProvisioningRequestBuilder
+
+
+class Api:
+    """Just enough of KubeClient: objects by (plural, namespace, name)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def add(self, plural: str, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.objects[(plural, meta.get("namespace", ""), meta["name"])] = copy.deepcopy(obj)
+
+    def list(self, res: Any, namespace: str | None = None, label_selector: str | None = None, **_: Any) -> dict[str, Any]:
+        items = [o for (p, _, _), o in self.objects.items() if p == res.plural]
+        if label_selector:
+            key, _, value = label_selector.partition("=")
+            items = [o for o in items if key in (o["metadata"].get("labels") or {})
+                     and (not value or o["metadata"]["labels"][key] == value)]
+        return {"items": copy.deepcopy(items)}
+
+    def get(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return copy.deepcopy(self.objects.get((res.plural, namespace or "", name)))
+
+    def create(self, res: Any, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        self.add(res.plural, obj)
+        return obj
+
+    def delete(self, res: Any, name: str, namespace: str | None = None, **_: Any) -> bool:
+        if self.objects.pop((res.plural, namespace or "", name), None) is None:
+            raise NotFound(404, "NotFound", name)
+        return True
+
+    def patch_status(self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        obj = self.objects[(res.plural, namespace or "", name)]
+        obj["status"] = patch["status"]
+        return obj
+
+
+def _world(behavior: str = "", count: int = 2) -> tuple[Api, AutoscalerSim]:
+    api = Api()
+    request = ProvisioningRequestBuilder("wl-check-2", "ns", ATOMIC).pod_set("ppt-wl-check-2-main", count).obj()
+    request["metadata"]["uid"] = "req-uid"
+    if behavior:
+        request["spec"]["parameters"] = {"SimBehavior": behavior}
+    api.add("provisioningrequests", request)
+    api.add("podtemplates", {"metadata": {"name": "ppt-wl-check-2-main", "namespace": "ns"},
+                             "template": {"spec": {"nodeSelector": {"pool": "gpu"}, "containers": []}}})
+    groups = [NodeGroup("cpu", labels={"pool": "cpu"}), NodeGroup("gpu", labels={"pool": "gpu"})]
+    return api, AutoscalerSim(api, groups)  # type: ignore[arg-type]
+
+
+def _status(api: Api) -> dict[str, str]:
+    request = api.objects[("provisioningrequests", "ns", "wl-check-2")]
+    return {c["type"]: c["status"] for c in (request.get("status") or {}).get("conditions") or []}
+
+
+def test_tokens_come_from_parameters_and_the_annotation_wins() -> None:
+    request = ProvisioningRequestBuilder("r-1", "ns").obj()
+    request["spec"]["parameters"] = {"SimBehavior": "eta=2, fail-first=1"}
+    assert behavior_of(request) == {"eta": "2", "fail-first": "1"}
+    request["metadata"]["annotations"] = {BEHAVIOR_ANNOTATION: "revoke"}
+    assert behavior_of(request) == {"revoke": ""}
+    assert attempt_of("wl-check-12") == 12 and attempt_of("odd") == 1
+
+
+def test_node_groups_load_from_yaml() -> None:
+    (group,) = load_node_groups("- name: gpu\n  labels: {pool: gpu}\n  capacity: {cpu: '4'}\n")
+    assert group.name == "gpu" and dict(group.labels) == {"pool": "gpu"} and dict(group.capacity) == {"cpu": "4"}
+
+
+def test_atomic_scale_up_makes_a_node_per_pod_of_the_matching_group() -> None:
+    api, sim = _world()
+    sim.step()
+    assert _status(api) == {"Accepted": "True", "Provisioned": "True"}
+    nodes = [o for (p, _, _), o in api.objects.items() if p == "nodes"]
+    assert sorted(n["metadata"]["name"] for n in nodes) == [f"{node_prefix('req-uid')}-{i}" for i in (0, 1)]
+    labels = nodes[0]["metadata"]["labels"]
+    assert labels["pool"] == "gpu" and labels[NODE_GROUP_LABEL] == "gpu" and labels[REQUEST_LABEL] == "req-uid"
+    request = api.objects[("provisioningrequests", "ns", "wl-check-2")]
+    assert request["status"]["provisioningClassDetails"] == {"NodeGroup": "gpu"}
+    # the request gone, its nodes go
+    del api.objects[("provisioningrequests", "ns", "wl-check-2")]
+    sim.step()
+    assert not [k for k in api.objects if k[0] == "nodes"]
+
+
+def test_eta_steps_then_provisioned() -> None:
+    api, sim = _world("eta=2")
+    messages = []
+    for _ in range(3):
+        sim.step()
+        request = api.objects[("provisioningrequests", "ns", "wl-check-2")]
+        messages.append(next(c["message"] for c in request["status"]["conditions"] if c["type"] == "Provisioned"))
+    assert messages[:2] == ["simulated: ETA 2 step(s)", "simulated: ETA 1 step(s)"]
+    assert _status(api)["Provisioned"] == "True"
+
+
+def test_failures_are_per_attempt() -> None:
+    api, sim = _world("fail-first=1")  # attempt 2 is past the failing ones
+    sim.step()
+    assert _status(api)["Provisioned"] == "True"
+    api, sim = _world("fail-first=2")
+    sim.step()
+    assert _status(api) == {"Accepted": "True", "Failed": "True"}
+
+
+def test_expired_booking_and_revoked_capacity() -> None:
+    api, sim = _world("expire-booking")
+    sim.step()
+    assert _status(api)["BookingExpired"] == "True"
+    api, sim = _world()
+    sim.step()
+    api.objects[("provisioningrequests", "ns", "wl-check-2")]["metadata"]["annotations"] = {BEHAVIOR_ANNOTATION: "revoke"}
+    sim.step()
+    assert _status(api)["CapacityRevoked"] == "True"
+    assert not [k for k in api.objects if k[0] == "nodes"]
+
+
+def test_no_matching_group_fails_the_request() -> None:
+    api, sim = _world()
+    sim.node_groups = [NodeGroup("cpu", labels={"pool": "cpu"})]
+    sim.step()
+    assert _status(api)["Failed"] == "True"
+
+
+def test_a_booking_expires_later_on_request() -> None:
+    api, sim = _world()
+    sim.step()
+    assert "BookingExpired" not in _status(api)
+    api.objects[("provisioningrequests", "ns", "wl-check-2")]["metadata"]["annotations"] = {
+        BEHAVIOR_ANNOTATION: "expire-booking"
+    }
+    sim.step()
+    assert _status(api) == {"Accepted": "True", "Provisioned": "True", "BookingExpired": "True"}
