@@ -630,7 +630,7 @@ class LeaseBuilder(_Builder):
 
 # =================================================================================================
 # API area: Cohort, ProvisioningRequestConfig, MultiKueue objects, ProvisioningRequest, and the
-# seed fields of Workload (workloadMode, allowedResourceFlavors, options, fallback history,
+# extension fields of Workload (workloadMode, allowedResourceFlavors, options, fallback history,
 # MultiKueue dispatch status)
 # =================================================================================================
 
@@ -799,7 +799,7 @@ class ProvisioningRequestBuilder(_Builder):
 
 
 class SeedWorkloadBuilder(WorkloadBuilder):
-    """WorkloadBuilder plus the seed fields: ``.mode("Parent")``, ``.allowed_flavors("main", "spot")``,
+    """WorkloadBuilder plus pykueue's extension fields: ``.mode("Parent")``, ``.allowed_flavors("main", "spot")``,
     ``.option_status(...)``, ``.flavor_assigned(...)``, ``.nominated(...)``, ``.cluster_name(...)``."""
 
     def mode(self, mode_type: str) -> Self:

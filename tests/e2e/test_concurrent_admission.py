@@ -525,7 +525,7 @@ def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(
         {"reservation": {gpu: "0"}, "on-demand": {gpu: "2"}, "default-cpu": {"cpu": "2"}},
         explicit=[("res", ["reservation", "default-cpu"], {}), ("od", ["on-demand", "default-cpu"], {})],
     )
-    # The seed's story is one workload with two podSets (GPU workers and a CPU driver). A batch
+    # The design's story is one workload with two podSets (GPU workers and a CPU driver). A batch
     # Job always has exactly one podSet ("main"), and multi-podSet kinds (JobSet, Kubeflow, ...)
     # are not integrated, so no Job can produce this workload: the test creates it directly.
     # What the story is about is still exercised for real: the option controller makes it a
