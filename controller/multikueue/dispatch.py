@@ -148,13 +148,28 @@ def worker_lost(cluster: Mapping[str, Any] | None, timeout: float, now: datetime
 
 def job_status_patch(local_job: Mapping[str, Any], remote: Mapping[str, Any]) -> Obj | None:
     """A merge patch making the manager's Job status equal the worker's; None when it already is.
-    Fields the worker's Job no longer has are cleared (``None``)."""
+
+    Fields the worker's Job no longer has are cleared (``None``) at every depth: a merge patch
+    merges nested objects, so copying the worker's ``uncountedTerminatedPods: {}`` over a mirrored
+    ``{succeeded: [uid]}`` would keep the uid, and the Job API refuses a finished Job whose
+    ``uncountedTerminatedPods`` is not empty."""
     mine = dict(local_job.get("status") or {})
     theirs = dict(remote.get("status") or {})
     if mine == theirs:
         return None
+    return _replacing_merge_patch(mine, theirs)
+
+
+def _replacing_merge_patch(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> Obj:
+    """The RFC 7386 merge patch that turns ``mine`` into exactly ``theirs``."""
     patch: Obj = {k: None for k in mine if k not in theirs}
-    patch.update(theirs)
+    for key, value in theirs.items():
+        current = mine.get(key)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            if current != value:
+                patch[key] = _replacing_merge_patch(current, value)
+        elif current != value or key not in mine:
+            patch[key] = value
     return patch
 
 
