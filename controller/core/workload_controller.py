@@ -21,12 +21,13 @@ from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler
 from controller.runtime.workers import Workers
 from controller.runtime.workqueue import WorkQueue
+from controller.workload import fallbacks as fb
 from controller.workload import indexes
 from controller.workload import view as wv
 from controller.workload.decisions import PodsReadyPolicy, WorkloadContext, plan_workload
 from controller.workload.indexes import ApiClient, InformerLike
-from controller.workload.patches import workload_status_patch
-from controller.workload.status_plan import EVENT_WARNING, EventSpec, WorkloadPlan
+from controller.workload.patches import triggers_annotation_patch, workload_status_patch
+from controller.workload.status_plan import EVENT_WARNING, UNSET, EventSpec, WorkloadPlan
 from pykueue.api.timestamps import parse_time, utcnow
 from pykueue.kube.errors import Conflict, Forbidden, Invalid, NotFound
 from pykueue.kube.resources import WORKLOADS
@@ -189,8 +190,11 @@ class WorkloadController:
         if plan.deactivate:
             self._patch_spec(wl, {"active": False})
         patch = workload_status_patch(wl, plan, now)
+        written = wl
         if patch is not None:
-            self._client.patch_status(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
+            written = self._client.patch_status(WORKLOADS, wv.name(wl), patch, wv.namespace(wl)) or wl
+        if plan.flavor_fallback_triggers is not UNSET:
+            self._write_fallback_triggers(written, plan.flavor_fallback_triggers)
         for event in plan.events:
             self._events.emit(wl, event)
         self._record_metrics(wl, plan, now)
@@ -204,6 +208,29 @@ class WorkloadController:
                 },
             )
         return plan.requeue_after
+
+    def _write_fallback_triggers(self, wl: dict[str, Any], record: dict[str, str]) -> None:
+        """Write the fallback trigger record (docs/design/fallbacks.md), best effort.
+
+        It is written *after* the status patch that performs the fallback: the history is what
+        decides, so a crash or a refusal here can only leave a trigger unrecorded (it then prints
+        as ``unknown``), never lose or repeat a fallback. The merge patch is guarded by the
+        resourceVersion the status patch returned; on a conflict the record is written once more
+        on a fresh copy if it still describes that copy's history, else dropped.
+        """
+        for _attempt in range(2):
+            try:
+                self._client.patch(WORKLOADS, wv.name(wl), triggers_annotation_patch(wl, record), wv.namespace(wl))
+                return
+            except Conflict:
+                fresh = self._client.get(WORKLOADS, wv.name(wl), wv.namespace(wl))
+                if fresh is None or not fb.triggers_still_apply(fresh, record):
+                    return
+                wl = fresh
+            except (NotFound, Invalid, Forbidden) as err:
+                log.warning("fallback trigger record not written", extra={"workload": wv.key(wl), "error": str(err)})
+                return
+        log.warning("fallback trigger record not written: still conflicting", extra={"workload": wv.key(wl)})
 
     @staticmethod
     def _lookup(informer: Any) -> Callable[[str], dict[str, Any] | None]:

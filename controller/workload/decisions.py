@@ -180,8 +180,11 @@ def _plan_pending(plan: WorkloadPlan, wl: Mapping[str, Any], now: datetime, evic
         _set(plan, C.COND_REQUEUED, True, C.REASON_REACTIVATED, MSG_REACTIVATED)
         if wv.status(wl).get("requeueState") is not None:
             plan.requeue_state = None
-        if evicted_cond.get("reason") == C.REASON_DEACTIVATED_DUE_TO_FLAVORS_EXHAUSTED and fb.history(wl):
-            plan.flavor_assignment_history = []  # reactivated after every flavor failed: start over
+        if evicted_cond.get("reason") == C.REASON_DEACTIVATED_DUE_TO_FLAVORS_EXHAUSTED:
+            # reactivated after every flavor failed: start over (history and trigger record)
+            if fb.history(wl):
+                plan.flavor_assignment_history = []
+            _record_triggers(plan, wl, {})
         return
 
     if wv.is_false(wl, C.COND_REQUEUED):
@@ -349,6 +352,13 @@ def _plan_fallback(plan: WorkloadPlan, wl: Mapping[str, Any], ctx: WorkloadConte
     return True
 
 
+def _record_triggers(plan: WorkloadPlan, wl: Mapping[str, Any], record: Mapping[str, str]) -> None:
+    """Carry the fallback trigger record in the plan when it differs from the workload's."""
+    change = fb.triggers_change(wl, record)
+    if change is not None:
+        plan.flavor_fallback_triggers = change
+
+
 def _fall_back(
     plan: WorkloadPlan,
     wl: Mapping[str, Any],
@@ -359,7 +369,9 @@ def _fall_back(
     policy: PodsReadyPolicy | None,
 ) -> None:
     """Write one fallback: the history keeps the failed flavors (and drops the other held ones),
-    then an eviction naming flavor and trigger, or, when no flavor is left, the failure policy."""
+    the trigger record gets the failed flavors' trigger, then an eviction naming flavor and
+    trigger, or, when no flavor is left, the failure policy: its message lists every excluded
+    flavor with the trigger that ended it, in ClusterQueue order."""
     cq_name = wv.admitted_cluster_queue(wl) or wv.name(cq)
     held = fb.held_flavors(wl)
     failed = set(failure.flavors)
@@ -370,11 +382,13 @@ def _fall_back(
     plan.fallbacks.extend((cq_name, f, failure.trigger) for f in failure.flavors)
     plan.events.append(EventSpec(EVENT_WARNING, C.REASON_FLAVOR_FALLBACK, message))
     if not fb.exhausted(wv.spec(cq), excluded_after, failed):
+        _record_triggers(plan, wl, fb.triggers_after_fallback(wl, failure, excluded_after))
         if history is not None:
             plan.flavor_assignment_history = history
         evict(plan, wl, C.REASON_FLAVOR_FALLBACK, f"{message}; requeued without it", now)
         return
-    tried = ", ".join(sorted(excluded_after))
+    record = fb.triggers_after_fallback(wl, failure, excluded_after)
+    tried = fb.tried_text(wv.spec(cq), excluded_after, record)
     if strategy.failure_policy == C.FALLBACK_RETRY_ALL:
         decision = next_requeue(
             wv.requeue_count(wl),
@@ -384,12 +398,13 @@ def _fall_back(
         )
         assert decision.requeue_at is not None
         plan.flavor_assignment_history = []
+        _record_triggers(plan, wl, {})
         plan.requeue_state = {"count": decision.count, "requeueAt": format_time(decision.requeue_at)}
         evict(
             plan,
             wl,
             C.REASON_FLAVOR_FALLBACK,
-            f"{message}; every flavor was tried ({tried}), {C.FALLBACK_RETRY_ALL} starts over "
+            f"{message}; every flavor was tried: {tried}; {C.FALLBACK_RETRY_ALL} starts over "
             f"at {format_time(decision.requeue_at)}",
             now,
             requeue_not_before=decision.requeue_at,
@@ -397,11 +412,12 @@ def _fall_back(
         return
     if history is not None:
         plan.flavor_assignment_history = history
+    _record_triggers(plan, wl, record)  # kept with the history as the record of what was tried
     _set(
         plan,
         C.COND_DEACTIVATION_TARGET,
         True,
         fb.REASON_FLAVORS_EXHAUSTED,
-        f"Every flavor was tried and failed ({tried}); the last, {flavors}, after {failure.trigger}: "
-        f"{failure.detail}. The workload is deactivated ({C.FALLBACK_DEACTIVATE})",
+        f"Every flavor was tried: {tried}; the last, {flavors}: {failure.detail}. "
+        f"The workload is deactivated ({C.FALLBACK_DEACTIVATE})",
     )

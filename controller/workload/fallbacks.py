@@ -21,7 +21,13 @@ decides exactly as before. Its meaning is kept simple enough to read from the ob
   several resource groups excludes only the flavor that failed).
 
 So a flavor is *excluded* exactly when it has an entry and the workload does not hold it
-(:func:`excluded_flavors`); the engine skips those when it assigns flavors again. Everything here
+(:func:`excluded_flavors`); the engine skips those when it assigns flavors again.
+
+The history has no room for the *trigger* that ended a flavor's try, and the Workload schema stays
+Kueue's, so the triggers live in pykueue's annotation ``C.FLAVOR_FALLBACK_TRIGGERS_ANNOTATION``
+(:func:`encode_triggers` / :func:`decode_triggers`). It is a best-effort companion: the history
+decides, the annotation only explains (a flavor without a recorded trigger prints as
+``unknown``). Everything here
 is pure: the workload controller (:mod:`controller.workload.decisions`) asks, then writes.
 The design note is docs/design/fallbacks.md.
 """
@@ -179,6 +185,90 @@ def history_after_release(wl: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     if evicted.get("status") == "True" and evicted.get("reason") in _FALLBACK_EVICTIONS:
         return None
     return history_without(wl, held_flavors(wl))
+
+
+# --- the trigger record (annotation) ----------------------------------------------------------
+
+UNKNOWN_TRIGGER = "unknown"
+
+
+def encode_triggers(triggers: Mapping[str, str]) -> str:
+    """``flavor=Trigger`` pairs joined by ``,``, sorted by flavor: one text per record, so an
+    unchanged record is never rewritten. Flavor names are DNS subdomains and triggers are words,
+    so neither can contain ``=`` or ``,``."""
+    return ",".join(f"{flavor}={triggers[flavor]}" for flavor in sorted(triggers))
+
+
+def decode_triggers(value: object) -> dict[str, str]:
+    """The record in an annotation value; pairs that are not ``name=Trigger`` are skipped (a
+    hand-edited or truncated value must not stop the controller), the last of a repeated flavor wins."""
+    if not isinstance(value, str):
+        return {}
+    result: dict[str, str] = {}
+    for pair in value.split(","):
+        flavor, sep, trigger = pair.strip().partition("=")
+        flavor, trigger = flavor.strip(), trigger.strip()
+        if sep and flavor and trigger and "=" not in trigger:
+            result[flavor] = trigger
+    return result
+
+
+def triggers(wl: Mapping[str, Any]) -> dict[str, str]:
+    """The workload's recorded trigger per flavor (empty when it has none)."""
+    annotations = wv.meta(wl).get("annotations")
+    if not isinstance(annotations, Mapping):
+        return {}
+    return decode_triggers(annotations.get(C.FLAVOR_FALLBACK_TRIGGERS_ANNOTATION))
+
+
+def triggers_after_fallback(
+    wl: Mapping[str, Any], failure: Failure, excluded_after: Iterable[str]
+) -> dict[str, str]:
+    """The record after ``failure``: the failed flavors get its trigger; entries of flavors no
+    longer excluded (left over from an earlier round) are dropped."""
+    keep = set(excluded_after)
+    record = {f: t for f, t in triggers(wl).items() if f in keep}
+    record.update(dict.fromkeys(failure.flavors, failure.trigger))
+    return record
+
+
+def triggers_change(wl: Mapping[str, Any], record: Mapping[str, str]) -> dict[str, str] | None:
+    """``record`` when writing it changes the annotation, else ``None`` (nothing to write)."""
+    annotations = wv.meta(wl).get("annotations")
+    current = annotations.get(C.FLAVOR_FALLBACK_TRIGGERS_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if not record:
+        return None if current is None else {}
+    return None if current == encode_triggers(record) else dict(record)
+
+
+def triggers_still_apply(wl: Mapping[str, Any], record: Mapping[str, str]) -> bool:
+    """Whether ``record`` (computed from an older copy of ``wl``) still describes ``wl``: every
+    flavor it names is in the history (an empty record: the history is empty). The workload
+    controller asks this before writing the record again on a fresh copy after a conflict."""
+    recorded = set(history(wl))
+    return set(record) <= recorded if record else not recorded
+
+
+def cluster_queue_flavor_order(cq_spec: Mapping[str, Any]) -> list[str]:
+    """The ClusterQueue's flavors in its order (resource groups, then flavors), each once."""
+    order: list[str] = []
+    for group in wv.as_list(cq_spec.get("resourceGroups")):
+        if not isinstance(group, Mapping):
+            continue
+        for fq in wv.as_list(group.get("flavors")):
+            name = fq.get("name") if isinstance(fq, Mapping) else None
+            if isinstance(name, str) and name and name not in order:
+                order.append(name)
+    return order
+
+
+def tried_text(cq_spec: Mapping[str, Any], excluded: Iterable[str], record: Mapping[str, str]) -> str:
+    """``a (Trigger), b (Trigger)``: the excluded flavors in ClusterQueue order (flavors the queue
+    no longer lists last, by name), each with its recorded trigger or ``unknown``."""
+    out = set(excluded)
+    order = [f for f in cluster_queue_flavor_order(cq_spec) if f in out]
+    order += sorted(out - set(order))
+    return ", ".join(f"{f} ({record.get(f, UNKNOWN_TRIGGER)})" for f in order)
 
 
 # --- the triggers -----------------------------------------------------------------------------

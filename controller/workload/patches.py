@@ -15,8 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from controller.workload import view as wv
+from controller.workload.fallbacks import encode_triggers
 from controller.workload.status_plan import UNSET, ConditionSpec, WorkloadPlan
 from controller.workload.view import ACCUMULATED_EXECUTION_FIELD
+from pykueue.api import constants as C
 from pykueue.api.conditions import remove_condition, set_condition
 from pykueue.api.timestamps import format_time
 
@@ -97,3 +99,15 @@ def queue_status_patch(
     if conditions is not None:
         status["conditions"] = conditions
     return with_resource_version(obj, status) if status else None
+
+
+def triggers_annotation_patch(wl: Mapping[str, Any], record: Mapping[str, str]) -> dict[str, Any]:
+    """The metadata merge patch writing the fallback trigger record (``None`` removes the
+    annotation when the record is empty), guarded by ``wl``'s resourceVersion."""
+    meta: dict[str, Any] = {
+        "annotations": {C.FLAVOR_FALLBACK_TRIGGERS_ANNOTATION: encode_triggers(record) if record else None}
+    }
+    rv = wv.meta(wl).get("resourceVersion")
+    if isinstance(rv, str) and rv:
+        meta["resourceVersion"] = rv
+    return {"metadata": meta}

@@ -77,6 +77,10 @@ class WorkloadPlan:
     newly_admitted: bool = False
     # status.flavorAssignmentHistory (ResourceFlavor fallbacks, docs/design/fallbacks.md)
     flavor_assignment_history: Any = UNSET
+    # The fallback trigger record to write to the annotation C.FLAVOR_FALLBACK_TRIGGERS_ANNOTATION
+    # (flavor -> trigger; empty: remove it), only when it changes. Metadata, not status: written
+    # after the status patch, best effort (docs/design/fallbacks.md "Which trigger ended each flavor").
+    flavor_fallback_triggers: Any = UNSET
     # (ClusterQueue, flavor, trigger) of every flavor that fell back, for the metric
     fallbacks: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -92,7 +96,12 @@ class WorkloadPlan:
         )
 
     def is_noop(self) -> bool:
-        return not (self.has_status_changes() or self.deactivate or self.events)
+        return not (
+            self.has_status_changes()
+            or self.deactivate
+            or self.events
+            or self.flavor_fallback_triggers is not UNSET
+        )
 
     def wake_in(self, seconds: float) -> None:
         """Ask to be reconciled again after ``seconds`` (keeps the earliest request)."""

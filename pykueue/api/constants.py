@@ -46,6 +46,10 @@ CONSUME_PROVISIONING_REQUEST_ANNOTATION: Final = "autoscaling.x-k8s.io/consume-p
 PROVISIONING_CLASS_NAME_ANNOTATION: Final = "autoscaling.x-k8s.io/provisioning-class-name"
 MULTIKUEUE_ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
 MULTIKUEUE_ORIGIN_UID_ANNOTATION: Final = "kueue.x-k8s.io/multikueue-origin-uid"
+# ResourceFlavor fallbacks (docs/design/fallbacks.md): which trigger ended each excluded flavor's
+# try, "flavor=Trigger,..." sorted by flavor. pykueue's own (Kueue has no fallbacks); the Workload
+# schema stays Kueue's, so the record lives in an annotation the workload controller writes.
+FLAVOR_FALLBACK_TRIGGERS_ANNOTATION: Final = "pykueue.x-k8s.io/flavor-fallback-triggers"
 MULTIKUEUE_KUBECONFIG_SECRET_KEY: Final = "kubeconfig"
 DEFAULT_PODSET_NAME: Final = "main"
 

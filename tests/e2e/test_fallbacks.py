@@ -172,25 +172,45 @@ def test_a_then_b_then_c_a_freed_earlier_flavor_is_tried_before_the_last(
     assert [f["b"] in messages[0], f["a"] in messages[1]] == [True, True] and len(messages) == 2, messages
 
 
+def _event_messages(jobs: Jobs, wl_name: str, reason: str) -> list[str]:
+    items = jobs.core.list_namespaced_event(
+        jobs.namespace, field_selector=f"involvedObject.name={wl_name},involvedObject.kind=Workload"
+    ).items
+    return [str(e.message) for e in items if e.reason == reason]
+
+
 def test_deactivate_workload_when_every_flavor_failed(jobs: Jobs, kueue: KueueApi, namespace: str) -> None:
+    """A is rejected by an admission check, B's pods never start: the deactivation names both
+    flavors, each with the trigger that ended it, in ClusterQueue order."""
     f = _flavors(kueue, {"a": unique("stocked-out"), "b": unique("stocked-out")})
+    check = unique("capacity")
+    kueue.create(AdmissionCheckBuilder(check).obj())
+    kueue.set_active_condition("AdmissionCheck", check, True)
     _queues(
         kueue,
         namespace,
         SeedClusterQueueBuilder(unique("cq")).flavor(f["a"], cpu="10").flavor(f["b"], cpu="10")
-        .fallback("DeactivateWorkload").fallback_rule("*", timeout="6s"),
+        .admission_checks(check).fallback("DeactivateWorkload")
+        .fallback_rule(f["a"], "AdmissionCheckRejected").fallback_rule("*", timeout="6s"),
     )
-    jobs.create(queued("doomed", namespace, pods=1, seconds=2))
 
     def deactivated() -> dict[str, Any] | None:
         wl = jobs.workload("doomed")
         return wl if wl and wl["spec"].get("active") is False and not holds_quota(wl) else None
 
-    wl = wait_for(deactivated, message="deactivated once A and B both failed")
+    with flavor_check_controller(kueue, namespace, check, {f["a"]}):
+        jobs.create(queued("doomed", namespace, pods=1, seconds=2))
+        wl = wait_for(deactivated, message="deactivated once A and B both failed")
+    tried = f"Every flavor was tried: {f['a']} (AdmissionCheckRejected), {f['b']} (TimeoutForPodsReadyExceeded);"
     evicted = condition(wl, "Evicted")
     assert evicted is not None and evicted["reason"] == "DeactivatedDueToFlavorsExhausted", evicted
-    assert f["a"] in evicted["message"] and f["b"] in evicted["message"], evicted
+    assert evicted["message"].startswith(tried), evicted
+    assert wl["metadata"]["annotations"]["pykueue.x-k8s.io/flavor-fallback-triggers"] == ",".join(
+        sorted([f"{f['a']}=AdmissionCheckRejected", f"{f['b']}=TimeoutForPodsReadyExceeded"])
+    )
     assert set(_history(wl)) == {f["a"], f["b"]}
+    events = _event_messages(jobs, wl["metadata"]["name"], "EvictedDueToDeactivatedDueToFlavorsExhausted")
+    assert len(events) == 1 and events[0].startswith(tried), events
     wait_for(lambda: jobs.get("doomed")["spec"]["suspend"] is True and not jobs.live_pods("doomed"),
              message="the Job is suspended without pods")
 

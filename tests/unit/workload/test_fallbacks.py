@@ -21,6 +21,7 @@ from tests.builders import LocalQueueBuilder, SeedClusterQueueBuilder, SeedWorkl
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 AT = format_time(T0)
 LQ = LocalQueueBuilder("lq", "ns", "cq").obj()
+TRIGGERS = "pykueue.x-k8s.io/flavor-fallback-triggers"
 
 
 def at(seconds: float) -> datetime:
@@ -258,12 +259,98 @@ def _last_flavor() -> dict[str, Any]:
 
 def test_deactivate_workload_when_every_flavor_failed() -> None:
     cq = _cq().fallback_rule("*", timeout="1m").obj()
-    plan = plan_workload(_last_flavor(), _ctx(cq), at(60))
+    wl = _last_flavor()
+    wl["metadata"]["annotations"] = {TRIGGERS: "reservation=AdmissionCheckRejected,spot=TimeoutForPodsReadyExceeded"}
+    plan = plan_workload(wl, _ctx(cq), at(60))
     target = _conds(plan)["DeactivationTarget"]
     assert target.reason == "FlavorsExhausted"
-    assert "on-demand, reservation, spot" in target.message and "TimeoutForPodsReadyExceeded" in target.message
+    assert target.message.startswith(
+        "Every flavor was tried: reservation (AdmissionCheckRejected), spot (TimeoutForPodsReadyExceeded), "
+        "on-demand (TimeoutForPodsReadyExceeded); the last, on-demand: the pods were not ready"
+    ), target.message
     assert plan.eviction is None  # next step: spec.active=false, then the DeactivatedDueTo... eviction
     assert plan.fallbacks == [("cq", "on-demand", "TimeoutForPodsReadyExceeded")]
+    assert plan.flavor_fallback_triggers == {
+        "reservation": "AdmissionCheckRejected",
+        "spot": "TimeoutForPodsReadyExceeded",
+        "on-demand": "TimeoutForPodsReadyExceeded",
+    }
+
+
+def test_a_flavor_without_a_recorded_trigger_prints_unknown() -> None:
+    """The record is best effort (a crash between the status write and the annotation write)."""
+    cq = _cq().fallback_rule("*", timeout="1m").obj()
+    wl = _last_flavor()
+    wl["metadata"]["annotations"] = {TRIGGERS: "spot=TimeoutForPodsReadyExceeded"}
+    message = _conds(plan_workload(wl, _ctx(cq), at(60)))["DeactivationTarget"].message
+    assert "tried: reservation (unknown), spot (TimeoutForPodsReadyExceeded), on-demand (" in message
+
+
+def test_the_exhaustion_message_follows_the_cluster_queue_order_not_the_names() -> None:
+    cq = (
+        SeedClusterQueueBuilder("cq").flavor("zeta", cpu="4").flavor("alpha", cpu="4")
+        .fallback().fallback_rule("*", timeout="1m").obj()
+    )
+    wl = _on("alpha", _wl().flavor_assigned("zeta", AT)).annotation(TRIGGERS, "zeta=AdmissionCheckRejected").obj()
+    message = _conds(plan_workload(wl, _ctx(cq), at(60)))["DeactivationTarget"].message
+    assert "tried: zeta (AdmissionCheckRejected), alpha (TimeoutForPodsReadyExceeded);" in message
+
+
+def test_a_fallback_records_its_trigger_and_drops_stale_entries() -> None:
+    cq = _cq().admission_check_strategy("capacity").fallback_rule("spot", "AdmissionCheckRejected").obj()
+    wl = (
+        _on("spot").check("capacity", "Rejected")
+        .annotation(TRIGGERS, "on-demand=TimeoutForPodsReadyExceeded,reservation=AdmissionCheckRejected").obj()
+    )
+    wl["metadata"]["annotations"][TRIGGERS] += ",junk"
+    wl["status"]["flavorAssignmentHistory"].insert(0, {"resourceFlavor": "reservation", "assignmentTime": AT})
+    plan = plan_workload(wl, _ctx(cq), at(1))
+    assert _conds(plan)["Evicted"].reason == "FlavorFallback"
+    # on-demand is not excluded (an entry left from an earlier round): dropped
+    assert plan.flavor_fallback_triggers == {"reservation": "AdmissionCheckRejected", "spot": "AdmissionCheckRejected"}
+
+
+def test_an_unchanged_record_is_not_written_again() -> None:
+    cq = _cq().fallback_rule("*", timeout="1m").obj()
+    wl = _on("spot").annotation(TRIGGERS, "spot=TimeoutForPodsReadyExceeded").obj()
+    plan = plan_workload(wl, _ctx(cq), at(60))
+    assert _conds(plan)["Evicted"].reason == "FlavorFallback"
+    assert plan.flavor_fallback_triggers is UNSET
+
+
+def test_trigger_record_encoding_is_sorted_and_stable() -> None:
+    record = {"spot": "TimeoutForPodsReadyExceeded", "on-demand": "AdmissionCheckRejected"}
+    text = fb.encode_triggers(record)
+    assert text == "on-demand=AdmissionCheckRejected,spot=TimeoutForPodsReadyExceeded"
+    assert fb.decode_triggers(text) == record
+    assert fb.encode_triggers({}) == "" and fb.decode_triggers("") == {}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, {}),
+        (42, {}),
+        ("garbage", {}),
+        ("=X,a=,=,,b==c", {}),
+        (" a = T , b=U,a=V", {"a": "V", "b": "U"}),  # spaces trimmed, the last of a repeat wins
+        ("a=T,,junk,b=U", {"a": "T", "b": "U"}),
+    ],
+)
+def test_malformed_trigger_records_are_tolerated(value: object, expected: dict[str, str]) -> None:
+    assert fb.decode_triggers(value) == expected
+    wl = _wl().obj()
+    if value is not None:
+        wl["metadata"]["annotations"] = {TRIGGERS: value}
+    assert fb.triggers(wl) == expected
+
+
+def test_a_record_still_applies_only_while_the_history_names_its_flavors() -> None:
+    wl = _wl().flavor_assigned("spot", AT).obj()
+    assert fb.triggers_still_apply(wl, {"spot": "AdmissionCheckRejected"})
+    assert not fb.triggers_still_apply(wl, {"spot": "X", "on-demand": "Y"})
+    assert not fb.triggers_still_apply(wl, {})  # a clear, but the history is back
+    assert fb.triggers_still_apply(_wl().obj(), {})
 
 
 def test_the_deactivation_eviction_says_flavors_exhausted_and_release_keeps_the_history() -> None:
@@ -281,16 +368,23 @@ def test_reactivating_after_exhaustion_starts_over() -> None:
         .condition("Evicted", True, "DeactivatedDueToFlavorsExhausted", "all tried")
         .condition("QuotaReserved", False, "Pending").obj()
     )
+    wl["metadata"]["annotations"] = {TRIGGERS: "spot=TimeoutForPodsReadyExceeded"}
     plan = plan_workload(wl, _ctx(_cq().obj()), at(100))
     assert _conds(plan)["Evicted"].reason == "Reactivated"
     assert plan.flavor_assignment_history == []
+    assert plan.flavor_fallback_triggers == {}  # the record goes with the history
 
 
 def test_retry_all_flavors_clears_the_history_with_the_requeue_backoff() -> None:
     cq = _cq("RetryAllFlavors").fallback_rule("*", timeout="1m").obj()
-    plan = plan_workload(_last_flavor(), _ctx(cq), at(60))
+    wl = _last_flavor()
+    wl["metadata"]["annotations"] = {TRIGGERS: "reservation=AdmissionCheckRejected,spot=TimeoutForPodsReadyExceeded"}
+    plan = plan_workload(wl, _ctx(cq), at(60))
     assert plan.flavor_assignment_history == []
+    assert plan.flavor_fallback_triggers == {}
     assert _conds(plan)["Evicted"].reason == "FlavorFallback"
+    assert "every flavor was tried: reservation (AdmissionCheckRejected), spot (TimeoutForPodsReadyExceeded), " \
+        "on-demand (TimeoutForPodsReadyExceeded); RetryAllFlavors starts over" in _conds(plan)["Evicted"].message
     assert _conds(plan)["Requeued"].status == "False"  # waits for the backoff: cannot spin
     assert plan.requeue_state == {"count": 1, "requeueAt": format_time(at(120))}  # the default 60s base
     assert "DeactivationTarget" not in _conds(plan)
