@@ -320,9 +320,12 @@ def test_installed_webhook_serves_the_certificate_in_its_secret(cluster: Any, we
     """Whatever runs the webhook (the local process or the chart on kind), the Secret is the truth."""
     data = assert_apiserver_trusts_secret_ca(cluster, webhook.namespace, webhook.secret_name)
     if webhook.local_url:
-        assert served_certificate(webhook.local_url, data["ca.crt"]) == x509.load_pem_x509_certificate(
-            data["tls.crt"]
-        )
+        url = webhook.local_url
+        # A handshake is retried: twice in about ten full e2e runs on a loaded 2-core machine the
+        # first one early in the session stalled past 10 s (docs/limitations.md). The assertion
+        # is about which certificate is served, so a stall must not decide it.
+        served = wait_for(lambda: served_certificate(url, data["ca.crt"]), timeout=60, message="a TLS handshake")
+        assert served == x509.load_pem_x509_certificate(data["tls.crt"])
 
 
 def free_port() -> int:
