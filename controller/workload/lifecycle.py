@@ -15,8 +15,8 @@ only on a status flip; observedGeneration is the generation decided on).
   set it already with its backoff decision, which is kept), admission checks reset to Pending,
   and ``PodsReady`` back to ``WaitForStart`` so a re-admission is timed from scratch.
 - :func:`back_to_pending_plan`: a reservation that cannot be used before any pod exists goes
-  back to pending (as a delayed-pod-creation design would have its InQueue state fall back instead of
-  retry-looping: nothing has started, so nothing needs stopping).
+  back to pending instead of retrying: nothing has started, so nothing needs stopping
+  (docs/design/jobs.md, "Delayed pod creation").
 - :func:`pods_ready_plan`: keep ``PodsReady`` in step with the running Job.
 """
 
