@@ -51,7 +51,7 @@ class Holdings(Protocol):
 
 
 class _Entry:
-    __slots__ = ("assignment", "cluster_queue", "displace", "info", "targets")
+    __slots__ = ("assignment", "cluster_queue", "displace", "info", "retry_next_cycle", "targets")
 
     def __init__(
         self,
@@ -60,12 +60,15 @@ class _Entry:
         assignment: Assignment,
         targets: list[Target],
         displace: WorkloadInfo | None = None,
+        retry_next_cycle: bool = False,
     ) -> None:
         self.info = info
         self.cluster_queue = cluster_queue
         self.assignment = assignment
         self.targets = targets
         self.displace = displace  # concurrent admission: the sibling option this one migrates from
+        # Preemption passed over workloads admitted earlier in this cycle: decide again next cycle.
+        self.retry_next_cycle = retry_next_cycle
 
     def order(self) -> tuple[int, OrderKey]:
         """Kueue's entry order: no borrowing first, then the queue order (priority, timestamp)."""
@@ -84,6 +87,7 @@ def run_cycle(
     exhausted: set[str] = set()
     held: list[tuple[quota.QuotaNode, dict[FlavorResource, int]]] = []
     targeted: set[ObjectKey] = set()
+    cache.preemptor.reserved_this_cycle.clear()
     try:
         for _ in range(heads_per_cluster_queue):
             entries: list[_Entry] = []
@@ -104,6 +108,7 @@ def run_cycle(
     finally:
         for node, usage in held:
             quota.remove_usage(node, usage)
+        cache.preemptor.reserved_this_cycle.clear()
 
 
 def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str) -> _Entry:
@@ -112,6 +117,7 @@ def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster
     holder = cache.option_holder(info) if info.option is not None else None
     if holder is not None:
         return _nominate_migration(cache, holdings, info, cluster_queue, holder)
+    cache.preemptor.passed_over_fresh = False
     assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
     targets: list[Target] = []
     if assignment.mode == PREEMPT:
@@ -119,7 +125,8 @@ def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster
             assignment = _blocked(assignment, "another option of the same parent is preempting workloads")
         else:
             targets = cache.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
-    return _Entry(info, cluster_queue, assignment, targets)
+    retry = cache.preemptor.passed_over_fresh and assignment.mode != FIT and not targets
+    return _Entry(info, cluster_queue, assignment, targets, retry_next_cycle=retry)
 
 
 def _blocked(assignment: Assignment, why: str) -> Assignment:
@@ -189,6 +196,7 @@ def _process(
         # Options run their checks before reserving (controller.engine.options): Ready already.
         checks_passed = not checks or (info.option is not None and info.ready_checks.issuperset(checks))
         holdings.assume(info, name, dict(assignment.usage), now, admitted=checks_passed)
+        cache.preemptor.reserved_this_cycle.add(info.key)
         if queue.sticky == info.key:
             queue.sticky = None
         displaces = None
@@ -250,6 +258,11 @@ def _process(
             c.REASON_WAITING_FOR_PREEMPTED,
             f"Pending the preemption of {len(entry.targets)} workload(s)",
         )
+        return
+
+    if entry.retry_next_cycle:
+        queues.requeue(info, name)  # its victims were admitted this cycle: they are candidates next
+        exhausted.add(name)
         return
 
     # No fit, or preemption without candidates.

@@ -1,22 +1,28 @@
 """Flavor assignment: pick a ResourceFlavor per resource group for every podSet.
 
-Mirrors Kueue's flavor assigner. For each podSet and each resource group it needs, the group's
-flavors are walked in the ClusterQueue's order. A flavor is *eligible* when the podSet may use it
-(``allowedResourceFlavors``), tolerates its taints and matches its node labels; it is then graded
-per resource against the quota tree:
+Follows Kueue's flavor assigner (kueue/pkg/scheduler/flavorassigner/flavorassigner.go). For each
+podSet, the resource groups it needs are taken in the order of their first requested resource by
+name; each group's flavors are walked in the ClusterQueue's order. A flavor is *eligible* when the
+podSet may use it (``allowedResourceFlavors``, fallback exclusions), tolerates its taints and
+matches its node labels; it is then graded per resource against the quota tree, and the flavor's
+grade is the worst of its resources':
 
-* ``FIT``       the request fits in what is available now (possibly by borrowing; the borrowing
-                level says how far up the tree);
-* ``PREEMPT``   it does not fit now, but evicting admitted workloads would make room (the
-                preemption oracle found candidates);
-* ``NO_CANDIDATES`` preemption could in principle help but no workload may be evicted;
-* ``NO_FIT``    it can never fit (more than the queue's potential maximum), or no preemption
-                policy could help.
+* ``FIT``            the request fits in what is available now (possibly by borrowing; the
+                     borrowing level says how high in the tree, see ``quota.lowest_fitting_subtree``);
+* ``RECLAIM``        it fits once workloads of *other* queues that borrow are evicted;
+* ``PREEMPT``        it fits once workloads are evicted, some of them in the queue itself;
+* ``NO_CANDIDATES``  preemption could in principle help but no workload may be evicted;
+* ``NO_FIT``         it can never fit (more than the queue's potential maximum), or it is above
+                     the queue's nominal quota and no preemption policy may reach beyond it.
 
-``flavorFungibility`` decides when to stop: by default the first flavor that fits (even by
-borrowing) is taken and a flavor that needs preemption only if no later flavor fits. When the
-walk ends without stopping, the best flavor seen wins (better mode, then lower borrowing level;
-the other way round with ``PreemptionOverBorrowing``).
+``flavorFungibility`` decides when to stop: ``whenCanBorrow``/``whenCanPreempt`` say whether a
+flavor that borrows or needs evictions ends the search; otherwise the best flavor seen wins:
+viable grades before ``NO_CANDIDATES``, then the better grade and lower borrowing level, compared
+grade first by default and borrowing level first with ``PreemptionOverBorrowing``.
+
+Pending messages are Kueue's: each podSet that does not simply fit contributes
+``couldn't assign flavors to pod set <name>: <reasons, sorted>``, where the reasons are those of
+its groups that did not fit outright, or only those of the group that failed.
 """
 
 from __future__ import annotations
@@ -28,19 +34,22 @@ from pykueue.api import constants as c
 from pykueue.api.quantity import format_quantity
 
 from . import quota
-from .records import ClusterQueueSpec, FlavorInfo, FlavorResource, WorkloadInfo
+from .records import ClusterQueueSpec, FlavorInfo, FlavorResource, PodSetInfo, WorkloadInfo
 from .selectors import flavor_mismatch
 
+# Assignment modes, worst first. RECLAIM is a flavor grade only: an assignment needing evictions
+# has mode PREEMPT whichever kind they are.
 NO_FIT = 0
 NO_CANDIDATES = 1
 PREEMPT = 2
-FIT = 3
+RECLAIM = 3
+FIT = 4
 
-_REASON_RANK = {c.REASON_NO_MATCHING_FLAVOR: 0, c.REASON_EXCEEDS_MAX_QUOTA: 1, c.REASON_WAITING_FOR_QUOTA: 2}
+_REASON_RANK = {"": -1, c.REASON_NO_MATCHING_FLAVOR: 0, c.REASON_EXCEEDS_MAX_QUOTA: 1, c.REASON_WAITING_FOR_QUOTA: 2}
 
-# (ClusterQueue node, fr, value, workload) -> borrowing level once evictions make room, or None
-# when no evictions can.
-PreemptionOracle = Callable[[quota.QuotaNode, FlavorResource, int, WorkloadInfo], int | None]
+# (ClusterQueue node, fr, value, workload) -> (NO_CANDIDATES, PREEMPT or RECLAIM; the borrowing
+# level the preemptor would have once those evictions are done).
+PreemptionOracle = Callable[[quota.QuotaNode, FlavorResource, int, WorkloadInfo], tuple[int, int]]
 
 
 @dataclass(slots=True)
@@ -76,12 +85,34 @@ class _FlavorGrade:
     preempt_frs: set[FlavorResource]
 
 
-def _better(a: _FlavorGrade, b: _FlavorGrade | None, preemption_over_borrowing: bool) -> bool:
-    if b is None:
+def _preferred(a_mode: int, a_level: int, b_mode: int, b_level: int, preemption_over_borrowing: bool) -> bool:
+    """Whether grade ``a`` is better than grade ``b`` (Kueue's ``isPreferred``)."""
+    if a_mode == NO_FIT:
+        return False
+    if b_mode == NO_FIT:
         return True
+    if (a_mode == NO_CANDIDATES) != (b_mode == NO_CANDIDATES):
+        return b_mode == NO_CANDIDATES
     if preemption_over_borrowing:
-        return (a.level, -a.mode) < (b.level, -b.mode)
-    return (-a.mode, a.level) < (-b.mode, b.level)
+        if a_level != b_level:
+            return a_level < b_level
+        return a_mode > b_mode
+    if a_mode != b_mode:
+        return a_mode > b_mode
+    return a_level < b_level
+
+
+def _try_next(grade: _FlavorGrade, spec: ClusterQueueSpec) -> bool:
+    """Whether the search goes on after ``grade`` (Kueue's ``shouldTryNextFlavor``)."""
+    if grade.mode in (NO_FIT, NO_CANDIDATES):
+        return True
+    if grade.mode in (PREEMPT, RECLAIM) and spec.when_can_preempt_try_next:
+        return True
+    return grade.level > 0 and spec.when_can_borrow_try_next
+
+
+def _podset_message(podset: str, reasons: list[str]) -> str:
+    return f"couldn't assign flavors to pod set {podset}: {', '.join(sorted(reasons))}"
 
 
 def assign_flavors(
@@ -93,7 +124,7 @@ def assign_flavors(
 ) -> Assignment:
     """Assign flavors to every podSet of ``workload`` in ClusterQueue ``spec`` (quota in ``node``)."""
     result = Assignment(mode=FIT)
-    considered: list[str] = []  # every problem met on the way, for the pending message
+    messages: list[str] = []  # one per podSet that does not simply fit
     manages_pods = "pods" in spec.resource_group
     # ResourceFlavor fallbacks: flavors whose attempt failed are skipped, the rest keep their order.
     excluded = workload.excluded_flavors if spec.fallbacks else frozenset()
@@ -103,72 +134,55 @@ def assign_flavors(
             requests["pods"] = podset.count
         ps_flavors: dict[str, str] = {}
         ps_usage: dict[str, int] = {}
-        problems: list[str] = []
-        no_fit_reason = c.REASON_NO_MATCHING_FLAVOR
+        podset_reasons: list[str] = []
+        # Groups in the order of their first requested resource by name, as Kueue walks requests.
         by_group: dict[int, list[str]] = {}
-        for resource, amount in requests.items():
+        for resource in sorted(requests):
             group = spec.resource_group.get(resource)
             if group is None:
-                if amount:
-                    problems.append(f"resource {resource} unavailable in ClusterQueue")
+                if requests[resource]:
+                    messages.append(_podset_message(podset.name, [f"resource {resource} unavailable in ClusterQueue"]))
+                    return _failed(messages, c.REASON_NO_MATCHING_FLAVOR)
                 continue
             by_group.setdefault(group, []).append(resource)
-        if problems:
-            return _no_fit(podset.name, problems, c.REASON_NO_MATCHING_FLAVOR)
-        for group_index in sorted(by_group):
-            resources = by_group[group_index]
+        for group_index, resources in by_group.items():
             best: _FlavorGrade | None = None
+            group_reasons: list[str] = []
+            no_fit_reason = ""
             for fq in spec.groups[group_index].flavors:
-                if fq.name in excluded:
-                    problems.append(f"flavor {fq.name} was excluded by the ClusterQueue's fallback strategy")
-                    continue
-                if podset.allowed_flavors is not None and fq.name not in podset.allowed_flavors:
-                    problems.append(f"flavor {fq.name} is not allowed for the podSet")
-                    continue
-                flavor = flavors.get(fq.name)
-                if flavor is None:
-                    problems.append(f"flavor {fq.name} not found")
-                    continue
-                mismatch = flavor_mismatch(podset, flavor)
-                if mismatch is not None:
-                    problems.append(mismatch)
+                ineligible = _ineligible(fq.name, podset, flavors, excluded)
+                if ineligible is not None:
+                    group_reasons.append(ineligible)
+                    no_fit_reason = _worse_reason(no_fit_reason, c.REASON_NO_MATCHING_FLAVOR)
                     continue
                 grade = _FlavorGrade(fq.name, FIT, 0, set())
                 for resource in resources:
                     fr = (fq.name, resource)
-                    val = result.usage.get(fr, 0) + requests[resource]
-                    mode, level, problem, reason = _grade_resource(workload, spec, node, fr, val, oracle)
-                    if mode < grade.mode:
+                    mode, level, problem, reason = _grade_resource(
+                        workload, spec, node, fr, result.usage.get(fr, 0), requests[resource], oracle
+                    )
+                    if problem:
+                        group_reasons.append(problem)
+                        no_fit_reason = _worse_reason(no_fit_reason, reason)
+                    if mode in (PREEMPT, RECLAIM):
+                        grade.preempt_frs.add(fr)
+                    if _preferred(grade.mode, grade.level, mode, level, spec.preemption_over_borrowing):
                         grade.mode = mode
                     grade.level = max(grade.level, level)
-                    if mode == PREEMPT:
-                        grade.preempt_frs.add(fr)
-                    if problem:
-                        problems.append(problem)
-                        # A flavor that could fit later beats one that never can beats none eligible.
-                        if _REASON_RANK[reason] > _REASON_RANK[no_fit_reason]:
-                            no_fit_reason = reason
-                if grade.mode in (NO_FIT, NO_CANDIDATES):
-                    if grade.mode == NO_CANDIDATES and (best is None or best.mode == NO_CANDIDATES):
-                        best = grade if best is None else best
-                    continue
-                keep_searching = (grade.mode == PREEMPT and spec.when_can_preempt_try_next) or (
-                    grade.level > 0 and spec.when_can_borrow_try_next
-                )
-                if not keep_searching:
+                if not _try_next(grade, spec):
                     best = grade
                     break
-                if best is None or best.mode == NO_CANDIDATES or _better(grade, best, spec.preemption_over_borrowing):
+                if _preferred(grade.mode, grade.level, *(
+                    (best.mode, best.level) if best is not None else (NO_FIT, 0)
+                ), spec.preemption_over_borrowing):
                     best = grade
-            if best is None or best.mode == NO_FIT:
-                return _no_fit(podset.name, problems, no_fit_reason)
-            if best.mode == NO_CANDIDATES:
-                nc = _no_fit(podset.name, problems, c.REASON_WAITING_FOR_QUOTA)
-                nc.mode = NO_CANDIDATES
-                return nc
-            considered.extend(problems)
-            problems = []
-            result.mode = min(result.mode, best.mode)
+            if best is None:
+                messages.append(_podset_message(podset.name, group_reasons or ["no flavor available"]))
+                return _failed(messages, no_fit_reason or c.REASON_NO_MATCHING_FLAVOR)
+            if best.mode != FIT:
+                podset_reasons.extend(group_reasons)
+            mode = PREEMPT if best.mode == RECLAIM else best.mode
+            result.mode = min(result.mode, mode)
             result.borrowing_level = max(result.borrowing_level, best.level)
             result.needs_preemption |= best.preempt_frs
             for resource in resources:
@@ -176,14 +190,33 @@ def assign_flavors(
                 ps_usage[resource] = requests[resource]
                 fr = (best.flavor, resource)
                 result.usage[fr] = result.usage.get(fr, 0) + requests[resource]
+        if podset_reasons:
+            messages.append(_podset_message(podset.name, podset_reasons))
         for resource, amount in requests.items():
             if resource not in ps_usage and amount:
                 ps_usage[resource] = amount  # reported in resourceUsage, not accounted in quota
         result.podsets.append(PodSetFlavors(podset.name, podset.count, ps_flavors, ps_usage))
     if result.mode != FIT:
         result.reason = c.REASON_WAITING_FOR_QUOTA
-        result.message = ", ".join(dict.fromkeys(considered))
+        result.message = "; ".join(messages)
     return result
+
+
+def _ineligible(name: str, podset: PodSetInfo, flavors: Mapping[str, FlavorInfo], excluded: frozenset[str]) -> str | None:
+    """Why flavor ``name`` cannot serve ``podset`` at all, or None when it may."""
+    if name in excluded:
+        return f"flavor {name} was excluded by the ClusterQueue's fallback strategy"
+    if podset.allowed_flavors is not None and name not in podset.allowed_flavors:
+        return f"flavor {name} is not allowed for the podSet"
+    flavor = flavors.get(name)
+    if flavor is None:
+        return f"flavor {name} not found"
+    return flavor_mismatch(podset, flavor)
+
+
+def _worse_reason(current: str, new: str) -> str:
+    """The pending reason that says more: waiting for quota over exceeding it over no flavor."""
+    return new if _REASON_RANK.get(new, -1) > _REASON_RANK.get(current, -1) else current
 
 
 def _grade_resource(
@@ -191,39 +224,39 @@ def _grade_resource(
     spec: ClusterQueueSpec,
     node: quota.QuotaNode,
     fr: FlavorResource,
-    val: int,
+    earlier: int,
+    request: int,
     oracle: PreemptionOracle,
 ) -> tuple[int, int, str, str]:
-    """(mode, borrowing level, problem message, pending reason) for ``val`` of ``fr``."""
+    """(mode, borrowing level, problem message, pending reason) for ``request`` more of ``fr`` on
+    top of ``earlier`` (what the workload's previous podSets already take of it)."""
     flavor, resource = fr
+    val = earlier + request
     maximum = quota.potential_available(node, fr)
     if val > maximum:
         return (
             NO_FIT,
             0,
-            f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
-            f"({format_quantity(val, resource)} > {format_quantity(maximum, resource)})",
+            f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
+            f"({format_quantity(earlier, resource)}) + current podset request ({format_quantity(request, resource)}) "
+            f"> maximum capacity ({format_quantity(maximum, resource)})",
             c.REASON_EXCEEDS_MAX_QUOTA,
         )
-    free = quota.available(node, fr)
+    level, may_reclaim_below_root = quota.lowest_fitting_subtree(node, fr, val)
+    free = max(0, quota.available(node, fr))
     if val <= free:
-        return FIT, quota.borrowing_level(node, fr, val), "", ""
+        return FIT, level, "", ""
     problem = (
         f"insufficient unused quota for {resource} in flavor {flavor}, "
         f"{format_quantity(val - free, resource)} more needed"
     )
-    policy = spec.preemption
-    could_preempt = (val <= node.nominal(fr) and (
-        policy.within_cluster_queue != c.PREEMPT_NEVER or policy.reclaim_within_cohort != c.PREEMPT_NEVER
-    )) or policy.borrow_within_cohort != c.PREEMPT_NEVER
-    if not could_preempt:
-        return NO_FIT, 0, problem, c.REASON_WAITING_FOR_QUOTA
-    level = oracle(node, fr, val, workload)
-    if level is not None:
-        return PREEMPT, level, problem, c.REASON_WAITING_FOR_QUOTA
-    return NO_CANDIDATES, 0, problem, c.REASON_WAITING_FOR_QUOTA
+    # Evictions can help when the request is within the queue's nominal quota, when room for it
+    # exists in a subtree below the root, or when the queue may preempt while borrowing.
+    if val <= node.nominal(fr) or may_reclaim_below_root or spec.preemption.borrow_within_cohort != c.PREEMPT_NEVER:
+        possibility, level_after = oracle(node, fr, val, workload)
+        return possibility, level_after, problem, c.REASON_WAITING_FOR_QUOTA
+    return NO_FIT, level, problem, c.REASON_WAITING_FOR_QUOTA
 
 
-def _no_fit(podset: str, problems: list[str], reason: str) -> Assignment:
-    detail = ", ".join(dict.fromkeys(problems)) or "no flavor available"
-    return Assignment(mode=NO_FIT, reason=reason, message=f"couldn't assign flavors to pod set {podset}: {detail}")
+def _failed(messages: list[str], reason: str) -> Assignment:
+    return Assignment(mode=NO_FIT, reason=reason, message="; ".join(messages))

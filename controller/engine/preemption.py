@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pykueue.api import constants as c
 
 from . import quota
+from .flavors import NO_CANDIDATES, PREEMPT, RECLAIM
 from .records import ClusterQueueSpec, FlavorResource, ObjectKey, WorkloadInfo
 
 _HUMAN_REASON = {
@@ -75,6 +76,13 @@ class Preemptor:
         self._specs = specs
         self._admitted = admitted
         self._being_evicted = being_evicted
+        # Workloads that reserved quota earlier in the running cycle: never victims in that same
+        # cycle (Kueue nominates every head against the snapshot taken before any of them is
+        # admitted, so it cannot evict what it has just admitted; neither do we).
+        self.reserved_this_cycle: set[ObjectKey] = set()
+        # Set when a search passed over such a workload: the preemptor may find its victims next
+        # cycle, so it must be retried then rather than set aside as unschedulable.
+        self.passed_over_fresh = False
 
     # --- candidates ------------------------------------------------------------------------------
     def _within_allows(self, policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
@@ -96,6 +104,9 @@ class Preemptor:
             for info in self._admitted.get(spec.name, {}).values():
                 if info.key == preemptor.key or not _uses_any(info, frs):
                     continue
+                if info.key in self.reserved_this_cycle:
+                    self.passed_over_fresh = True
+                    continue
                 if self._within_allows(policy.within_cluster_queue, preemptor, info):
                     found.append(_Candidate(info, spec.name, own_node, True))
         if spec.cohort and policy.reclaim_within_cohort != c.PREEMPT_NEVER:
@@ -105,6 +116,9 @@ class Preemptor:
                     continue
                 for info in self._admitted.get(node.name, {}).values():
                     if not _uses_any(info, frs):
+                        continue
+                    if info.key in self.reserved_this_cycle:
+                        self.passed_over_fresh = True
                         continue
                     if policy.reclaim_within_cohort == c.PREEMPT_ANY or info.priority < preemptor.priority:
                         found.append(_Candidate(info, node.name, node, False))
@@ -179,22 +193,24 @@ class Preemptor:
 
     def preemption_level(
         self, node: quota.QuotaNode, fr: FlavorResource, val: int, preemptor: WorkloadInfo
-    ) -> int | None:
+    ) -> tuple[int, int]:
         """The preemption oracle used by flavor assignment for one flavor/resource.
 
-        None when no set of evictions makes ``val`` fit; otherwise the borrowing level the
-        preemptor would have once those evictions are done (0: within its nominal quota).
+        Returns what evictions could do for ``val`` of ``fr`` (``NO_CANDIDATES``; ``PREEMPT`` when
+        some victim is in the preemptor's own queue; ``RECLAIM`` when all are borrowers elsewhere,
+        which flavor assignment prefers) and the borrowing level the preemptor would have once
+        they are done (``quota.lowest_fitting_subtree``), as Kueue's preemption oracle.
         """
         spec = self._specs[node.name]
         chosen, _ = self._search(preemptor, spec, {fr: val}, {fr})
         if not chosen:
-            return None
+            return NO_CANDIDATES, quota.borrowing_level(node, fr, val)
         for cand in chosen:
             quota.remove_usage(cand.node, cand.info.admission.usage)  # type: ignore[union-attr]
         level = quota.borrowing_level(node, fr, val)
         for cand in chosen:
             quota.add_usage(cand.node, cand.info.admission.usage)  # type: ignore[union-attr]
-        return level
+        return (PREEMPT if any(cand.same_queue for cand in chosen) else RECLAIM), level
 
     def targets(
         self,

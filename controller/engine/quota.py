@@ -31,6 +31,7 @@ class QuotaNode:
     __slots__ = (
         "borrowing",
         "children",
+        "height",
         "is_cluster_queue",
         "name",
         "parent",
@@ -48,6 +49,9 @@ class QuotaNode:
         self.children: list[QuotaNode] = []
         self.subtree: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
+        # Cohorts only: how many levels of the tree hang below this one (a Cohort whose children are
+        # only ClusterQueues has height 1), set when the forest is built.
+        self.height = 0
         # ClusterQueues only: the flavor/resources it uses above its nominal quota, and the set of
         # borrowing ClusterQueues of its tree (one set object shared by the tree). Preemption looks
         # for reclaimable workloads only in those queues instead of scanning the whole tree.
@@ -143,22 +147,40 @@ def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
     return result
 
 
-def borrowing_level(node: QuotaNode, fr: FlavorResource, val: int) -> int:
-    """0 when ``val`` more fits in the queue's own quota, else how many levels up it must borrow."""
+def lowest_fitting_subtree(node: QuotaNode, fr: FlavorResource, val: int) -> tuple[int, bool]:
+    """How far ``val`` more of ``fr`` has to reach for quota, as Kueue measures it
+    (``FindHeightOfLowestSubtreeThatFits`` in kueue/pkg/scheduler/preemption/classical).
+
+    The first value is the borrowing level: 0 when ``val`` fits within the ClusterQueue's nominal
+    quota, else the *height* of the lowest Cohort on the way up whose subtree has room for what the
+    queue cannot hold itself. Height, not distance: a Cohort's height is that of its deepest
+    branch, so in an uneven tree two queues borrowing from the same Cohort get the same level and
+    entries compare fairly. The walk subtracts, at every node, only what that node keeps private
+    (its lending limit's remainder), because everything else it holds is already counted in its
+    parent's subtree.
+
+    The second value says whether room for ``val`` exists below the root, so that preempting
+    inside that subtree could help even when the request is above the queue's nominal quota.
+    """
     used = node.usage.get(fr, 0)
-    if used + val <= node.subtree.get(fr, 0) or node.parent is None:
-        return 0
-    remaining = val - max(0, node.subtree.get(fr, 0) - used)
-    level = 1
+    if node.parent is None:
+        return 0, False
+    if used + val <= node.nominal(fr):
+        return 0, True
+    remaining = val - max(0, node.local_quota(fr) - used)
     current = node.parent
-    while current.parent is not None:
-        current_used = current.usage.get(fr, 0)
-        if current_used + remaining <= current.subtree.get(fr, 0):
-            return level
-        remaining -= max(0, current.subtree.get(fr, 0) - current_used)
+    while True:
+        if current.usage.get(fr, 0) + remaining <= current.subtree.get(fr, 0):
+            return current.height, current.parent is not None
+        if current.parent is None:
+            return current.height, False  # does not fit anywhere: the whole tree's height
+        remaining -= max(0, current.local_quota(fr) - current.usage.get(fr, 0))
         current = current.parent
-        level += 1
-    return level
+
+
+def borrowing_level(node: QuotaNode, fr: FlavorResource, val: int) -> int:
+    """The borrowing level of :func:`lowest_fitting_subtree` alone."""
+    return lowest_fitting_subtree(node, fr, val)[0]
 
 
 def fits(node: QuotaNode, usage: Mapping[FlavorResource, int], allow_borrowing: bool = True) -> bool:
@@ -232,6 +254,7 @@ class QuotaForest:
             n for n in cq_nodes.values() if n.parent is None
         ]
         for root in roots:
+            self._compute_height(root)
             self._compute_subtree(root)
             self._share_borrowers(root, set())
         for name, node in cq_nodes.items():
@@ -268,6 +291,20 @@ class QuotaForest:
                 return True
             node = node.parent
         return False
+
+    def _compute_height(self, node: QuotaNode) -> int:
+        """Cohort heights as Kueue counts them: 1 for a Cohort with children, plus one per level of
+        child Cohorts below it; 0 for a childless Cohort and for ClusterQueues."""
+        if node.is_cluster_queue:
+            node.height = 0
+            return 0
+        height = min(len(node.children), 1)
+        for child in node.children:
+            child_height = self._compute_height(child)
+            if not child.is_cluster_queue:
+                height = max(height, child_height + 1)
+        node.height = height
+        return height
 
     def _compute_subtree(self, node: QuotaNode) -> None:
         subtree = {fr: q.nominal for fr, q in node.quotas.items()}

@@ -147,7 +147,7 @@ def test_exceeds_max_quota_and_uncovered_resource() -> None:
     world.add(PlacementWorkloadBuilder("gpu", "ns").queue("lq-cq").podset(cpu="1", **{"nvidia.com/gpu": "1"}).obj())
     pending = {p.workload: p for p in world.cycle().pending}
     assert pending["ns/huge"].reason == "ExceedsMaxQuota"
-    assert "request > maximum capacity (5 > 4)" in pending["ns/huge"].message
+    assert "previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)" in pending["ns/huge"].message
     assert pending["ns/gpu"].reason == "NoMatchingFlavor"
     assert "resource nvidia.com/gpu unavailable in ClusterQueue" in pending["ns/gpu"].message
 

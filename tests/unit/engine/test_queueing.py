@@ -173,7 +173,7 @@ def test_pending_reason_written_only_when_it_changes() -> None:
     # The reason the object already carries counts as written.
     world2 = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="0"))
     msg = "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default, " \
-          "request > maximum capacity (1 > 0)"
+          "previously considered podsets requests (0) + current podset request (1) > maximum capacity (0)"
     world2.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1")
                .condition("QuotaReserved", False, "ExceedsMaxQuota", msg).obj())
     assert world2.cycle().pending == []
