@@ -15,7 +15,8 @@ Kueue's rules, applied to the live quota forest (every removal is undone before 
 * Borrowing: without ``borrowWithinCohort`` the preemptor may only reclaim from other queues when
   it ends within its nominal quota; otherwise it may only evict in its own queue. With
   ``borrowWithinCohort: LowerPriority`` it may also borrow while reclaiming, from workloads of
-  lower priority (and at most ``maxPriorityThreshold``).
+  lower priority (and at most ``maxPriorityThreshold``); reclaiming its own nominal quota is not
+  held to that threshold.
 
 Reasons recorded on victims: ``InClusterQueue``, ``InCohortReclamation``,
 ``InCohortReclaimWhileBorrowing``.
@@ -176,7 +177,14 @@ class Preemptor:
         if len(same) == len(candidates):
             return self._minimal(node, usage, frs, candidates, True), False
         policy = spec.preemption
+        within_nominal = all(node.usage.get(fr, 0) < node.nominal(fr) for fr in frs)
         if policy.borrow_within_cohort == c.PREEMPT_LOWER_PRIORITY:
+            # Reclaiming what the queue is owed needs no borrowing, so the priority threshold does
+            # not apply to it; only evictions that let the preemptor borrow are held to it.
+            if within_nominal:
+                targets = self._minimal(node, usage, frs, candidates, False)
+                if targets:
+                    return targets, False
             threshold = policy.max_priority_threshold
             allowed = [
                 cand
@@ -185,7 +193,7 @@ class Preemptor:
                 or (cand.info.priority < preemptor.priority and (threshold is None or cand.info.priority <= threshold))
             ]
             return self._minimal(node, usage, frs, allowed, True), True
-        if all(node.usage.get(fr, 0) < node.nominal(fr) for fr in frs):
+        if within_nominal:
             targets = self._minimal(node, usage, frs, candidates, False)
             if targets:
                 return targets, False
