@@ -85,7 +85,7 @@ class _FlavorGrade:
     preempt_frs: set[FlavorResource]
 
 
-def _preferred(a_mode: int, a_level: int, b_mode: int, b_level: int, preemption_over_borrowing: bool) -> bool:
+def preferred(a_mode: int, a_level: int, b_mode: int, b_level: int, preemption_over_borrowing: bool) -> bool:
     """Whether grade ``a`` is better than grade ``b`` (Kueue's ``isPreferred``)."""
     if a_mode == NO_FIT:
         return False
@@ -166,13 +166,13 @@ def assign_flavors(
                         no_fit_reason = _worse_reason(no_fit_reason, reason)
                     if mode in (PREEMPT, RECLAIM):
                         grade.preempt_frs.add(fr)
-                    if _preferred(grade.mode, grade.level, mode, level, spec.preemption_over_borrowing):
+                    if preferred(grade.mode, grade.level, mode, level, spec.preemption_over_borrowing):
                         grade.mode = mode
                     grade.level = max(grade.level, level)
                 if not _try_next(grade, spec):
                     best = grade
                     break
-                if _preferred(grade.mode, grade.level, *(
+                if preferred(grade.mode, grade.level, *(
                     (best.mode, best.level) if best is not None else (NO_FIT, 0)
                 ), spec.preemption_over_borrowing):
                     best = grade

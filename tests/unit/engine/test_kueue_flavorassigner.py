@@ -23,6 +23,7 @@ from controller.engine import flavors as fa
 from controller.engine import quota
 from controller.engine.records import FlavorResource, WorkloadInfo
 from tests.builders import (
+    CohortBuilder,
     FungibleClusterQueueBuilder,
     PlacementWorkloadBuilder,
     ResourceFlavorBuilder,
@@ -85,10 +86,12 @@ def _use(world: World, cq_name: str, usage: dict[FlavorResource, str], prefix: s
         )
 
 
-def _assign(case: Case) -> fa.Assignment:
+def _assign(case: Case, cohorts: list[Obj] | None = None) -> fa.Assignment:
     world = World()
-    for flavor in _flavors():
+    for flavor in [*_flavors(), ResourceFlavorBuilder("three").obj()]:
         world.engine.upsert_resource_flavor(flavor)
+    for cohort in cohorts or []:
+        world.engine.upsert_cohort(cohort)
     main = case.cluster_queue.obj()
     world.queue(main)
     if case.secondary is not None:
@@ -266,6 +269,60 @@ CASES = [
          secondary=cq("test-secondary-clusterqueue").cohort("test-cohort").flavor("one", cpu="12"),
          secondary_usage={("one", "cpu"): "10"},
          oracle={("one", "cpu"): (fa.PREEMPT, 1)}),
+    Case("TestAssignFlavors/when borrowing while preemption is needed for flavor one, no borrowingLimit; "
+         "WhenCanBorrow=MayStopSearch",
+         ps(cpu="12"), cq().cohort("test-cohort").preemption(reclaim_within_cohort="LowerPriority",
+                                                             borrow_within_cohort="LowerPriority")
+         .fungibility("MayStopSearch", "MayStopSearch").flavor("one", cpu="0").flavor("two", cpu="12"),
+         "Preempt", [{"cpu": "one"}], borrowing=1,
+         message=MSG.format("main", "insufficient unused quota for cpu in flavor one, 10 more needed"),
+         secondary=cq("test-secondary-clusterqueue").cohort("test-cohort").flavor("one", cpu="12"),
+         secondary_usage={("one", "cpu"): "10"},
+         oracle={("one", "cpu"): (fa.PREEMPT, 1)}),
+    Case("TestAssignFlavors/when borrowing while preemption is needed for flavor one; WhenCanBorrow=TryNextFlavor",
+         ps(cpu="12"), cq().cohort("test-cohort").preemption(reclaim_within_cohort="LowerPriority",
+                                                             borrow_within_cohort="LowerPriority")
+         .fungibility("TryNextFlavor", "MayStopSearch")
+         .flavor("one", borrowing_limit={"cpu": "12"}, cpu="0").flavor("two", cpu="12"),
+         "Fit", [{"cpu": "two"}],
+         secondary=cq("test-secondary-clusterqueue").cohort("test-cohort").flavor("one", cpu="12")),
+    Case("TestAssignFlavors/when borrowing while preemption is needed, but borrowingLimit exceeds the quota "
+         "available in the cohort",
+         ps(cpu="12"), cq().cohort("test-cohort").preemption(reclaim_within_cohort="LowerPriority",
+                                                             borrow_within_cohort="LowerPriority")
+         .flavor("one", borrowing_limit={"cpu": "12"}, cpu="0"),
+         "NoFit", message=MSG.format("main", "insufficient quota for cpu in flavor one, previously considered "
+                                             "podsets requests (0) + current podset request (12) > maximum capacity (11)"),
+         secondary=cq("test-secondary-clusterqueue").cohort("test-cohort").flavor("one", cpu="11"),
+         secondary_usage={("one", "cpu"): "10"}),
+    Case("TestAssignFlavors/lend try next flavor, found the second flavor",
+         ps(cpu="9"), cq().cohort("test-cohort").fungibility("TryNextFlavor", "TryNextFlavor")
+         .flavor("one", lending_limit={"cpu": "1"}, pods="10", cpu="10")
+         .flavor("two", lending_limit={"cpu": "0"}, pods="10", cpu="10"),
+         "Fit", [{"cpu": "two", "pods": "two"}], usage={("one", "cpu"): "2"},
+         secondary=cq("test-secondary-clusterqueue").cohort("test-cohort").flavor("one", cpu="1")),
+    Case("TestAssignFlavors/lend try next flavor, found the first flavor",
+         ps(cpu="9"), cq().cohort("test-cohort").fungibility("TryNextFlavor", "TryNextFlavor")
+         .flavor("one", lending_limit={"cpu": "1"}, pods="10", cpu="10")
+         .flavor("two", lending_limit={"cpu": "0"}, pods="10", cpu="1"),
+         "Fit", [{"cpu": "one", "pods": "one"}], borrowing=1, usage={("one", "cpu"): "2"},
+         secondary=cq("test-secondary-clusterqueue").cohort("test-cohort").flavor("one", cpu="1")),
+    Case("TestAssignFlavors/cannot preempt in cohort (oracle returns None) for the first flavor, tries the second "
+         "flavor (which fits)",
+         ps(cpu="2"), cq().cohort("test-cohort").fungibility("MayStopSearch", "MayStopSearch")
+         .preemption(reclaim_within_cohort="LowerPriority", borrow_within_cohort="LowerPriority")
+         .flavor("one", borrowing_limit={"cpu": "2"}, cpu="0").flavor("two", borrowing_limit={"cpu": "2"}, cpu="0"),
+         "Fit", [{"cpu": "two"}], borrowing=1,
+         secondary=cq("test-secondary-clusterqueue").cohort("test-cohort").flavor("one", cpu="2").flavor("two", cpu="2"),
+         secondary_usage={("one", "cpu"): "2"},
+         oracle={("one", "cpu"): (fa.NO_CANDIDATES, 0)}),
+    Case("TestAssignFlavors/quota exhausted, but can preempt in cohort and ClusterQueue",
+         ps(cpu="9"), cq().cohort("test-cohort").flavor("one", lending_limit={"cpu": "0"}, pods="10", cpu="10"),
+         "Preempt", [{"cpu": "one", "pods": "one"}], borrowing=1,
+         message=MSG.format("main", "insufficient unused quota for cpu in flavor one, 1 more needed"),
+         usage={("one", "cpu"): "2"},
+         secondary=cq("test-secondary-clusterqueue").cohort("test-cohort").flavor("one", pods="0", cpu="0"),
+         oracle={("one", "cpu"): (fa.PREEMPT, 1)}),
 ]
 
 
@@ -334,3 +391,82 @@ def test_kueue_reclaim_before_priority_preemption_case(case: Case) -> None:
     assignment = _assign(case)
     assert _mode(assignment) == case.mode
     assert [ps.flavors for ps in assignment.podsets] == case.flavors
+
+
+# TestHierarchical: flavors one, two, three and a three-level Cohort tree (three > two > one) where
+# each Cohort holds 4 cpu of its own flavor; test-clusterqueue sits in Cohort one with no quota of
+# its own, other-clusterqueue in Cohort two.
+def _hierarchical(
+    source: str,
+    test_usage: dict[FlavorResource, str],
+    other_usage: dict[FlavorResource, str],
+    want: str,
+    *,
+    one_quota: tuple[str, str | None] = ("0", None),
+    fungibility: tuple[str | None, str | None, str | None] = (None, "TryNextFlavor", None),
+    oracle: dict[FlavorResource, tuple[int, int]] | None = None,
+) -> tuple[str, Case, list[Obj]]:
+    nominal, borrowing_limit = one_quota
+    test = cq().cohort("one").preemption(within_cluster_queue="LowerPriority", reclaim_within_cohort="LowerPriority")
+    test.fungibility(*fungibility)
+    test.flavor("one", borrowing_limit={"cpu": borrowing_limit} if borrowing_limit else None, cpu=nominal)
+    test.flavor("two", cpu="0").flavor("three", cpu="0")
+    other = cq("other-clusterqueue").cohort("two").flavor("one", cpu="0").flavor("two", cpu="0").flavor("three", cpu="0")
+    cohorts = [
+        CohortBuilder("three").flavor("three", cpu="4").obj(),
+        CohortBuilder("two").parent("three").flavor("two", cpu="4").obj(),
+        CohortBuilder("one").parent("two").flavor("one", cpu="4").obj(),
+    ]
+    case = Case(source, ps(cpu="4"), test, "Fit", [{"cpu": want}], usage=test_usage, secondary=other,
+                secondary_usage=other_usage, oracle=oracle or {})
+    return source, case, cohorts
+
+
+HIERARCHICAL_CASES = [
+    _hierarchical("TestHierarchical/Select the top flavor", {("one", "cpu"): "4"}, {("two", "cpu"): "4"}, "three"),
+    _hierarchical("TestHierarchical/Select the first flavor which fits", {("one", "cpu"): "4"}, {}, "two"),
+    _hierarchical(
+        "TestHierarchical/Select deeper-borrowing flavor that fits when shallower-borrowing flavor has no "
+        "preemption candidates",
+        {("one", "cpu"): "4"}, {}, "two", one_quota=("4", "0"),
+        fungibility=("TryNextFlavor", "TryNextFlavor", "PreemptionOverBorrowing"),
+        oracle={("one", "cpu"): (fa.NO_CANDIDATES, 1)}),
+]
+
+
+@pytest.mark.parametrize(("source", "case", "cohorts"), HIERARCHICAL_CASES, ids=[c[0] for c in HIERARCHICAL_CASES])
+def test_kueue_hierarchical_case(source: str, case: Case, cohorts: list[Obj]) -> None:
+    assert _mode(_assign(case, cohorts)) == case.mode, source
+    assert [ps.flavors for ps in _assign(case, cohorts).podsets] == case.flavors
+
+
+def test_hierarchical_borrowing_level_is_the_height_of_the_lending_cohort() -> None:
+    """Borrowing from Cohort three (the root of a three-level tree) is level 3, from two level 2."""
+    top = _assign(HIERARCHICAL_CASES[0][1], HIERARCHICAL_CASES[0][2])
+    first = _assign(HIERARCHICAL_CASES[1][1], HIERARCHICAL_CASES[1][2])
+    assert (top.borrowing_level, first.borrowing_level) == (3, 2)
+
+
+# TestIsPreferred: grade a against grade b, (mode, borrowing level).
+IS_PREFERRED = [
+    ("feature gate disabled prioritises preemption", (fa.FIT, 0), (fa.PREEMPT, 0), False, True),
+    ("explicit BorrowingOverPreemption prioritises borrowing distance", (fa.PREEMPT, 1), (fa.FIT, 2), False, False),
+    ("explicit PreemptionOverBorrowing prioritises lower preemption", (fa.PREEMPT, 1), (fa.FIT, 2), True, True),
+    ("explicit PreemptionOverBorrowing breaks borrowing ties with preemption", (fa.PREEMPT, 1), (fa.FIT, 1), True, False),
+    ("explicit PreemptionOverBorrowing rejects no-candidate flavor before borrowing comparison",
+     (fa.NO_CANDIDATES, 1), (fa.FIT, 2), True, False),
+    ("explicit PreemptionOverBorrowing prefers fit over shallower-borrowing no-candidate flavor",
+     (fa.FIT, 2), (fa.NO_CANDIDATES, 1), True, True),
+    ("no-candidate flavor remains preferable to no-fit flavor", (fa.NO_CANDIDATES, 1), (fa.NO_FIT, 0), False, True),
+    ("no-fit flavor remains worse than no-candidate flavor", (fa.NO_FIT, 0), (fa.NO_CANDIDATES, 1), False, False),
+    ("no-candidate flavors retain borrowing preference", (fa.NO_CANDIDATES, 1), (fa.NO_CANDIDATES, 2), True, True),
+    ("no-candidate flavors retain borrowing preference in reverse",
+     (fa.NO_CANDIDATES, 2), (fa.NO_CANDIDATES, 1), True, False),
+]
+
+
+@pytest.mark.parametrize(("source", "a", "b", "preemption_over_borrowing", "want"), IS_PREFERRED,
+                         ids=[f"TestIsPreferred/{c[0]}" for c in IS_PREFERRED])
+def test_kueue_is_preferred_case(source: str, a: tuple[int, int], b: tuple[int, int],
+                                 preemption_over_borrowing: bool, want: bool) -> None:
+    assert fa.preferred(*a, *b, preemption_over_borrowing) is want, source

@@ -189,3 +189,41 @@ def test_registering_many_queues_rebuilds_the_forest_once(monkeypatch) -> None:
     assert calls == []
     assert world.admit() == ["ns/wl"]  # borrows from its cohort: the forest is complete
     assert calls == [1]
+
+
+def _using(world: World, cq: str, cpu: str, name: str) -> None:
+    world.add(PlacementWorkloadBuilder(name, "ns").queue(f"lq-{cq}").podset(cpu=cpu)
+              .reserved(cq, {"cpu": "default"}, {"cpu": cpu}).admitted().obj())
+
+
+def test_borrowing_level_is_the_height_of_the_cohort_that_lends_not_its_distance() -> None:
+    """A queue hanging directly off a root whose other branch is a Cohort of queues borrows from a
+    subtree of height 2 (Kueue's ``FindHeightOfLowestSubtreeThatFits``), as a queue of that branch
+    borrowing from the root does: entries of both compare at the same level."""
+    world = _world(
+        FungibleClusterQueueBuilder("r").cohort("root").flavor("default", cpu="1"),
+        FungibleClusterQueueBuilder("a1").cohort("branch").flavor("default", cpu="1"),
+        cohorts=(CohortBuilder("root").flavor("default", cpu="10"), CohortBuilder("branch").parent("root")),
+    )
+    r, a1 = world.engine.forest.cluster_queues["r"], world.engine.forest.cluster_queues["a1"]  # cpu in millicores
+    assert quota.lowest_fitting_subtree(r, FR, 1000) == (0, True)
+    assert quota.lowest_fitting_subtree(r, FR, 3000) == (2, False)
+    assert quota.lowest_fitting_subtree(a1, FR, 3000) == (2, False)
+
+
+def test_borrowing_level_counts_a_queues_unused_quota_once() -> None:
+    """Room left in a queue's own nominal quota is part of its Cohort's subtree already; counting it
+    again on the way up would place the borrowing one level too low."""
+    world = _world(
+        FungibleClusterQueueBuilder("a").cohort("mid").flavor("default", cpu="4"),
+        FungibleClusterQueueBuilder("b").cohort("mid").flavor("default", cpu="4"),
+        FungibleClusterQueueBuilder("c").cohort("top").flavor("default", cpu="8"),
+        cohorts=(CohortBuilder("mid").parent("top"), CohortBuilder("top")),
+    )
+    _using(world, "a", "3", "a-used")
+    _using(world, "b", "4", "b-used")
+    a = world.engine.forest.cluster_queues["a"]
+    # a wants 2: 1 from its own nominal, 1 more; mid (8) already holds 7, so mid cannot give 2
+    # without counting a's free cpu twice: the room is in top.
+    assert quota.lowest_fitting_subtree(a, FR, 2000) == (2, False)
+    assert quota.lowest_fitting_subtree(a, FR, 1000) == (0, True)
