@@ -28,13 +28,17 @@ from pykueue.api import constants as c
 from pykueue.api.quantity import format_quantity
 
 from . import quota
-from .flavors import FIT, NO_FIT, PREEMPT, Assignment, assign_flavors
+from .flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment, assign_flavors
 from .options import OptionBook, migration_message
 from .preemption import Target, preemption_message
 from .queue_manager import QueueManager
 from .quota_cache import QuotaCache
-from .records import FlavorResource, ObjectKey, OrderKey, WorkloadInfo
+from .records import ClusterQueueSpec, FlavorResource, ObjectKey, OrderKey, WorkloadInfo
 from .results import CycleResult, Eviction, Preemption, Reservation
+
+
+# Kueue's words for an entry passed over because an earlier entry of the same cycle took its room.
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 
 
 class Holdings(Protocol):
@@ -190,6 +194,7 @@ def _process(
                 holdings.restore(holder)
             queues.requeue(info, name)
             exhausted.add(name)
+            queues.emit_reason(result, info.key, c.REASON_PENDING, NO_LONGER_FITS)
             return
         flavors_used = {f for ps in assignment.podsets for f in ps.flavors.values()}
         checks = tuple(r.name for r in spec.checks if not r.on_flavors or r.on_flavors & flavors_used)
@@ -226,6 +231,7 @@ def _process(
             # Kueue skips a preemptor whose victims another entry of this cycle already claimed.
             queues.requeue(info, name)
             exhausted.add(name)
+            queues.emit_reason(result, info.key, c.REASON_PENDING, NO_LONGER_FITS)
             return
         targeted.update(victims)
         usage = dict(assignment.usage)
@@ -252,13 +258,30 @@ def _process(
         queues.requeue(info, name)
         queue.sticky = info.key
         exhausted.add(name)
+        pending = f"Pending the preemption of {len(entry.targets)} workload(s)"
         queues.emit_reason(
             result,
             info.key,
             c.REASON_WAITING_FOR_PREEMPTED,
-            f"Pending the preemption of {len(entry.targets)} workload(s)",
+            f"{assignment.message}. {pending}" if assignment.message else pending,
         )
         return
+
+    if (
+        assignment.mode in (PREEMPT, NO_CANDIDATES)
+        and node.parent is not None
+        and spec.preemption.reclaim_within_cohort != c.PREEMPT_ANY
+    ):
+        # Evictions could make room but none may happen now: keep what the workload could claim
+        # from being lent to other queues' entries later in this cycle, or borrowers would keep
+        # taking the quota it waits for (Kueue's reserveCapacityForUnreclaimablePreempt). A queue
+        # that may reclaim from anyone gets its quota back by preemption, so it does not hold it.
+        # The queue takes no more heads this cycle, as in Kueue, whose cycle has one per queue.
+        reserve = _reservable(node, spec, assignment)
+        if reserve:
+            quota.add_usage(node, reserve)
+            held.append((node, reserve))
+            exhausted.add(name)
 
     if entry.retry_next_cycle:
         queues.requeue(info, name)  # its victims were admitted this cycle: they are candidates next
@@ -276,6 +299,26 @@ def _process(
         exhausted.add(name)
     else:
         queue.park_shape_of(info)
+
+
+def _reservable(node: quota.QuotaNode, spec: ClusterQueueSpec, assignment: Assignment) -> dict[FlavorResource, int]:
+    """What a waiting entry holds back for the rest of the cycle: its usage, capped at what its
+    queue may still take — up to the borrowing limit when it would borrow, else up to its
+    nominal quota (Kueue's ``quotaResourcesToReserve``)."""
+    reserve: dict[FlavorResource, int] = {}
+    for fr, amount in assignment.usage.items():
+        used = node.usage.get(fr, 0)
+        if assignment.borrows:
+            limit = spec.quota_of(*fr)
+            cap = amount if limit is None or limit.borrowing_limit is None else (
+                node.nominal(fr) + limit.borrowing_limit - used
+            )
+            value = min(amount, cap)
+        else:
+            value = min(amount, node.nominal(fr) - used)
+        if value > 0:
+            reserve[fr] = value
+    return reserve
 
 
 def _admission_dict(cluster_queue: str, assignment: Assignment) -> dict[str, object]:

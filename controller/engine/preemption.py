@@ -1,25 +1,27 @@
 """Classical preemption: which admitted workloads to evict so that a pending one fits.
 
-Kueue's rules, applied to the live quota forest (every removal is undone before returning):
+Kueue's algorithm (kueue/pkg/scheduler/preemption/classical/), applied to the live quota forest
+(every removal is undone before returning):
 
-* Candidates use at least one flavor/resource the preemptor needs preempted. From the preemptor's
+* **Candidates** use at least one flavor/resource the preemptor needs freed. From the preemptor's
   own ClusterQueue they must satisfy ``withinClusterQueue`` (``LowerPriority``: strictly lower
   priority; ``LowerOrNewerEqualPriority``: also equal priority with a newer queue timestamp). From
-  other ClusterQueues of the same cohort tree they must satisfy ``reclaimWithinCohort``
-  (``LowerPriority`` or ``Any``) and their queue must be borrowing one of those resources.
-* Order: workloads already being evicted first (they are free), other queues before the
-  preemptor's own, lower priority first, most recently reserved first, then UID.
-* Greedy removal in that order until the preemptor fits, skipping a cross-queue candidate whose
-  queue has stopped borrowing; then *fill back*: walk the chosen set backwards and put back every
-  workload whose eviction turns out not to be needed. The result is a minimal set for that order.
-* Borrowing: without ``borrowWithinCohort`` the preemptor may only reclaim from other queues when
-  it ends within its nominal quota; otherwise it may only evict in its own queue. With
-  ``borrowWithinCohort: LowerPriority`` it may also borrow while reclaiming, from workloads of
-  lower priority (and at most ``maxPriorityThreshold``); reclaiming its own nominal quota is not
-  held to that threshold.
-
-Reasons recorded on victims: ``InClusterQueue``, ``InCohortReclamation``,
-``InCohortReclaimWhileBorrowing``.
+  other ClusterQueues they must satisfy ``reclaimWithinCohort`` and their queue — and every Cohort
+  between it and the Cohort it shares with the preemptor — must be above its nominal quota in one
+  of those resources (it uses quota that is not its own).
+* **Hierarchical advantage**: walking up from the preemptor, once some subtree would hold the
+  request within its own quota, queues reached from that subtree's Cohort or above are using
+  quota the preemptor is closer to; their workloads are reclaimable whatever the
+  ``borrowWithinCohort`` rules (reason ``InCohortReclamation``). Others are *priority
+  candidates*: without ``borrowWithinCohort`` only while the preemptor does not borrow
+  (``InCohortReclamation``); with it, those of lower priority and at most
+  ``maxPriorityThreshold`` may be taken while borrowing (``InCohortReclaimWhileBorrowing``).
+* **Order**: workloads already being evicted first; then hierarchy candidates, priority
+  candidates, own-queue candidates, each ordered other queues first, lower priority, most
+  recently reserved.
+* **Search**: greedy removal in that order until the preemptor fits (with or without borrowing,
+  tried in Kueue's order for the policy), skipping a candidate whose queue or subtree has come
+  back within its nominal quota; then *fill back* every removed workload that was not needed.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ class _Candidate:
     cluster_queue: str
     node: quota.QuotaNode
     same_queue: bool
+    reason: str = c.REASON_IN_CLUSTER_QUEUE
+    # Cross-queue candidates: the Cohort the candidate's queue shares with the preemptor's, and
+    # whether it may only be taken while the preemptor stays within its nominal quota.
+    lca: quota.QuotaNode | None = None
+    without_borrowing_only: bool = False
 
 
 def preemption_message(preemptor: WorkloadInfo, reason: str, preemptor_path: str, victim_path: str) -> str:
@@ -96,11 +103,14 @@ class Preemptor:
         return False
 
     def _candidates(
-        self, preemptor: WorkloadInfo, spec: ClusterQueueSpec, frs: set[FlavorResource]
-    ) -> list[_Candidate]:
+        self, preemptor: WorkloadInfo, spec: ClusterQueueSpec, usage: Mapping[FlavorResource, int],
+        frs: set[FlavorResource],
+    ) -> tuple[list[_Candidate], int, bool]:
+        """Candidates in search order, how many come from other queues, and whether any of those
+        is reclaimable by hierarchical advantage."""
         policy = spec.preemption
-        found: list[_Candidate] = []
         own_node = self._forest.cluster_queues[spec.name]
+        same: list[_Candidate] = []
         if policy.within_cluster_queue != c.PREEMPT_NEVER:
             for info in self._admitted.get(spec.name, {}).values():
                 if info.key == preemptor.key or not _uses_any(info, frs):
@@ -109,11 +119,19 @@ class Preemptor:
                     self.passed_over_fresh = True
                     continue
                 if self._within_allows(policy.within_cluster_queue, preemptor, info):
-                    found.append(_Candidate(info, spec.name, own_node, True))
-        if spec.cohort and policy.reclaim_within_cohort != c.PREEMPT_NEVER:
-            # Only queues that borrow can be reclaimed from; the tree keeps them indexed.
+                    same.append(_Candidate(info, spec.name, own_node, True))
+        hierarchy: list[_Candidate] = []
+        by_priority: list[_Candidate] = []
+        if own_node.parent is not None and policy.reclaim_within_cohort != c.PREEMPT_NEVER:
+            advantage = _advantage_by_ancestor(own_node, usage)
+            forbidden = policy.borrow_within_cohort == c.PREEMPT_NEVER
+            threshold = policy.max_priority_threshold
+            # Only queues above nominal quota hold reclaimable workloads; the tree indexes them.
             for node in own_node.tree_borrowers:
                 if node is own_node or node.borrowing.isdisjoint(frs):
+                    continue
+                lca = _shared_cohort(node, advantage)
+                if lca is None or not _over_nominal_below(node, lca, frs):
                     continue
                 for info in self._admitted.get(node.name, {}).values():
                     if not _uses_any(info, frs):
@@ -121,18 +139,48 @@ class Preemptor:
                     if info.key in self.reserved_this_cycle:
                         self.passed_over_fresh = True
                         continue
-                    if policy.reclaim_within_cohort == c.PREEMPT_ANY or info.priority < preemptor.priority:
-                        found.append(_Candidate(info, node.name, node, False))
-        found.sort(key=self._order)
-        return found
+                    if policy.reclaim_within_cohort == c.PREEMPT_LOWER_PRIORITY and info.priority >= preemptor.priority:
+                        continue
+                    if advantage[lca]:
+                        hierarchy.append(_Candidate(info, node.name, node, False, c.REASON_IN_COHORT_RECLAMATION, lca))
+                        continue
+                    above_threshold = info.priority >= preemptor.priority or (
+                        threshold is not None and info.priority > threshold
+                    )
+                    if forbidden or above_threshold:
+                        by_priority.append(
+                            _Candidate(info, node.name, node, False, c.REASON_IN_COHORT_RECLAMATION, lca, True)
+                        )
+                    else:
+                        by_priority.append(
+                            _Candidate(info, node.name, node, False, c.REASON_IN_COHORT_RECLAIM_WHILE_BORROWING, lca)
+                        )
+        lists = [sorted(group, key=self._order) for group in (hierarchy, by_priority, same)]
+        free = [cand for group in lists for cand in group if self._is_free(cand)]
+        rest = [cand for group in lists for cand in group if not self._is_free(cand)]
+        return free + rest, len(hierarchy) + len(by_priority), bool(hierarchy)
+
+    def _is_free(self, cand: _Candidate) -> bool:
+        return cand.info.evicted or cand.info.key in self._being_evicted
 
     def _order(self, cand: _Candidate) -> tuple[bool, bool, int, float, str]:
         info = cand.info
-        free = info.evicted or info.key in self._being_evicted
         reserved_at = info.admission.reserved_at if info.admission is not None else 0.0
-        return (not free, cand.same_queue, info.priority, -reserved_at, info.uid)
+        return (not self._is_free(cand), cand.same_queue, info.priority, -reserved_at, info.uid)
 
     # --- search ----------------------------------------------------------------------------------
+    @staticmethod
+    def _still_valid(cand: _Candidate, frs: set[FlavorResource], allow_borrowing: bool) -> bool:
+        """Kueue's candidateIsValid: an own-queue candidate always is; another queue's only while
+        it (and its subtree up to the shared Cohort) still uses quota that is not its own."""
+        if cand.same_queue:
+            return True
+        if allow_borrowing and cand.without_borrowing_only:
+            return False
+        if cand.node.borrowing.isdisjoint(frs):
+            return False
+        return _over_nominal_below(cand.node, cand.lca, frs)
+
     def _minimal(
         self,
         node: quota.QuotaNode,
@@ -144,7 +192,7 @@ class Preemptor:
         removed: list[_Candidate] = []
         fitted = False
         for cand in candidates:
-            if not cand.same_queue and not any(quota.is_borrowing(cand.node, fr) for fr in frs):
+            if not self._still_valid(cand, frs, allow_borrowing):
                 continue
             quota.remove_usage(cand.node, cand.info.admission.usage)  # type: ignore[union-attr]
             removed.append(cand)
@@ -167,37 +215,25 @@ class Preemptor:
 
     def _search(
         self, preemptor: WorkloadInfo, spec: ClusterQueueSpec, usage: Mapping[FlavorResource, int], frs: set[FlavorResource]
-    ) -> tuple[list[_Candidate], bool]:
-        """(targets, whether the cross-queue ones were taken while the preemptor borrows)."""
+    ) -> list[_Candidate]:
+        """The victims, in the order Kueue tries borrowing and not borrowing for the policy."""
         node = self._forest.cluster_queues[spec.name]
-        candidates = self._candidates(preemptor, spec, frs)
+        candidates, from_other_queues, any_hierarchical = self._candidates(preemptor, spec, usage, frs)
         if not candidates:
-            return [], False
-        same = [cand for cand in candidates if cand.same_queue]
-        if len(same) == len(candidates):
-            return self._minimal(node, usage, frs, candidates, True), False
-        policy = spec.preemption
-        within_nominal = all(node.usage.get(fr, 0) < node.nominal(fr) for fr in frs)
-        if policy.borrow_within_cohort == c.PREEMPT_LOWER_PRIORITY:
-            # Reclaiming what the queue is owed needs no borrowing, so the priority threshold does
-            # not apply to it; only evictions that let the preemptor borrow are held to it.
-            if within_nominal:
-                targets = self._minimal(node, usage, frs, candidates, False)
-                if targets:
-                    return targets, False
-            threshold = policy.max_priority_threshold
-            allowed = [
-                cand
-                for cand in candidates
-                if cand.same_queue
-                or (cand.info.priority < preemptor.priority and (threshold is None or cand.info.priority <= threshold))
-            ]
-            return self._minimal(node, usage, frs, allowed, True), True
-        if within_nominal:
-            targets = self._minimal(node, usage, frs, candidates, False)
+            return []
+        forbidden = spec.preemption.borrow_within_cohort == c.PREEMPT_NEVER
+        under_nominal = all(node.usage.get(fr, 0) < node.nominal(fr) for fr in frs)
+        if from_other_queues == 0 or (forbidden and not under_nominal):
+            attempts = (True,)
+        elif forbidden and not any_hierarchical:
+            attempts = (False, True)
+        else:
+            attempts = (True, False)
+        for allow_borrowing in attempts:
+            targets = self._minimal(node, usage, frs, candidates, allow_borrowing)
             if targets:
-                return targets, False
-        return self._minimal(node, usage, frs, same, True), False
+                return targets
+        return []
 
     def preemption_level(
         self, node: quota.QuotaNode, fr: FlavorResource, val: int, preemptor: WorkloadInfo
@@ -210,7 +246,7 @@ class Preemptor:
         they are done (``quota.lowest_fitting_subtree``), as Kueue's preemption oracle.
         """
         spec = self._specs[node.name]
-        chosen, _ = self._search(preemptor, spec, {fr: val}, {fr})
+        chosen = self._search(preemptor, spec, {fr: val}, {fr})
         if not chosen:
             return NO_CANDIDATES, quota.borrowing_level(node, fr, val)
         for cand in chosen:
@@ -228,25 +264,7 @@ class Preemptor:
         frs: set[FlavorResource],
     ) -> list[Target]:
         """Victims to evict so that ``usage`` fits in ``spec``'s queue; empty when impossible."""
-        chosen, borrow_mode = self._search(preemptor, spec, usage, frs)
-        if not chosen:
-            return []
-        node = self._forest.cluster_queues[spec.name]
-        for cand in chosen:
-            quota.remove_usage(cand.node, cand.info.admission.usage)  # type: ignore[union-attr]
-        borrows = any(node.usage.get(fr, 0) + val > node.nominal(fr) for fr, val in usage.items())
-        for cand in chosen:
-            quota.add_usage(cand.node, cand.info.admission.usage)  # type: ignore[union-attr]
-        result = []
-        for cand in chosen:
-            if cand.same_queue:
-                reason = c.REASON_IN_CLUSTER_QUEUE
-            elif borrow_mode and borrows:
-                reason = c.REASON_IN_COHORT_RECLAIM_WHILE_BORROWING
-            else:
-                reason = c.REASON_IN_COHORT_RECLAMATION
-            result.append(Target(cand.info, cand.cluster_queue, reason))
-        return result
+        return [Target(cand.info, cand.cluster_queue, cand.reason) for cand in self._search(preemptor, spec, usage, frs)]
 
 
 def _uses_any(info: WorkloadInfo, frs: set[FlavorResource]) -> bool:
@@ -254,3 +272,52 @@ def _uses_any(info: WorkloadInfo, frs: set[FlavorResource]) -> bool:
     if admission is None:
         return False
     return any(fr in admission.usage for fr in frs)
+
+
+def _advantage_by_ancestor(node: quota.QuotaNode, usage: Mapping[FlavorResource, int]) -> dict[quota.QuotaNode, bool]:
+    """For each Cohort above ``node``: whether, by the time the walk up reaches it, some subtree
+    on the way (``node`` included) holds the request within its own quota — then the preemptor has
+    a hierarchical advantage over queues met from that Cohort on (Kueue's
+    ``collectCandidatesForHierarchicalReclaim``)."""
+    result: dict[quota.QuotaNode, bool] = {}
+    has_advantage, remaining = _fits_in_quota(node, usage)
+    current = node.parent
+    while current is not None:
+        result[current] = has_advantage
+        fits, remaining = _fits_in_quota(current, remaining)
+        has_advantage = has_advantage or fits
+        current = current.parent
+    return result
+
+
+def _fits_in_quota(node: quota.QuotaNode, usage: Mapping[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
+    """Whether ``usage`` more fits in ``node``'s own subtree quota, and what is left of it once the
+    node's private (non-lendable) headroom is taken."""
+    fits = True
+    remaining: dict[FlavorResource, int] = {}
+    for fr, value in usage.items():
+        if node.usage.get(fr, 0) + value > node.subtree.get(fr, 0):
+            fits = False
+        remaining[fr] = max(0, value - max(0, node.local_quota(fr) - node.usage.get(fr, 0)))
+    return fits, remaining
+
+
+def _shared_cohort(node: quota.QuotaNode, ancestors: Mapping[quota.QuotaNode, bool]) -> quota.QuotaNode | None:
+    """The lowest Cohort above ``node`` that is also above the preemptor (None: other tree)."""
+    current = node.parent
+    while current is not None:
+        if current in ancestors:
+            return current
+        current = current.parent
+    return None
+
+
+def _over_nominal_below(node: quota.QuotaNode, lca: quota.QuotaNode | None, frs: set[FlavorResource]) -> bool:
+    """Whether every Cohort between ``node`` and ``lca`` (both excluded) uses more than its own
+    subtree quota of one of ``frs``: a subtree within its quota lends nothing to reclaim."""
+    current = node.parent
+    while current is not None and current is not lca:
+        if all(current.usage.get(fr, 0) <= current.subtree.get(fr, 0) for fr in frs):
+            return False
+        current = current.parent
+    return True

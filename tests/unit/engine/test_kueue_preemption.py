@@ -79,6 +79,7 @@ class Admitted:
     priority: int = 0
     created: int = 0  # seconds after the test's "now"
     reserved: int = 0
+    evicted: bool = False  # its eviction was issued and is still going on
 
 
 @dataclass
@@ -112,6 +113,8 @@ def _targets(case: Case) -> set[tuple[str, str]]:
         builder.created(_at(wl.created)).podset(**{res: amount for res, (_flavor, amount) in wl.usage.items()})
         builder.reserved(wl.cluster_queue, {res: flavor for res, (flavor, _) in wl.usage.items()},
                          {res: amount for res, (_flavor, amount) in wl.usage.items()}, at=_at(wl.reserved))
+        if wl.evicted:
+            builder.condition("Evicted", True, "Preempted", "Preempted to accommodate a workload")
         world.add(builder.admitted().obj())
     incoming = PlacementWorkloadBuilder("in", "ns").queue(f"lq-{case.target}").priority(case.priority)
     incoming.created(_at(case.created))
@@ -287,4 +290,112 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[case.source for case in CASES])
 def test_kueue_preemption_case(case: Case) -> None:
+    assert _targets(case) == case.preempted
+
+
+# TestHierarchicalPreemptions (kueue/pkg/scheduler/preemption/preemption_hierarchical_test.go):
+# Cohort r at the root, Cohort c below it holding quota of its own; queues in c and directly in r.
+def hq(name: str, cohort: str, cpu: str = "0", *, reclaim: str = "Any", threshold: int | None = None,
+       memory: str | None = None) -> FungibleClusterQueueBuilder:
+    quotas = {"cpu": cpu, **({"memory": memory} if memory else {})}
+    return _queue(name, cohort, {"default": quotas}, "LowerPriority", reclaim,
+                  borrow="LowerPriority" if threshold is not None else None, threshold=threshold)
+
+
+def rc(c_cpu: str = "2", r_cpu: str | None = None, c_memory: str | None = None) -> list[CohortBuilder]:
+    root = CohortBuilder("r")
+    if r_cpu:
+        root.flavor("default", cpu=r_cpu)
+    child = CohortBuilder("c").parent("r").flavor("default", cpu=c_cpu, **({"memory": c_memory} if c_memory else {}))
+    return [root, child]
+
+
+HIERARCHICAL = [
+    Case("preempt with hierarchical advantage", "q", [Admitted("admitted2", "q_borrowing", cpu("2"))],
+         main({"cpu": pre("2")}), {("admitted2", REC)},
+         queues=[hq("q", "c"), hq("q_borrowing", "r")], cohorts=rc()),
+    Case("avoid queues within nominal quota", "q",
+         [Admitted("admitted1", "q_nominal", cpu("2"), -10), Admitted("admitted2", "q_borrowing", cpu("2"))],
+         main({"cpu": pre("2")}), {("admitted2", REC)},
+         queues=[hq("q_nominal", "r", "2"), hq("q", "c"), hq("q_borrowing", "r")], cohorts=rc()),
+    Case("preempt multiple with hierarchical advantage", "q",
+         [Admitted("admitted1", "q_borrowing", cpu("1"), 1), Admitted("admitted2", "q_borrowing", cpu("1"), 2)],
+         main({"cpu": pre("2")}), {("admitted1", REC), ("admitted2", REC)},
+         queues=[hq("q", "c"), hq("q_borrowing", "r")], cohorts=rc()),
+    Case("preempt in cohort and own CQ", "q",
+         [Admitted("admitted_not_preemptible", "q_same_cohort", cpu("1"), 1),
+          Admitted("admitted_preemptible", "q_same_cohort", cpu("2")),
+          Admitted("admitted_own_queue", "q", cpu("1"), -1)],
+         main({"cpu": pre("2")}), {("admitted_own_queue", ICQ), ("admitted_preemptible", RWB)}, priority=1,
+         queues=[hq("q", "c", threshold=0), hq("q_same_cohort", "c")], cohorts=rc("3")),
+    Case("prefer to preempt hierarchical candidate", "q",
+         [Admitted("admitted_borrowing", "q_borrowing", cpu("1"), 1), Admitted("admitted_same_queue", "q", cpu("1"), -2)],
+         main({"cpu": pre("1")}), {("admitted_borrowing", REC)},
+         queues=[hq("q", "c"), hq("q_borrowing", "r")], cohorts=rc()),
+    Case("forced to preempt priority candidate", "q",
+         [Admitted("admitted_nominal", "q_nominal", cpu("2"), -10),
+          Admitted("admitted_same_cohort", "q_same_cohort", cpu("2"), -1)],
+         main({"cpu": pre("2")}), {("admitted_same_cohort", RWB)},
+         queues=[hq("q", "c", threshold=0), hq("q_nominal", "r", "2"), hq("q_same_cohort", "c")], cohorts=rc()),
+    Case("incoming workload fits in CQ nominal quota", "q",
+         [Admitted("admitted_borrowing", "q_borrowing", cpu("3"), 10),
+          Admitted("admitted_same_cohort", "q_same_cohort", cpu("3"), 10)],
+         main({"cpu": pre("4")}), {("admitted_borrowing", REC), ("admitted_same_cohort", REC)},
+         queues=[hq("q", "c", "4"), hq("q_borrowing", "r"), hq("q_same_cohort", "c")], cohorts=rc()),
+    Case("preempt hierarchical and priority candidates", "q",
+         [Admitted("admitted_borrowing", "q_borrowing", cpu("2"), -1),
+          Admitted("admitted_same_cohort_preemptible", "q_same_cohort", cpu("1"), -1),
+          Admitted("admitted_borrowing_not_preemptible", "q_borrowing", cpu("2"), 1)],
+         main({"cpu": pre("3")}), {("admitted_borrowing", REC), ("admitted_same_cohort_preemptible", RWB)},
+         queues=[hq("q", "c", reclaim="LowerPriority", threshold=0), hq("q_borrowing", "r"), hq("q_same_cohort", "c")],
+         cohorts=rc("4", r_cpu="1")),
+    Case("preempt hierarchical candidates and inside CQ", "q",
+         [Admitted("admitted_borrowing", "q_borrowing", cpu("2"), -1),
+          Admitted("admitted_same_queue_preemptible", "q", cpu("1"), -1),
+          Admitted("admitted_borrowing_not_preemptible", "q_borrowing", cpu("2"), 1)],
+         main({"cpu": pre("3")}), {("admitted_borrowing", REC), ("admitted_same_queue_preemptible", ICQ)},
+         queues=[hq("q", "c", reclaim="LowerPriority", threshold=0), hq("q_borrowing", "r"), hq("q_same_cohort", "c")],
+         cohorts=rc("4", r_cpu="1")),
+    Case("reclaim nominal quota from lowest priority workload, excluding non-borrowing", "q",
+         [Admitted("admitted_borrowing_prio_8", "q_borrowing", cpu("1"), 8),
+          Admitted("admitted_borrowing_prio_9", "q_borrowing", cpu("1"), 9),
+          Admitted("admitted_borrowing_prio_10", "q_borrowing", cpu("1"), 9),
+          Admitted("admitted_nominal", "q_nominal", cpu("2"), -2)],
+         main({"cpu": pre("1")}), {("admitted_borrowing_prio_8", REC)},
+         queues=[hq("q", "c"), hq("q_borrowing", "r"), hq("q_nominal", "r", "2")], cohorts=rc("3")),
+    Case("infeasible preemption all available workloads in pruned subtrees", "q",
+         [Admitted("admitted_other_1", "q_other", cpu("1"), -10), Admitted("admitted_other_2", "q_other", cpu("1"), -10),
+          Admitted("admitted_same_cohort", "q_same_cohort", cpu("2"))],
+         main({"cpu": pre("2")}), set(),
+         queues=[hq("q_other", "c_other"), hq("q", "c"), hq("q_same_cohort", "c")],
+         cohorts=[*rc(), CohortBuilder("c_other").parent("r").flavor("default", cpu="2")]),
+    Case("hiearchical preemption with multiple resources", "q",
+         [Admitted("admitted_borrowing", "q_borrowing", {"cpu": ("default", "3"), "memory": ("default", "1Gi")}),
+          Admitted("admitted_same_cohort", "q_same_cohort", {"cpu": ("default", "1"), "memory": ("default", "3Gi")}, -2)],
+         main({"cpu": pre("2"), "memory": pre("1Gi")}), {("admitted_borrowing", REC)}, priority=-2,
+         queues=[hq("q", "c", memory="0"), hq("q_borrowing", "r", memory="0"), hq("q_same_cohort", "c", memory="0")],
+         cohorts=rc("4", r_cpu="3", c_memory="4Gi")),
+    Case("prefer to preempt evicted workloads", "q",
+         [Admitted("admitted_borrowing", "q_borrowing", cpu("1"), -10),
+          Admitted("evicted_same_cohort", "q_same_cohort", cpu("1"), -1, evicted=True)],
+         main({"cpu": pre("1")}), {("evicted_same_cohort", RWB)},
+         queues=[hq("q", "c", threshold=0), hq("q_borrowing", "r"), hq("q_same_cohort", "c")], cohorts=rc()),
+    Case("respect lending limits", "q", [Admitted("admitted_borrowing", "q_borrowing", cpu("4"))],
+         main({"cpu": pre("5")}), {("admitted_borrowing", REC)}, priority=-2,
+         queues=[_queue("q", "c", {"default": {"cpu": "3//2"}}, "LowerPriority", "Any"), hq("q_borrowing", "r")],
+         cohorts=rc()),
+    Case("reclaim in complex hierarchy", "q5",
+         [Admitted("admitted_borrowing_1", "q1", cpu("4"), -6), Admitted("admitted_borrowing_2", "q1", cpu("4"), -5),
+          Admitted("admitted_borrowing_3", "q2", cpu("4"), -9), Admitted("admitted_borrowing_4", "q2", cpu("4"), -10),
+          Admitted("admitted_borrowing_5", "q3", cpu("4"), -4), Admitted("admitted_borrowing_6", "q3", cpu("3"), -3),
+          Admitted("admitted_borrowing_7", "q4", cpu("2"), 4), Admitted("admitted_borrowing_8", "q4", cpu("3"), 2)],
+         main({"cpu": pre("7")}), {("admitted_borrowing_1", REC), ("admitted_borrowing_4", REC)}, priority=-2,
+         queues=[hq("q1", "c12"), hq("q2", "c23"), hq("q3", "c22"), hq("q4", "c32"), hq("q5", "c31")],
+         cohorts=[CohortBuilder("r"), *[CohortBuilder(name).parent(parent).flavor("default", cpu="4") for name, parent in (
+             ("c11", "r"), ("c12", "r"), ("c21", "c11"), ("c22", "c11"), ("c23", "c11"), ("c31", "c21"), ("c32", "c21"))]]),
+]
+
+
+@pytest.mark.parametrize("case", HIERARCHICAL, ids=[f"TestHierarchicalPreemptions/{c.source}" for c in HIERARCHICAL])
+def test_kueue_hierarchical_preemption_case(case: Case) -> None:
     assert _targets(case) == case.preempted
