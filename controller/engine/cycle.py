@@ -36,7 +36,6 @@ from .quota_cache import QuotaCache
 from .records import ClusterQueueSpec, FlavorResource, ObjectKey, OrderKey, WorkloadInfo
 from .results import CycleResult, Eviction, Preemption, Reservation
 
-
 # Kueue's words for an entry passed over because an earlier entry of the same cycle took its room.
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 

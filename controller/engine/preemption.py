@@ -223,6 +223,7 @@ class Preemptor:
             return []
         forbidden = spec.preemption.borrow_within_cohort == c.PREEMPT_NEVER
         under_nominal = all(node.usage.get(fr, 0) < node.nominal(fr) for fr in frs)
+        attempts: tuple[bool, ...]
         if from_other_queues == 0 or (forbidden and not under_nominal):
             attempts = (True,)
         elif forbidden and not any_hierarchical:

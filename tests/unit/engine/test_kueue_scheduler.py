@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 import pytest
 
 from controller.engine.cycle import NO_LONGER_FITS
-from tests.builders import CohortBuilder, FungibleClusterQueueBuilder, LocalQueueBuilder, PlacementWorkloadBuilder
+from tests.builders import (
+    CohortBuilder,
+    FungibleClusterQueueBuilder,
+    LocalQueueBuilder,
+    PlacementWorkloadBuilder,
+)
 from tests.unit.engine.harness import World
 
 GPU = "example.com/gpu"
