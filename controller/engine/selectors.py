@@ -24,7 +24,8 @@ def flavor_mismatch(podset: PodSetInfo, flavor: FlavorInfo) -> str | None:
         if not any(t.tolerates(taint) for t in podset.tolerations) and not any(
             t.tolerates(taint) for t in flavor.tolerations
         ):
-            return f"untolerated taint {{{taint.key}: {taint.value}}} in flavor {flavor.name}"
+            # Kueue prints the taint as Go formats the struct (key, value, effect, timeAdded).
+            return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor.name}"
     labels = flavor.node_labels
     for key, value in podset.node_selector.items():
         if key in labels and labels[key] != value:

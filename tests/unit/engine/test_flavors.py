@@ -126,7 +126,7 @@ def test_no_matching_flavor_reason() -> None:
     assert result.reservations == []
     (pending,) = result.pending
     assert pending.reason == "NoMatchingFlavor"
-    assert "untolerated taint {gpu: true} in flavor gpu" in pending.message
+    assert "untolerated taint {gpu true NoSchedule <nil>} in flavor gpu" in pending.message
     assert "flavor zone-a doesn't match node affinity" in pending.message
 
 

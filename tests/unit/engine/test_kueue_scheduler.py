@@ -22,6 +22,7 @@ from tests.builders import (
     FungibleClusterQueueBuilder,
     LocalQueueBuilder,
     PlacementWorkloadBuilder,
+    TaintedFlavorBuilder,
 )
 from tests.unit.engine.harness import World
 
@@ -99,6 +100,8 @@ def _at(second: int) -> str:
 def _run(case: Case) -> tuple[dict[str, list[dict[str, str]]], set[tuple[str, str]], dict[str, str]]:
     world = World(heads=1)
     world.flavors("default", "on-demand", "spot", "model-a")
+    for flavor in (TaintedFlavorBuilder("spot-tainted").taint("key", "val"), TaintedFlavorBuilder("spot-tainted-2").taint("key", "val2")):
+        world.engine.upsert_resource_flavor(flavor.obj())
     for name, labels in NAMESPACES.items():
         world.engine.set_namespace(name, labels)
     for cohort in case.cohorts:
@@ -374,6 +377,98 @@ CASES = [
          local_queues=[("default", "nopc-queue", "nopc-cq")],
          cohorts=[CohortBuilder("nopc-root").flavor("on-demand", cpu="0").flavor("spot", cpu="5"),
                   CohortBuilder("nopc-mid").parent("nopc-root")]),
+    *[
+        Case(source, [*existing, W(f"sales/{name}", "custom-q", one(cpu=cpu))],
+             messages={f"sales/{name}": _msg("main", *reasons)},
+             queues=[FungibleClusterQueueBuilder("custom-cq").strategy("StrictFIFO")
+                     .flavor(first, borrowing_limit={"cpu": first_quota}, cpu=first_quota)
+                     .flavor(second, borrowing_limit={"cpu": second_quota}, cpu=second_quota)],
+             local_queues=[("sales", "custom-q", "custom-cq")])
+        for source, name, cpu, first, first_quota, second, second_quota, existing, reasons in [
+            ("flavors with mixed misconfiguration and insufficient quota", "new-job", "10", "spot-tainted", "20",
+             "on-demand", "15",
+             [W("sales/existing-on-demand-job", "custom-q", one(cpu="10"), reserved="custom-cq",
+                flavors=[{"cpu": "on-demand"}])],
+             ["insufficient unused quota for cpu in flavor on-demand, 5 more needed",
+              "untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted"]),
+            ("flavors with mixed taint mismatch and exceeding limits", "new-job2", "10", "spot-tainted", "20",
+             "on-demand", "5", [],
+             ["insufficient quota for cpu in flavor on-demand, previously considered podsets requests (0) + current "
+              "podset request (10) > maximum capacity (5)",
+              "untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted"]),
+            ("flavors are structurally incompatible", "new-job3", "1", "spot-tainted", "20", "spot-tainted-2", "5", [],
+             ["untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted",
+              "untolerated taint {key val2 NoSchedule <nil>} in flavor spot-tainted-2"]),
+        ]
+    ],
+    Case("failed to match clusterQueue selector", [W("sales/new", "blocked", [("one", 1, {"cpu": "1"})])]),
+    Case("skip workload with missing or deleted ClusterQueue (NoFit)",
+         [W("sales/missing-cq-workload", "non-existent-queue", [("set", 1, {"cpu": "1"})])]),
+    Case("admit to second flavor when first needs preemption; WhenCanPreempt: TryNextFlavor",
+         [W("eng-alpha/blocker", "preempt-attempts-lq", one(cpu="1"), 50, reserved="preempt-attempts-cq",
+            flavors=[{"cpu": "on-demand"}]),
+          W("eng-alpha/test-wl", "preempt-attempts-lq", one(cpu="1"), 100)],
+         admitted={"eng-alpha/test-wl": [{"cpu": "spot"}]},
+         queues=[FungibleClusterQueueBuilder("preempt-attempts-cq").preemption(within_cluster_queue="LowerPriority")
+                 .fungibility(None, "TryNextFlavor").flavor("on-demand", cpu="1").flavor("spot", cpu="1")],
+         local_queues=[("eng-alpha", "preempt-attempts-lq", "preempt-attempts-cq")]),
+    Case("admit workload with zero-quantity request for resource not in ClusterQueue",
+         [W("sales/zero-resource-wl", "main", one(cpu="1", **{GPU: "0"}))],
+         admitted={"sales/zero-resource-wl": [{"cpu": "default"}]}),
+    Case("preempt when workload requests zero of a resource not defined in ClusterQueue",
+         [W("sales/preemptor", "preempt-zero-gpu-lq", one(cpu="2", **{GPU: "0"})),
+          W("sales/low-priority", "preempt-zero-gpu-lq", one(cpu="4"), -1, reserved="preempt-zero-gpu-cq",
+            flavors=[{"cpu": "default"}])],
+         preempted={("sales/low-priority", "InClusterQueue")},
+         messages={"sales/preemptor": _msg("main", "insufficient unused quota for cpu in flavor default, 2 more needed")
+                   + ". Pending the preemption of 1 workload(s)"},
+         queues=[FungibleClusterQueueBuilder("preempt-zero-gpu-cq").preemption(within_cluster_queue="LowerPriority")
+                 .flavor("default", cpu="4")],
+         local_queues=[("sales", "preempt-zero-gpu-lq", "preempt-zero-gpu-cq")]),
+    *[
+        Case(f"{preference} preference: {what}",
+             [W(f"default/low-{tag}", f"{tag}-queue", one(cpu="5"), -1, reserved=f"{tag}-cq", flavors=[{"cpu": "on-demand"}]),
+              W(f"default/high-{tag}", f"{tag}-queue", one(cpu="5"))],
+             admitted=admitted, preempted=preempted,
+             queues=[FungibleClusterQueueBuilder(f"{tag}-cq").cohort(f"{tag}-cohort")
+                     .preemption(within_cluster_queue="LowerPriority")
+                     .fungibility("TryNextFlavor", "TryNextFlavor", preference)
+                     .flavor("on-demand", borrowing_limit={"cpu": "0"}, cpu="5")
+                     .flavor("spot", borrowing_limit={"cpu": "5"}, cpu="0"),
+                     FungibleClusterQueueBuilder(f"{tag}-lender").cohort(f"{tag}-cohort")
+                     .flavor("on-demand", cpu="0").flavor("spot", cpu="5")],
+             local_queues=[("default", f"{tag}-queue", f"{tag}-cq")])
+        for preference, what, tag, admitted, preempted in [
+            ("PreemptionOverBorrowing", "preempt in first flavor instead of borrowing in second", "pob", {},
+             {("default/low-pob", "InClusterQueue")}),
+            ("BorrowingOverPreemption", "borrow in second flavor instead of preempting in first", "bop",
+             {"default/high-bop": [{"cpu": "spot"}]}, set()),
+        ]
+    ],
+    Case("preemption while borrowing, workload waiting for preemption should not block a borrowing workload in "
+         "another CQ",
+         [W("eng-alpha/a", "lq_a", one(cpu="3"), created=1), W("eng-beta/b", "lq_b", one(cpu="1"), created=2),
+          W("eng-alpha/admitted_a", "lq_a", one(cpu="2"), reserved="cq_a", flavors=[{"cpu": "default"}])],
+         admitted={"eng-beta/b": [{"cpu": "default"}]},
+         messages={"eng-alpha/a": _msg("main", "insufficient unused quota for cpu in flavor default, 2 more needed")},
+         queues=[FungibleClusterQueueBuilder("cq_shared").cohort("preemption-while-borrowing")
+                 .flavor("default", borrowing_limit={"cpu": "0"}, cpu="4"),
+                 FungibleClusterQueueBuilder("cq_a").cohort("preemption-while-borrowing")
+                 .preemption(reclaim_within_cohort="LowerPriority", borrow_within_cohort="LowerPriority")
+                 .flavor("default", borrowing_limit={"cpu": "3"}, cpu="0"),
+                 FungibleClusterQueueBuilder("cq_b").cohort("preemption-while-borrowing")
+                 .preemption(reclaim_within_cohort="LowerPriority", borrow_within_cohort="LowerPriority")
+                 .flavor("default", cpu="0")],
+         local_queues=[("eng-alpha", "lq_a", "cq_a"), ("eng-beta", "lq_b", "cq_b")]),
+    Case("use second flavor when the first has no preemption candidates; WhenCanPreempt: MayStopSearch",
+         [W("eng-alpha/admitted", "other", one(cpu="50"), reserved="other-alpha", flavors=[{"cpu": "on-demand"}]),
+          W("eng-alpha/new", "other", one(cpu="20"))],
+         admitted={"eng-alpha/new": [{"cpu": "spot"}]},
+         queues=[FungibleClusterQueueBuilder("other-alpha").preemption(within_cluster_queue="LowerPriority")
+                 .fungibility(None, "MayStopSearch")
+                 .flavor("on-demand", borrowing_limit={"cpu": "50"}, cpu="50")
+                 .flavor("spot", borrowing_limit={"cpu": "0"}, cpu="100")],
+         local_queues=[("eng-alpha", "other", "other-alpha")]),
 ]
 
 
