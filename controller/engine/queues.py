@@ -140,7 +140,8 @@ class PendingQueue:
         is parked it gets a class of its own, so it is tried again without unparking the others
         (Kueue moves such a workload out of its inadmissible map). A new workload does not
         escape: it joins its parked class, as Kueue sends new arrivals of a failing shape
-        straight to the inadmissible map.
+        straight to the inadmissible map — unless its priority is higher than that class's
+        head's: it may then preempt where the head could not, so it gets a class of its own.
 
         Cost: a head popped by the cycle and pushed back unchanged revives its record, which is
         still the top of its class heap (O(1)); otherwise one heap push, O(log n), plus a
@@ -148,7 +149,9 @@ class PendingQueue:
         """
         shape = self._shape(info)
         key = info.key
-        if escape_parked and shape in self._parked:
+        if shape in self._parked and (
+            escape_parked or (key not in self._entries and self._outranks_parked(info, shape))
+        ):
             shape = hash((shape, key))
         old = self._entries.get(key)
         popped = self._popped
@@ -168,6 +171,11 @@ class PendingQueue:
         heapq.heappush(cls.heap, record)
         if not cls.listed or cls.heap[0] is record:
             self._announce(shape)
+
+    def _outranks_parked(self, info: WorkloadInfo, shape: int) -> bool:
+        """Whether ``info`` has a higher priority than the head of its parked class."""
+        top = self._class_top(shape)
+        return top is not None and -info.priority < top[0]
 
     def _revive(self, info: WorkloadInfo, shape: int, record: _Record) -> bool:
         """Make a just-popped workload's record live again if it is still its class's top and

@@ -377,3 +377,17 @@ def test_a_terminating_cluster_queue_admits_nothing_new() -> None:
     world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").obj())
     assert world.admit() == []
     assert world.engine.inactive["cq"] == ("Terminating", "Can't admit new workloads: is terminating.")
+
+
+def test_a_higher_priority_arrival_is_tried_although_its_shape_is_parked() -> None:
+    """A parked class holds workloads no better than its failed head; a new arrival of the same
+    shape but higher priority is not one of them: it may preempt where the head could not."""
+    world = _one_queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2")
+                       .preemption(within_cluster_queue="LowerPriority"))
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq-cq").podset(cpu="2").priority(5)
+              .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("low", "ns").queue("lq-cq").podset(cpu="2").priority(0).at(0).obj())
+    assert world.cycle().preemptions == []  # no victim of lower priority: its shape is parked
+    world.add(PlacementWorkloadBuilder("high", "ns").queue("lq-cq").podset(cpu="2").priority(10).at(5).obj())
+    result = world.cycle()
+    assert [(p.preemptor, p.victim) for p in result.preemptions] == [("ns/high", "ns/running")]

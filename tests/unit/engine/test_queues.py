@@ -40,8 +40,9 @@ def test_parking_a_class_hides_all_its_members_until_requeue() -> None:
     queue.park_shape_of(head)
     assert queue.is_parked(head) and queue.has_parked()
     assert queue.head().name == "small"
-    queue.push(_wl("big-new", 9, 0.0, shape=1))  # new arrivals of a parked shape stay parked
-    assert _drain(queue) == ["small"]
+    queue.push(_wl("big-new", 0, 0.0, shape=1))  # new arrivals of a parked shape stay parked...
+    queue.push(_wl("big-urgent", 9, 20.0, shape=1))  # ...unless they outrank its head
+    assert _drain(queue) == ["big-urgent", "small"]
     assert len(queue) == 6
     assert queue.requeue_parked() == 1
     assert _drain(queue) == ["big-new", "big0", "big1", "big2", "big3", "big4"]
@@ -128,7 +129,9 @@ class _ReferenceQueue:
 
     def push(self, info: WorkloadInfo, escape_parked: bool) -> None:
         shape = 0 if self.strict_fifo else info.shape
-        if escape_parked and shape in self.parked:
+        members = [other.priority for other, other_shape in self.entries.values() if other_shape == shape]
+        outranks = info.key not in self.entries and bool(members) and info.priority > max(members)
+        if shape in self.parked and (escape_parked or outranks):
             shape = hash((shape, info.key))
         self.entries[info.key] = (info, shape)
 
