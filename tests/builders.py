@@ -413,6 +413,14 @@ class JobBuilder(_Builder):
         self._obj["spec"]["parallelism"] = value
         return self
 
+    def min_parallelism(self, value: int | str, *, completions_follow: bool = False) -> Self:
+        """Partial admission: ``kueue.x-k8s.io/job-min-parallelism`` (and completions following
+        the admitted parallelism)."""
+        self.annotation("kueue.x-k8s.io/job-min-parallelism", str(value))
+        if completions_follow:
+            self.annotation("kueue.x-k8s.io/job-completions-equal-parallelism", "true")
+        return self
+
     def completions(self, value: int | None) -> Self:
         if value is None:
             self._obj["spec"].pop("completions", None)

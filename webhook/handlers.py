@@ -23,6 +23,7 @@ from webhook.app import Endpoint
 from webhook.cluster_state import ClusterState
 from webhook.jobs import (
     JobPolicy,
+    min_parallelism_errors,
     mutate_job_create,
     never_fits_warnings,
     validate_job_labels,
@@ -156,7 +157,7 @@ def _job_validator(ctx: WebhookContext) -> Callable[[AdmissionRequest], Verdict]
         if review.obj is None:
             return Verdict()
         if review.operation == "CREATE":
-            errors = validate_job_labels(review.obj)
+            errors = validate_job_labels(review.obj) + min_parallelism_errors(review.obj)
             if errors:
                 return deny_field_errors(errors)
             try:

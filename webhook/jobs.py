@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -47,6 +48,7 @@ log = logging.getLogger("pykueue.webhook.jobs")
 QUEUE_LABEL_PATH = f"metadata.labels[{c.QUEUE_NAME_LABEL}]"
 PRIORITY_LABEL_PATH = f"metadata.labels[{c.PRIORITY_CLASS_LABEL}]"
 MAX_EXEC_LABEL_PATH = f"metadata.labels[{c.MAX_EXEC_TIME_LABEL}]"
+MIN_PARALLELISM_PATH = f"metadata.annotations[{c.JOB_MIN_PARALLELISM_ANNOTATION}]"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Owners that are queued themselves when they carry a queue name (Kueue's job integrations).
 INTEGRATION_OWNER_KINDS = frozenset(
@@ -213,10 +215,37 @@ def validate_job_labels(job: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
+def min_parallelism_errors(job: dict[str, Any]) -> list[FieldError]:
+    """``job-min-parallelism`` must be a whole number of pods fewer than the Job runs (Kueue's
+    ``validatePartialAdmissionCreate``)."""
+    raw = annotations_of(job).get(c.JOB_MIN_PARALLELISM_ANNOTATION)
+    if raw is None:
+        return []
+    if not re.fullmatch(r"[+-]?[0-9]+", str(raw)):
+        # Kueue reports Go's parse error for the value.
+        return [FieldError.invalid(MIN_PARALLELISM_PATH, raw, f'strconv.Atoi: parsing "{raw}": invalid syntax')]
+    value = int(str(raw))
+    count = job_pod_count(job)
+    if value <= 0 or value >= count:
+        return [FieldError.invalid(MIN_PARALLELISM_PATH, value, f"should be between 0 and {count - 1}")]
+    return []
+
+
 def validate_job_update(
     job: dict[str, Any], old: dict[str, Any], namespace: str, state: ClusterState
 ) -> list[FieldError]:
     errors = validate_job_labels(job)
+    min_parallelism = annotations_of(job).get(c.JOB_MIN_PARALLELISM_ANNOTATION)
+    if min_parallelism != annotations_of(old).get(c.JOB_MIN_PARALLELISM_ANNOTATION):
+        errors += min_parallelism_errors(job)
+    if (
+        c.JOB_MIN_PARALLELISM_ANNOTATION in annotations_of(old)
+        and not is_suspended(old)
+        and as_dict(old.get("spec")).get("parallelism", 1) != as_dict(job.get("spec")).get("parallelism", 1)
+    ):
+        errors.append(FieldError.forbidden(
+            "spec.parallelism", "cannot change when partial admission is enabled and the job is not suspended"
+        ))
     labels, old_labels = labels_of(job), labels_of(old)
     queue, old_queue = labels.get(c.QUEUE_NAME_LABEL), old_labels.get(c.QUEUE_NAME_LABEL)
     if not is_suspended(job) and queue != old_queue:

@@ -22,12 +22,13 @@ live cache plus an undo list for the cycle's temporary reservations; nothing is 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from pykueue.api import constants as c
 from pykueue.api.quantity import format_quantity
 
-from . import quota
+from . import partial, quota
 from .flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment, assign_flavors
 from .options import OptionBook, migration_message
 from .preemption import Target, preemption_message
@@ -128,8 +129,36 @@ def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster
             assignment = _blocked(assignment, "another option of the same parent is preempting workloads")
         else:
             targets = cache.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
+    if assignment.mode != FIT and not targets and any(ps.min_count is not None for ps in info.podsets):
+        reduced = _partial_assignment(cache, info, cluster_queue)
+        if reduced is not None:
+            assignment, targets = reduced
     retry = cache.preemptor.passed_over_fresh and assignment.mode != FIT and not targets
     return _Entry(info, cluster_queue, assignment, targets, retry_next_cycle=retry)
+
+
+def _partial_assignment(
+    cache: QuotaCache, info: WorkloadInfo, cluster_queue: str
+) -> tuple[Assignment, list[Target]] | None:
+    """Partial admission (``controller.engine.partial``): the assignment, and victims if it must
+    preempt, of the largest pod counts down to each podSet's ``minCount`` that can be admitted."""
+    spec = cache.cluster_queues[cluster_queue]
+    node = cache.forest.cluster_queues[cluster_queue]
+
+    def fits(counts: list[int]) -> tuple[Assignment, list[Target]] | None:
+        reduced = replace(info, podsets=tuple(ps.scaled(n) for ps, n in zip(info.podsets, counts, strict=True)))
+        assignment = assign_flavors(reduced, spec, node, cache.flavors, cache.preemptor.preemption_level)
+        if assignment.mode == FIT:
+            return assignment, []
+        if assignment.mode == PREEMPT:
+            targets = cache.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
+            if targets:
+                return assignment, targets
+        return None
+
+    full = [ps.count for ps in info.podsets]
+    minimum = [ps.min_count if ps.min_count is not None else ps.count for ps in info.podsets]
+    return partial.search(full, minimum, fits)
 
 
 def _blocked(assignment: Assignment, why: str) -> Assignment:

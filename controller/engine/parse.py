@@ -312,7 +312,15 @@ def _parse_podset(raw: Mapping[str, Any], index: int) -> PodSetInfo:
         affinity_terms=terms,
         tolerations=parse_tolerations(pod_spec.get("tolerations")),
         allowed_flavors=frozenset(str(f) for f in allowed) if isinstance(allowed, list) else None,
+        min_count=_min_count(raw.get("minCount"), count),
     )
+
+
+def _min_count(value: Any, count: int) -> int | None:
+    """``minCount`` when it allows fewer pods than ``count`` (anything else means all of them)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < count:
+        return value
+    return None
 
 
 def _shape_of(podsets: tuple[PodSetInfo, ...]) -> int:
@@ -328,6 +336,7 @@ def _shape_of(podsets: tuple[PodSetInfo, ...]) -> int:
                 ps.affinity_terms,
                 ps.tolerations,
                 tuple(sorted(ps.allowed_flavors)) if ps.allowed_flavors is not None else None,
+                ps.min_count,
             )
             for ps in podsets
         )

@@ -8,7 +8,7 @@ is the Python counterpart of Kueue's ``workload.Info`` and its ClusterQueue/Coho
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
 from pykueue.api.objects import namespaced_key
@@ -161,6 +161,14 @@ class PodSetInfo:
     affinity_terms: tuple[tuple[SelectorRequirement, ...], ...] | None
     tolerations: tuple[Toleration, ...]
     allowed_flavors: frozenset[str] | None
+    min_count: int | None = None  # partial admission: the fewest pods it may run with
+
+    def scaled(self, count: int) -> PodSetInfo:
+        """This podSet with ``count`` pods (requests scale with it)."""
+        if count == self.count:
+            return self
+        per_pod = {resource: amount // self.count for resource, amount in self.requests.items()} if self.count else {}
+        return replace(self, count=count, requests={r: amount * count for r, amount in per_pod.items()})
 
 
 @dataclass(frozen=True, slots=True)

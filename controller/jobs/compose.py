@@ -89,13 +89,16 @@ def job_podsets(job: Obj) -> list[Obj]:
     for field in ("labels", "annotations"):
         if meta.get(field):
             podset_meta[field] = copy.deepcopy(meta[field])
-    return [
-        {
-            "name": DEFAULT_PODSET_NAME,
-            "count": jobs.pods_count(job),
-            "template": {"metadata": podset_meta, "spec": copy.deepcopy(template.get("spec") or {})},
-        }
-    ]
+    count = jobs.pods_count(job)
+    podset: Obj = {
+        "name": DEFAULT_PODSET_NAME,
+        "count": count,
+        "template": {"metadata": podset_meta, "spec": copy.deepcopy(template.get("spec") or {})},
+    }
+    min_count = jobs.min_parallelism(job)
+    if min_count is not None and 0 < min_count < count:
+        podset["minCount"] = min_count  # partial admission (the webhook refuses other values)
+    return [podset]
 
 
 def max_execution_time_seconds(job: Obj) -> int | None:
@@ -203,7 +206,33 @@ def podsets_match(job: Obj, workload: Obj) -> bool:
         return False
     if not all(isinstance(p, dict) and isinstance(p.get("template", {}), dict) for p in wl_podsets):
         return False  # a hand-edited Workload we cannot read describes no Job
-    return all(podset_signature(a) == podset_signature(b) for a, b in zip(job_sets, wl_podsets, strict=True))
+    admitted = _admitted_counts(workload)
+    return all(
+        _matches(job_set, wl_set, admitted.get(str(wl_set.get("name", DEFAULT_PODSET_NAME))))
+        for job_set, wl_set in zip(job_sets, wl_podsets, strict=True)
+    )
+
+
+def _admitted_counts(workload: Obj) -> dict[str, int]:
+    """Pod counts per podSet of the Workload's admission (fewer than asked after a partial one)."""
+    admission = jobs.dict_field(jobs.status(workload), "admission")
+    counts: dict[str, int] = {}
+    for assignment in admission.get("podSetAssignments") or []:
+        if isinstance(assignment, dict) and isinstance(assignment.get("count"), int):
+            counts[str(assignment.get("name") or DEFAULT_PODSET_NAME)] = assignment["count"]
+    return counts
+
+
+def _matches(job_set: Obj, wl_set: Obj, admitted_count: int | None) -> bool:
+    """A Job started with the admitted count of a partial admission (its parallelism lowered)
+    still matches its Workload: the running podSets are the spec's at the admitted counts, as in
+    Kueue's ``expectedRunningPodSets``."""
+    job_sig, wl_sig = podset_signature(job_set), podset_signature(wl_set)
+    if job_sig == wl_sig:
+        return True
+    if admitted_count is None or wl_sig.get("minCount") is None or job_sig["count"] != admitted_count:
+        return False
+    return {**job_sig, "count": wl_sig["count"], "minCount": wl_sig["minCount"]} == wl_sig
 
 
 def owned_by(workload: Obj, job: Obj) -> bool:

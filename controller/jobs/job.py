@@ -12,6 +12,7 @@ and the tests agree on, for example, how parallelism and completions combine.
 from dataclasses import dataclass
 from typing import Any
 
+from pykueue.api.constants import JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION
 from pykueue.api.objects import list_or_empty
 
 JOB_API_VERSION = "batch/v1"
@@ -76,6 +77,21 @@ def pods_count(job: Obj) -> int:
     if completions is not None:
         count = min(count, max(_int(completions, count), 0))
     return count
+
+
+def min_parallelism(job: Obj) -> int | None:
+    """``kueue.x-k8s.io/job-min-parallelism`` as an integer (partial admission), or None."""
+    raw = annotations(job).get(JOB_MIN_PARALLELISM_ANNOTATION)
+    try:
+        return int(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def completions_follow_parallelism(job: Obj) -> bool:
+    """``kueue.x-k8s.io/job-completions-equal-parallelism: "true"``: a partially admitted Job's
+    completions are set with its parallelism."""
+    return str(annotations(job).get(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, "")).lower() == "true"
 
 
 def active_pods(job: Obj) -> int:

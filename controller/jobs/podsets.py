@@ -58,6 +58,7 @@ class PodSetInfo:
     annotations: dict[str, str] = field(default_factory=dict)
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[Obj] = field(default_factory=list)
+    count: int | None = None  # pods admitted (fewer than the podSet asks after a partial admission)
 
     def merge(self, other: PodSetInfo, source: str) -> None:
         """Add ``other``'s entries; raise :class:`PodSetMergeError` on a conflicting key."""
@@ -98,7 +99,8 @@ def podset_infos(workload: Obj, flavors: Mapping[str, Obj]) -> list[PodSetInfo]:
         if not isinstance(assignment, dict):
             raise PodSetMergeError(f"status.admission.podSetAssignments: Invalid value: {assignment!r}")
         name = str(assignment.get("name") or DEFAULT_PODSET_NAME)
-        info = PodSetInfo(name=name, labels={PODSET_LABEL: name})
+        count = assignment.get("count")
+        info = PodSetInfo(name=name, labels={PODSET_LABEL: name}, count=count if isinstance(count, int) else None)
         if cluster_queue and is_label_value(cluster_queue):
             info.labels[CLUSTER_QUEUE_NAME_LABEL] = cluster_queue
         if local_queue and is_label_value(local_queue):
@@ -219,6 +221,21 @@ def start_patch(job: Obj, infos: list[PodSetInfo]) -> Obj:
     template_patch = _template_patch(current, desired)
     if template_patch:
         patch["spec"]["template"] = template_patch
+    patch["spec"].update(_parallelism_patch(job, info.count))
+    return patch
+
+
+def _parallelism_patch(job: Obj, count: int | None) -> Obj:
+    """Partial admission: a Job with ``job-min-parallelism`` runs with the admitted pod count
+    (and its completions too with ``job-completions-equal-parallelism``), as Kueue sets them."""
+    if count is None or jobs.min_parallelism(job) is None:
+        return {}
+    spec = jobs.spec(job)
+    patch: Obj = {}
+    if spec.get("parallelism") != count:
+        patch["parallelism"] = count
+    if jobs.completions_follow_parallelism(job) and spec.get("completions") != count:
+        patch["completions"] = count
     return patch
 
 
@@ -235,11 +252,13 @@ def clear_start_time_patch() -> Obj:
     return {"status": {"startTime": None}}
 
 
-def restore_patch(job: Obj, fallback_template: Obj | None = None) -> Obj | None:
+def restore_patch(job: Obj, fallback_template: Obj | None = None, original_count: int | None = None) -> Obj | None:
     """Step 3 of a stop: put back the saved template and drop the annotation; ``None`` if nothing to do.
 
     Without a saved snapshot (a Job started by an older controller, or whose annotation was
     removed) the Workload's podSet template — the original by construction — is the fallback.
+    ``original_count`` (the Workload's podSet count) puts back the parallelism a partial
+    admission lowered.
     """
     snap = saved_snapshot(job)
     if snap is None and fallback_template is not None:
@@ -247,13 +266,16 @@ def restore_patch(job: Obj, fallback_template: Obj | None = None) -> Obj | None:
     current = jobs.pod_template(job)
     has_annotation = ORIGINAL_TEMPLATE_ANNOTATION in jobs.annotations(job)
     template_patch = _template_patch(current, apply_snapshot(current, snap)) if snap is not None else {}
-    if not template_patch and not has_annotation:
+    spec_patch = _parallelism_patch(job, original_count)
+    if template_patch:
+        spec_patch["template"] = template_patch
+    if not spec_patch and not has_annotation:
         return None
     patch: Obj = {"metadata": {"resourceVersion": jobs.metadata(job).get("resourceVersion")}}
     if has_annotation:
         patch["metadata"]["annotations"] = {ORIGINAL_TEMPLATE_ANNOTATION: None}
-    if template_patch:
-        patch["spec"] = {"template": template_patch}
+    if spec_patch:
+        patch["spec"] = spec_patch
     return patch
 
 

@@ -522,7 +522,7 @@ class JobReconciler:
             self._event(job, "Normal", C.EVENT_STOPPED, message or "The job was stopped")
         if is_started(job):
             job = self._clear_start_time(job)
-        patch = restore_patch(job, self._fallback_template(job, workload))
+        patch = restore_patch(job, self._fallback_template(job, workload), _spec_count(workload))
         if patch is None:
             return job, True
         try:
@@ -576,3 +576,14 @@ class JobReconciler:
 def describe(result: Result) -> str:
     """For logs: ``done`` or ``again in 1.0s``."""
     return "done" if result.requeue_after is None else f"again in {result.requeue_after:.1f}s"
+
+
+def _spec_count(workload: Obj | None) -> int | None:
+    """The pod count the Workload asks for (a Job's parallelism before a partial admission)."""
+    if workload is None:
+        return None
+    podsets = jobs.spec(workload).get("podSets")
+    if isinstance(podsets, list) and podsets and isinstance(podsets[0], dict):
+        count = podsets[0].get("count")
+        return count if isinstance(count, int) else None
+    return None

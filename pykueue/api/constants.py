@@ -42,6 +42,10 @@ CONCURRENT_ADMISSION_PARENT_LABEL: Final = "kueue.x-k8s.io/concurrent-admission-
 # that eviction can restore it exactly (JSON of {nodeSelector, tolerations, labels, annotations}
 # per podSet).
 ORIGINAL_TEMPLATE_ANNOTATION: Final = "kueue.x-k8s.io/original-pod-template"
+# Partial admission of a batch Job: the fewest pods it may start with, and whether completions
+# follow the admitted parallelism (Kueue's job_controller.go).
+JOB_MIN_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-min-parallelism"
+JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-completions-equal-parallelism"
 CONSUME_PROVISIONING_REQUEST_ANNOTATION: Final = "autoscaling.x-k8s.io/consume-provisioning-request"
 PROVISIONING_CLASS_NAME_ANNOTATION: Final = "autoscaling.x-k8s.io/provisioning-class-name"
 MULTIKUEUE_ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"

@@ -74,6 +74,7 @@ class W:
     created: int = 0  # seconds relative to the case's "now"
     reserved: str | None = None  # ClusterQueue holding its quota
     flavors: list[dict[str, str]] | None = None  # per podSet: resource -> flavor of the reservation
+    min_counts: dict[str, int] = field(default_factory=dict)  # podSet -> minCount (partial admission)
 
 
 def one(**requests: str) -> PodSets:
@@ -87,6 +88,7 @@ class Case:
     admitted: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # key -> flavors per podSet
     preempted: set[tuple[str, str]] = field(default_factory=set)
     messages: dict[str, str] = field(default_factory=dict)  # key -> pending message written
+    counts: dict[str, list[int]] = field(default_factory=dict)  # key -> admitted pod count per podSet
     queues: list[FungibleClusterQueueBuilder] = field(default_factory=list)
     local_queues: list[tuple[str, str, str]] = field(default_factory=list)
     cohorts: list[CohortBuilder] = field(default_factory=list)
@@ -97,7 +99,9 @@ def _at(second: int) -> str:
     return f"2026-01-01T00:{minute:02d}:{sec:02d}Z"
 
 
-def _run(case: Case) -> tuple[dict[str, list[dict[str, str]]], set[tuple[str, str]], dict[str, str]]:
+def _run(case: Case) -> tuple[
+    dict[str, list[dict[str, str]]], set[tuple[str, str]], dict[str, str], dict[str, list[int]]
+]:
     world = World(heads=1)
     world.flavors("default", "on-demand", "spot", "model-a")
     for flavor in (TaintedFlavorBuilder("spot-tainted").taint("key", "val"), TaintedFlavorBuilder("spot-tainted-2").taint("key", "val2")):
@@ -116,6 +120,9 @@ def _run(case: Case) -> tuple[dict[str, list[dict[str, str]]], set[tuple[str, st
         for ps_name, count, requests in wl.podsets:
             builder.podset(ps_name, count, **requests)
         obj = builder.obj()
+        for podset in obj["spec"]["podSets"]:
+            if podset["name"] in wl.min_counts:
+                podset["minCount"] = wl.min_counts[podset["name"]]
         if wl.reserved is not None:
             flavors = wl.flavors or [{}] * len(wl.podsets)
             obj = builder.reserved(wl.reserved).admitted().obj()
@@ -132,7 +139,11 @@ def _run(case: Case) -> tuple[dict[str, list[dict[str, str]]], set[tuple[str, st
     }
     preempted = {(p.victim, p.reason) for p in result.preemptions}
     messages = {p.workload: p.message for p in result.pending}
-    return admitted, preempted, messages
+    counts = {
+        r.workload: [ps["count"] for ps in r.admission["podSetAssignments"]]  # type: ignore[index, union-attr]
+        for r in result.reservations
+    }
+    return admitted, preempted, messages, counts
 
 
 def _times(count: int, quantity: str) -> str:
@@ -469,13 +480,34 @@ CASES = [
                  .flavor("on-demand", borrowing_limit={"cpu": "50"}, cpu="50")
                  .flavor("spot", borrowing_limit={"cpu": "0"}, cpu="100")],
          local_queues=[("eng-alpha", "other", "other-alpha")]),
+    Case("partial admission single variable pod set",
+         [W("sales/new", "main", [("one", 50, {"cpu": "2"})], min_counts={"one": 20})],
+         admitted={"sales/new": [{"cpu": "default"}]}, counts={"sales/new": [25]}),
+    Case("partial admission single variable pod set, preempt first",
+         [W("eng-beta/new", "main", [("one", 20, {GPU: "1"})], 4, min_counts={"one": 10}),
+          W("eng-beta/old", "main", [("one", 10, {GPU: "1"})], -4, reserved="eng-beta", flavors=[{GPU: "model-a"}])],
+         preempted={("eng-beta/old", "InClusterQueue")},
+         messages={"eng-beta/new": _msg("one", "insufficient unused quota for example.com/gpu in flavor model-a, "
+                                               "10 more needed") + ". Pending the preemption of 1 workload(s)"}),
+    Case("partial admission single variable pod set, preempt with partial admission",
+         [W("eng-beta/new", "main", [("one", 30, {GPU: "1"})], 4, min_counts={"one": 10}),
+          W("eng-beta/old", "main", [("one", 10, {GPU: "1"})], -4, reserved="eng-beta", flavors=[{GPU: "model-a"}])],
+         preempted={("eng-beta/old", "InClusterQueue")},
+         messages={"eng-beta/new": _msg("one", "insufficient unused quota for example.com/gpu in flavor model-a, "
+                                               "10 more needed") + ". Pending the preemption of 1 workload(s)"}),
+    Case("partial admission multiple variable pod sets",
+         [W("sales/new", "main", [("one", 20, {"cpu": "1"}), ("two", 30, {"cpu": "1"}), ("three", 15, {"cpu": "1"})],
+            min_counts={"two": 10, "three": 5})],
+         admitted={"sales/new": [{"cpu": "default"}] * 3}, counts={"sales/new": [20, 20, 10]}),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.source for case in CASES])
 def test_kueue_schedule_case(case: Case) -> None:
-    admitted, preempted, messages = _run(case)
+    admitted, preempted, messages, counts = _run(case)
     assert admitted == case.admitted
+    for key, want in case.counts.items():
+        assert counts[key] == want, key
     assert preempted == case.preempted
     for key, message in case.messages.items():
         assert messages.get(key) == message, key

@@ -1,0 +1,90 @@
+"""Partial admission of real Jobs (``kueue.x-k8s.io/job-min-parallelism``), as in Kueue.
+
+A Job that does not fit with all its pods but may run with fewer is admitted with as many as the
+ClusterQueue can hold, runs with that parallelism on the flavor's nodes and completes; a Job that
+may not shrink waits. Pods are real pods on simulated (kwok) nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from tests.e2e.fixtures.controller import ControllerHandle
+from tests.e2e.helpers.kueue import KueueApi, is_admitted, is_true, unique
+from tests.e2e.test_jobs import FLAVOR_LABEL, Jobs, make_queues, queued, wait_for
+
+
+@pytest.fixture(autouse=True)
+def _webhook_running(webhook: Any, controller: ControllerHandle) -> None:
+    """The webhook suspends the Jobs, the controller admits them."""
+
+
+@pytest.fixture
+def jobs(kube: k8s.ApiClient, kueue: KueueApi, namespace: str) -> Jobs:
+    return Jobs(kube, kueue, namespace)
+
+
+@pytest.fixture
+def flavor_nodes(cluster: Any) -> Iterator[str]:
+    """A label value that fresh simulated nodes carry (``FLAVOR_LABEL=<value>``)."""
+    value = unique("nodes")
+    cluster.create_nodes(value, 2, labels={FLAVOR_LABEL: value})
+    try:
+        yield value
+    finally:
+        cluster.delete_nodes(value)
+
+
+def _admitted_count(workload: dict[str, Any]) -> int:
+    (assignment,) = workload["status"]["admission"]["podSetAssignments"]
+    return int(assignment["count"])
+
+
+def test_a_job_that_may_shrink_runs_with_the_pods_that_fit(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    make_queues(kueue, namespace, flavor_nodes, cpu="3")
+    jobs.create(queued("shrinks", namespace, pods=5, seconds=2).min_parallelism(2))
+    workload = wait_for(lambda: (wl := jobs.workload("shrinks")) and is_admitted(wl) and wl,
+                        message="the Job admitted with fewer pods")
+    assert workload["spec"]["podSets"][0]["minCount"] == 2
+    assert _admitted_count(workload) == 3  # 3 cpu of quota, 1 cpu per pod
+    job = wait_for(lambda: (j := jobs.get("shrinks")) and not j["spec"].get("suspend") and j,
+                   message="the Job started")
+    assert job["spec"]["parallelism"] == 3
+    running = wait_for(lambda: [p for p in jobs.pods("shrinks") if p.spec.node_name] or None,
+                       message="pods scheduled")
+    assert all(p.spec.node_name.startswith(flavor_nodes) for p in running)
+    assert len(jobs.pods("shrinks")) <= 3
+    wait_for(lambda: jobs.succeeded("shrinks"), message="the Job completes with 3 pods at a time")
+    wait_for(lambda: (wl := jobs.workload("shrinks")) and is_true(wl, "Finished"), message="Finished")
+
+
+def test_a_job_that_may_not_shrink_below_its_minimum_waits(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    make_queues(kueue, namespace, flavor_nodes, cpu="1")
+    jobs.create(queued("too-big", namespace, pods=4, seconds=2).min_parallelism(2))
+    pending = wait_for(
+        lambda: (wl := jobs.workload("too-big")) and any(
+            c["type"] == "QuotaReserved" and c["status"] == "False" and c.get("message")
+            for c in wl.get("status", {}).get("conditions") or []) and wl,
+        message="the Job's Workload pending with a reason")
+    assert not is_admitted(pending)
+    assert jobs.get("too-big")["spec"]["suspend"] is True
+    assert jobs.pods("too-big") == []
+
+
+def test_the_webhook_refuses_a_minimum_not_below_the_parallelism(jobs: Jobs, namespace: str) -> None:
+    try:
+        jobs.create(queued("bad-min", namespace, pods=2).min_parallelism(2))
+    except ApiException as err:
+        assert err.status == 403, err.body
+        assert "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 2: should be between 0 and 1" in err.body
+    else:
+        raise AssertionError("the webhook accepted job-min-parallelism equal to the parallelism")
