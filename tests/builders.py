@@ -440,6 +440,11 @@ class JobBuilder(_Builder):
         self._pod_spec()["containers"][0].setdefault("resources", {})["limits"] = dict(limits)
         return self
 
+    def env(self, name: str, value: str) -> Self:
+        """Append an environment variable to the main container (names may repeat, as the Job API allows)."""
+        self._pod_spec()["containers"][0].setdefault("env", []).append({"name": name, "value": value})
+        return self
+
     def container(self, name: str, **requests: str) -> Self:
         self._pod_spec()["containers"].append(
             {"name": name, "image": "registry.k8s.io/pause:3.9", "resources": {"requests": dict(requests)}}

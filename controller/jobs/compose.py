@@ -90,15 +90,38 @@ def job_podsets(job: Obj) -> list[Obj]:
         if meta.get(field):
             podset_meta[field] = copy.deepcopy(meta[field])
     count = jobs.pods_count(job)
+    pod_spec = copy.deepcopy(template.get("spec") or {})
+    _deduplicate_env(pod_spec)
     podset: Obj = {
         "name": DEFAULT_PODSET_NAME,
         "count": count,
-        "template": {"metadata": podset_meta, "spec": copy.deepcopy(template.get("spec") or {})},
+        "template": {"metadata": podset_meta, "spec": pod_spec},
     }
     min_count = jobs.min_parallelism(job)
     if min_count is not None and 0 < min_count < count:
         podset["minCount"] = min_count  # partial admission (the webhook refuses other values)
     return [podset]
+
+
+def _deduplicate_env(pod_spec: Obj) -> None:
+    """Collapse environment variables of the same name to one entry, in place.
+
+    A Job's container may repeat an env name (the Job API allows it; the last one wins in the
+    pod), but a Workload's pod template keys ``env`` by name, so the apiserver would refuse the
+    Workload. As Kueue's ``SanitizePodSets``, each name keeps its first position and its last value.
+    """
+    if not isinstance(pod_spec, dict):
+        return  # a malformed template is reported where the Workload is refused, not here
+    for field in ("containers", "initContainers"):
+        containers = pod_spec.get(field)
+        for container in containers if isinstance(containers, list) else []:
+            if not isinstance(container, dict) or not isinstance(container.get("env"), list):
+                continue
+            merged: dict[Any, Any] = {}
+            for variable in container["env"]:
+                name = variable.get("name") if isinstance(variable, dict) else None
+                merged[name if name is not None else id(variable)] = variable
+            container["env"] = list(merged.values())
 
 
 def max_execution_time_seconds(job: Obj) -> int | None:

@@ -188,3 +188,20 @@ def test_unreadable_workload_podsets_never_match(podsets: object) -> None:
     wl = compose_workload(base_job().obj(), queue_name="lq", priority=Priority(0))
     wl["spec"]["podSets"] = podsets
     assert not podsets_match(base_job().obj(), wl)
+
+
+def test_repeated_env_names_collapse_to_one_entry_with_the_last_value() -> None:
+    """Kueue's SanitizePodSets: a Workload's template keys env by name, so duplicates would be
+    refused; each name keeps its first position and its last value."""
+    job = base_job().obj()
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "A", "value": "3"},
+    ]
+    job["spec"]["template"]["spec"]["initContainers"] = [
+        {"name": "init", "image": "i", "env": [{"name": "X", "value": "a"}, {"name": "X", "value": "b"}]}
+    ]
+    (podset,) = job_podsets(job)
+    spec = podset["template"]["spec"]
+    assert spec["containers"][0]["env"] == [{"name": "A", "value": "3"}, {"name": "B", "value": "2"}]
+    assert spec["initContainers"][0]["env"] == [{"name": "X", "value": "b"}]
+    assert job["spec"]["template"]["spec"]["containers"][0]["env"][2] == {"name": "A", "value": "3"}  # the Job is untouched

@@ -1,4 +1,5 @@
-"""Partial admission of real Jobs (``kueue.x-k8s.io/job-min-parallelism``), as in Kueue.
+"""Job features Kueue users rely on, on real Jobs: partial admission
+(``kueue.x-k8s.io/job-min-parallelism``), prebuilt Workloads, repeated env names.
 
 A Job that does not fit with all its pods but may run with fewer is admitted with as many as the
 ClusterQueue can hold, runs with that parallelism on the flavor's nodes and completes; a Job that
@@ -88,3 +89,43 @@ def test_the_webhook_refuses_a_minimum_not_below_the_parallelism(jobs: Jobs, nam
         assert "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 2: should be between 0 and 1" in err.body
     else:
         raise AssertionError("the webhook accepted job-min-parallelism equal to the parallelism")
+
+
+def test_a_job_naming_a_prebuilt_workload_runs_under_it(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    """``kueue.x-k8s.io/prebuilt-workload-name``: the Job adopts the Workload created for it
+    beforehand (as Kueue's MultiKueue and users with their own tooling do) instead of composing one."""
+    make_queues(kueue, namespace, flavor_nodes, cpu="2")
+    builder = queued("prebuilt", namespace, pods=2, seconds=2)
+    name = unique("prebuilt-wl")
+    template = builder.obj()["spec"]["template"]
+    kueue.create({
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": template}]},
+    })
+    job = jobs.create(builder.label("kueue.x-k8s.io/prebuilt-workload-name", name))
+    adopted = wait_for(
+        lambda: (wl := kueue.workload(namespace, name)) and is_admitted(wl) and wl,
+        message="the prebuilt Workload admitted",
+    )
+    owners = adopted["metadata"].get("ownerReferences") or []
+    assert [(o["kind"], o["uid"]) for o in owners] == [("Job", job["metadata"]["uid"])]
+    wait_for(lambda: jobs.succeeded("prebuilt"), message="the Job runs and completes under it")
+    wait_for(lambda: is_true(kueue.workload(namespace, name), "Finished"), message="the prebuilt Workload Finished")
+    assert [w["metadata"]["name"] for w in kueue.workloads(namespace)] == [name]
+
+
+def test_a_job_repeating_an_env_name_gets_a_workload_with_one_entry_per_name(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    """The Job API accepts a repeated env name; a Workload's template keys env by name, so the
+    Workload carries each name once with its last value (Kueue's SanitizePodSets) and the Job runs."""
+    make_queues(kueue, namespace, flavor_nodes, cpu="2")
+    jobs.create(queued("env", namespace, pods=1, seconds=1).env("MODE", "first").env("OTHER", "x").env("MODE", "last"))
+    workload = wait_for(lambda: jobs.workload("env"), message="the Workload created")
+    env = workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "MODE", "value": "last"}, {"name": "OTHER", "value": "x"}]
+    wait_for(lambda: jobs.succeeded("env"), message="the Job runs and completes")
