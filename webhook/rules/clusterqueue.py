@@ -84,11 +84,9 @@ def _admission_checks_errors(spec: dict[str, Any], old_spec: dict[str, Any] | No
     is never assigned, so the check simply never applies to its workloads.
     """
     errors: list[FieldError] = []
+    # Both lists may be set, as in Kueue v0.19 (its v1beta2 keeps only the strategy and converts
+    # admissionChecks into rules that apply to every flavor); the engine applies their union.
     strategy = as_dict(spec.get("admissionChecksStrategy"))
-    if as_list(spec.get("admissionChecks")) and strategy:
-        errors.append(
-            FieldError.invalid("spec", "object", "Either admissionChecks or admissionChecksStrategy can be set, but not both")
-        )
     cq_flavors = flavor_names(spec.get("resourceGroups"))
     unchanged = _unchanged_on_flavors(old_spec, set(cq_flavors)) if old_spec is not None else {}
     checks_path = "spec.admissionChecksStrategy.admissionChecks"

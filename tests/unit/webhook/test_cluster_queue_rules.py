@@ -42,6 +42,9 @@ VALID: list[tuple[str, Callable[[], Obj]]] = [
     ("preference with TryNextFlavor", lambda: with_spec(two_flavors(), flavorFungibility={
         "whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "PreemptionOverBorrowing"})),
     ("onFlavors of this queue", lambda: two_flavors().admission_check_strategy("prov", "spot").obj()),
+    # Kueue v0.19 accepts both lists (their union applies); older Kueue refused the pair.
+    ("admissionChecks and admissionChecksStrategy together",
+     lambda: two_flavors().admission_checks("quota-check").admission_check_strategy("prov", "spot").obj()),
 ]
 
 INVALID: list[tuple[str, Callable[[], Obj], str]] = [
