@@ -33,6 +33,8 @@ from pykueue.kube.errors import Conflict, Forbidden, Invalid, NotFound
 from pykueue.kube.resources import WORKLOADS
 
 log = logging.getLogger(__name__)
+# Writes of the fallback trigger record tried before giving up on conflicts (one write and retries).
+FALLBACK_TRIGGER_ATTEMPTS = 5
 
 MAX_CONFLICT_RETRIES = 3
 
@@ -215,10 +217,11 @@ class WorkloadController:
         It is written *after* the status patch that performs the fallback: the history is what
         decides, so a crash or a refusal here can only leave a trigger unrecorded (it then prints
         as ``unknown``), never lose or repeat a fallback. The merge patch is guarded by the
-        resourceVersion the status patch returned; on a conflict the record is written once more
-        on a fresh copy if it still describes that copy's history, else dropped.
+        resourceVersion the status patch returned; on a conflict (the scheduler often writes the
+        workload again right after a fallback) the record is written again on a fresh copy while
+        it still describes that copy's history, a few times, else dropped.
         """
-        for _attempt in range(2):
+        for _attempt in range(FALLBACK_TRIGGER_ATTEMPTS):
             try:
                 self._client.patch(WORKLOADS, wv.name(wl), triggers_annotation_patch(wl, record), wv.namespace(wl))
                 return

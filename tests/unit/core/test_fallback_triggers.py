@@ -126,3 +126,22 @@ def test_a_conflicting_record_write_is_retried_on_a_fresh_copy_that_still_has_th
     ctrl.reconcile("ns/w")
     assert api.conflicts == 1
     assert api.objects[("workloads", "ns/w")]["metadata"]["annotations"][TRIGGERS] == "spot=TimeoutForPodsReadyExceeded"
+
+
+def test_the_record_survives_several_conflicts_in_a_row() -> None:
+    """Under load the scheduler writes the workload again right after a fallback, sometimes more
+    than once before the record lands: a few conflicts in a row must not lose the trigger."""
+    api, ctrl, _events = _setup(_on("spot").obj())
+    real_patch = api.patch
+
+    def others_write_between(
+        res: Any, name: str, patch: dict[str, Any], namespace: str | None = None, **kw: Any
+    ) -> Any:
+        if "annotations" in patch.get("metadata", {}) and api.conflicts < 3:
+            api.put("workloads", api.objects[("workloads", "ns/w")])
+        return real_patch(res, name, patch, namespace, **kw)
+
+    api.patch = others_write_between  # type: ignore[method-assign]
+    ctrl.reconcile("ns/w")
+    assert api.conflicts == 3
+    assert api.objects[("workloads", "ns/w")]["metadata"]["annotations"][TRIGGERS] == "spot=TimeoutForPodsReadyExceeded"
