@@ -67,7 +67,7 @@ def test_renames_keep_the_schema_and_moves_keep_the_field() -> None:
     one, two = (cq[v]["schema"]["openAPIV3Schema"] for v in ("v1beta1", "v1beta2"))
     assert _at(one, "spec.cohort") == _at(two, "spec.cohortName")
     assert "cohort" not in two["properties"]["spec"]["properties"]
-    assert [col["jsonPath"] for col in cq["v1beta2"]["additionalPrinterColumns"]][0] == ".spec.cohortName"
+    assert cq["v1beta2"]["additionalPrinterColumns"][0]["jsonPath"] == ".spec.cohortName"
     mkc = _versions("MultiKueueCluster")
     assert _at(mkc["v1beta1"]["schema"]["openAPIV3Schema"], "spec.clusterProfileRef") == _at(
         mkc["v1beta2"]["schema"]["openAPIV3Schema"], "spec.clusterSource.clusterProfileRef"
