@@ -382,7 +382,7 @@ def _write_entries(obj: dict[str, Any], entries: list[dict[str, Any]]) -> None:
 
 
 def _value(entry: dict[str, Any], key: str) -> Any:
-    return entry[key] if key in entry else _ABSENT
+    return entry.get(key, _ABSENT)
 
 
 def _plain(obj: dict[str, Any], kind: str, source: str, target: str) -> _Step:
@@ -423,7 +423,8 @@ def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
     # Restore what an earlier conversion into `source` put aside for `target`, where it is still current.
     for entry in entries:
         if entry["to"] == target and _get(source_obj, tuple(entry["guard"])) == _value(entry, "expect"):
-            _set(out, tuple(entry["path"]), _copy(_value(entry, "value")))
+            value = _value(entry, "value")
+            _set(out, tuple(entry["path"]), value if value is _ABSENT else _copy(value))
     # Keep what `target` cannot say for the way back, unless the plain way back says it anyway.
     back = _plain(out, kind, target, source).out
     keep = [e for e in entries if e["to"] == source]  # put aside by an older conversion, not consumed here
@@ -432,13 +433,13 @@ def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
         original = _get(source_obj, path)
         if _get(back, path) == original or path in kept_paths:
             continue
-        entry: dict[str, Any] = {"to": source, "path": list(path), "guard": list(guard)}
+        kept: dict[str, Any] = {"to": source, "path": list(path), "guard": list(guard)}
         if original is not _ABSENT:
-            entry["value"] = original
+            kept["value"] = original
         current = _get(out, guard)
         if current is not _ABSENT:
-            entry["expect"] = current
-        keep.append(entry)
+            kept["expect"] = current
+        keep.append(kept)
         kept_paths.add(path)
     _write_entries(out, keep)
     return out

@@ -77,7 +77,7 @@ def _objects(kind: str, version: str) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
