@@ -36,11 +36,18 @@ def _examples() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def crds(cluster: Any) -> Any:
-    """Apply the committed CRDs (idempotent: the local cluster has them already) and wait for them."""
-    args = ["apply", "--server-side", "--force-conflicts"]
-    for path in CRD_FILES:
-        args += ["-f", str(path)]
-    cluster.kubectl(*args)
+    """Apply the committed CRDs (idempotent: the local cluster has them already) and wait for them.
+
+    The local cluster's own apply keeps the conversion webhook the running webhook configured
+    (``Cluster.apply_manifests``); anywhere else the files are applied as they are.
+    """
+    if hasattr(cluster, "apply_manifests"):
+        cluster.apply_manifests()
+    else:
+        args = ["apply", "--server-side", "--force-conflicts"]
+        for path in CRD_FILES:
+            args += ["-f", str(path)]
+        cluster.kubectl(*args)
     for info in [*KINDS.values(), *TEST_KINDS.values()]:
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{info.crd_name}")
     return cluster
