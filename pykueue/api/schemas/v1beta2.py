@@ -145,6 +145,11 @@ ONE_CONCURRENT_ADMISSION_POLICY = Rule(
     check=_not_both_policies,
 )
 
+def _last_acceptable_needs_try_preferred(migration: dict[str, Any]) -> bool:
+    constraints = migration.get("constraints") or {}
+    return "lastAcceptableFlavorName" not in constraints or migration.get("mode") == "TryPreferredFlavors"
+
+
 CONCURRENT_ADMISSION_POLICY = obj(
     "Kueue's Concurrent Admission: a workload pursues several flavors at once and may migrate to "
     "a more preferred one once admitted. pykueue runs it as the spec.concurrentAdmission policy it "
@@ -172,6 +177,16 @@ CONCURRENT_ADMISSION_POLICY = obj(
                 ),
             },
             required=["mode"],
+            # pykueue's own rule (Kueue's webhook has it): every accepted policy maps to a
+            # concurrentAdmission (pykueue.api.concurrent_policy), none is silently dropped.
+            rules=[
+                Rule(
+                    cel="!has(self.constraints) || !has(self.constraints.lastAcceptableFlavorName) || "
+                    "self.mode == 'TryPreferredFlavors'",
+                    message="lastAcceptableFlavorName can only be used with mode TryPreferredFlavors",
+                    check=_last_acceptable_needs_try_preferred,
+                )
+            ],
         )
     },
     required=["migration"],

@@ -63,6 +63,8 @@ ALLOWED_V1BETA2: list[tuple[str, str, str]] = [
     # Kueue's concurrentAdmissionPolicy and pykueue's concurrentAdmission are two spellings of one
     # policy (pykueue/api/concurrent_policy.py); a ClusterQueue may set one of them.
     ("ClusterQueue", "spec", "x-kubernetes-validations"),
+    # ... and every policy the schema accepts has a concurrentAdmission it maps to.
+    ("ClusterQueue", "spec.concurrentAdmissionPolicy.migration", "x-kubernetes-validations"),
     # The same pattern spelling as in v1beta1 (above).
     ("AdmissionCheck", "spec.parameters.kind", "pattern"),
 ] + [(kind, "", "crd.storage") for kind in _STORED_IN_V1BETA1]
