@@ -14,7 +14,8 @@ the apiserver hands it; nothing here talks to the API. The mapping follows Kueue
   ``spec.priorityClassRef``; a TopologyAssignment's ``domains`` ↔ its compact ``slices``;
   ClusterQueue ``spec.admissionChecks`` → ``spec.admissionChecksStrategy``;
   ``whenCanBorrow: Borrow`` / ``whenCanPreempt: Preempt`` (gone from v1beta2) → ``MayStopSearch``;
-  ``spec.concurrentAdmissionPolicy`` → ``spec.concurrentAdmission`` (:mod:`pykueue.api.concurrent_policy`);
+  ``spec.concurrentAdmissionPolicy`` ↔ ``spec.concurrentAdmission`` when Kueue's policy can say it
+  (:mod:`pykueue.api.concurrent_policy`);
 * fields one version lacks (AdmissionCheck ``spec.retryDelayMinutes``, ClusterQueue
   ``status.pendingWorkloadsStatus``, Workload ``spec.preemptionGates``, ...).
 
@@ -166,8 +167,15 @@ def _cluster_queue_up(step: _Step) -> None:
     if isinstance(checks, list) and checks and _get(out, ("spec", "admissionChecksStrategy")) is _ABSENT:
         _set(out, ("spec", "admissionChecksStrategy"), {"admissionChecks": [{"name": name} for name in checks]})
         step.touch(("spec", "admissionChecksStrategy"))
-    if _get(out, ("spec", "concurrentAdmission")) is not _ABSENT:
-        step.touch(("spec", "concurrentAdmission"), ("spec", "concurrentAdmissionPolicy"))
+    # A concurrentAdmission Kueue can express reads as Kueue's policy in v1beta2, so a queue written
+    # with the policy is stored without an annotation and every v1beta2 reader sees Kueue's spelling.
+    concurrent = _get(out, ("spec", "concurrentAdmission"))
+    policy = concurrent_policy.to_policy(concurrent) if isinstance(concurrent, dict) else None
+    if policy is not None and _get(out, ("spec", "concurrentAdmissionPolicy")) is _ABSENT:
+        _set(out, ("spec", "concurrentAdmissionPolicy"), policy)
+        _pop(out, ("spec", "concurrentAdmission"))
+    step.touch(("spec", "concurrentAdmission"), ("spec", "concurrentAdmissionPolicy"))
+    step.touch(("spec", "concurrentAdmissionPolicy"))
     step.drop(("status", "pendingWorkloadsStatus"))
     step.drop(("status", "fairSharing", "admissionFairSharingStatus"))
 
