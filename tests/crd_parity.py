@@ -128,6 +128,7 @@ def compare_crds(ours: dict[str, Any], theirs: dict[str, Any], version: str = "v
         "crd.categories": (sorted(ours["spec"]["names"].get("categories", [])), sorted(theirs["spec"]["names"].get("categories", []))),
         "crd.subresources": (va.get("subresources", {}), vb.get("subresources", {})),
         "crd.printerColumns": (_columns(va), _columns(vb)),
+        "crd.selectableFields": (va.get("selectableFields", []), vb.get("selectableFields", [])),
         "crd.served": (va.get("served"), vb.get("served")),
         "crd.storage": (va.get("storage"), vb.get("storage")),
         "crd.deprecated": (va.get("deprecated", False), vb.get("deprecated", False)),

@@ -55,7 +55,9 @@ def _version(info: KindInfo, name: str, schema: dict[str, Any], columns: tuple[P
         version["subresources"] = {"status": {}}
     if columns:
         version["additionalPrinterColumns"] = [col.to_json() for col in columns]
-    if info.selectable_fields:
+    # Selectable fields are v1beta2's, as in Kueue: were they the same in both versions while the
+    # schemas differ, the apiserver would hoist them to spec.selectableFields and refuse the CRD.
+    if info.selectable_fields and (name == V1BETA2 or info.group != GROUP):
         version["selectableFields"] = [{"jsonPath": path} for path in info.selectable_fields]
     return version
 
