@@ -320,6 +320,10 @@ def _workload_down(step: _Step) -> None:
             if (ref.get("group"), ref.get("kind")) == (group, kind) and isinstance(ref.get("name"), str):
                 _set(out, ("spec", "priorityClassSource"), source)
                 _set(out, ("spec", "priorityClassName"), ref["name"])
+    # v1beta1 defaults the source to "" (the apiserver applies it to every stored Workload), so a
+    # Workload without a class reads back the same in v1beta2 without a conversion annotation.
+    if isinstance(out.get("spec"), dict) and _get(out, ("spec", "priorityClassSource")) is _ABSENT:
+        _set(out, ("spec", "priorityClassSource"), "")
     step.touch(("spec", "priorityClassRef"), ("spec", "priorityClassName"))
     step.move(("status", "accumulatedPastExecutionTimeSeconds"), ("status", "accumulatedPastExexcutionTimeSeconds"))
     step.drop(("spec", "preemptionGates"))

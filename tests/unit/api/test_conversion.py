@@ -136,7 +136,7 @@ def test_a_field_v1beta1_lacks_is_kept_in_the_annotation() -> None:
     wl = {"apiVersion": f"{c.GROUP}/v1beta2", "kind": "Workload", "metadata": {"name": "w"},
           "spec": {"preemptionGates": [{"name": "g"}], "queueName": "q"}}
     stored = convert(wl, "v1beta1")
-    assert stored["spec"] == {"queueName": "q"}
+    assert stored["spec"] == {"queueName": "q", "priorityClassSource": ""}  # v1beta1's default
     entries = json.loads(stored["metadata"]["annotations"][CONVERSION_DATA_ANNOTATION])
     assert entries == [{"to": "v1beta2", "path": ["spec", "preemptionGates"], "value": [{"name": "g"}],
                         "guard": ["spec", "preemptionGates"]}]
@@ -188,3 +188,13 @@ def test_an_unreadable_annotation_is_dropped_not_fatal() -> None:
     v2 = convert(v1, "v1beta2")
     assert v2["metadata"]["annotations"] == {"keep": "me"}
     assert v2["spec"] == {"cohortName": "x"}
+
+
+def test_a_stored_workload_without_a_class_reads_as_v1beta2_without_an_annotation() -> None:
+    """The apiserver defaults v1beta1's priorityClassSource to "" on every stored Workload."""
+    stored = {"apiVersion": f"{c.GROUP}/v1beta1", "kind": "Workload", "metadata": {"name": "w"},
+              "spec": {"queueName": "q", "priorityClassSource": ""}}
+    v2 = convert(stored, "v1beta2")
+    assert v2["spec"] == {"queueName": "q"}
+    assert "annotations" not in v2["metadata"]
+    assert convert(v2, "v1beta1") == stored
