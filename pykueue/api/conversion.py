@@ -416,6 +416,8 @@ def _version_of(obj: dict[str, Any]) -> tuple[str, str]:
         raise ConversionError(f"apiVersion {api_version!r} is not {c.GROUP}/{V1BETA1} or {c.GROUP}/{V1BETA2}")
     if kind not in CONVERTERS:
         raise ConversionError(f"kind {kind!r} is not a {c.GROUP} kind pykueue serves")
+    if not isinstance(obj.get("metadata", {}), dict):
+        raise ConversionError("metadata is not a JSON object")
     return str(kind), version
 
 

@@ -175,6 +175,7 @@ def test_an_edit_in_the_other_version_wins_over_the_kept_value() -> None:
         ({"apiVersion": f"{c.GROUP}/v1beta1", "kind": "Topology"}, "v1beta2", "'Topology' is not"),
         ({"apiVersion": f"{c.GROUP}/v1beta1", "kind": "Workload"}, "v2", "desired version 'v2'"),
         ({"kind": "Workload"}, "v1beta2", "no apiVersion"),
+        ({"apiVersion": f"{c.GROUP}/v1beta1", "kind": "Workload", "metadata": "x"}, "v1beta2", "metadata is not"),
     ],
 )
 def test_what_cannot_be_converted_says_why(obj: dict[str, Any], target: str, message: str) -> None:
@@ -198,3 +199,30 @@ def test_a_stored_workload_without_a_class_reads_as_v1beta2_without_an_annotatio
     assert v2["spec"] == {"queueName": "q"}
     assert "annotations" not in v2["metadata"]
     assert convert(v2, "v1beta1") == stored
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | _WORDS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["spec", "status", "cohort", "domains", "slices", "levels", "priorityClassRef", "clusterSource",
+                         "kubeConfig", "podSetAssignments", "topologyAssignment", "admission", "x"]), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_malformed_objects_convert_or_fail_with_a_conversion_error_never_a_crash(kind: str) -> None:
+    """The apiserver never sends these (it validated them), but the webhook must not fall over on them."""
+
+    @SETTINGS
+    @given(st.fixed_dictionaries({"spec": _JSON, "status": _JSON}), st.sampled_from(["v1beta1", "v1beta2"]))
+    def anything(body: dict[str, Any], start: str) -> None:
+        obj = {"apiVersion": f"{c.GROUP}/{start}", "kind": kind, "metadata": {"name": "x"}, **body}
+        other = "v1beta2" if start == "v1beta1" else "v1beta1"
+        try:
+            there = convert(obj, other)
+        except ConversionError:
+            return
+        json.dumps(there)
+
+    anything()
