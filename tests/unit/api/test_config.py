@@ -185,7 +185,7 @@ def test_a_v1beta2_configuration_reads_as_the_v1beta1_one_it_stands_for() -> Non
 
 
 def test_v1beta2_has_no_wait_for_pods_ready_enable() -> None:
-    with pytest.raises(ConfigError, match="waitForPodsReady.enable"):
+    with pytest.raises(ConfigError, match=r"waitForPodsReady\.enable"):
         parse_config({**V1BETA2, "waitForPodsReady": {"enable": True}})
 
 
