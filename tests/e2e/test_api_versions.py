@@ -96,7 +96,7 @@ def test_every_crd_serves_both_versions_through_the_running_webhook(cluster: Any
             assert client_config["service"]["path"] == "/convert"
 
 
-def test_objects_written_in_v1beta1_read_back_in_v1beta2(versions: Versions, namespace: str) -> None:
+def test_objects_written_in_v1beta1_read_back_in_v1beta2(versions: Versions, namespace: str, cluster: Any) -> None:
     flavor, cq, cohort, wpc = unique("rf"), unique("cq"), unique("cohort"), unique("wpc")
     versions.create("v1beta1", ResourceFlavorBuilder(flavor).obj())
     versions.create("v1beta1", {"kind": "WorkloadPriorityClass", "metadata": {"name": wpc}, "value": 100})
@@ -116,9 +116,12 @@ def test_objects_written_in_v1beta1_read_back_in_v1beta2(versions: Versions, nam
     assert wl["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": wpc}
     assert "priorityClassName" not in wl["spec"]
     assert CONVERSION_DATA_ANNOTATION not in (wl["metadata"].get("annotations") or {})
-    # kubectl get in either version lists the same objects.
+    # kubectl get in either version lists the same objects, with each version's columns.
     for kind in ("ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor"):
         assert versions.names("v1beta1", kind) == versions.names("v1beta2", kind)
+    for version in ("v1beta1", "v1beta2"):
+        table = cluster.kubectl("get", f"clusterqueues.{version}.{GROUP}", cq).stdout.splitlines()
+        assert table[0].split()[:2] == ["NAME", "COHORT"] and table[1].split()[:2] == [cq, cohort], (version, table)
 
 
 def test_objects_written_in_v1beta2_read_back_in_v1beta1_and_keep_what_it_lacks(
