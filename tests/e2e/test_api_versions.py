@@ -295,3 +295,52 @@ def test_kueues_concurrent_admission_policy_migrates_a_job_to_a_preferred_flavor
     live = k8s.CustomObjectsApi(kube).get_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", name)
     assert live["spec"]["concurrentAdmissionPolicy"] == {"migration": {"mode": "TryPreferredFlavors"}}
     assert "concurrentAdmission" not in live["spec"]
+
+
+@pytest.mark.needs_local_cluster
+def test_objects_stored_before_the_upgrade_read_in_both_versions_after_it(
+    cluster: Any, versions: Versions, webhook: Any
+) -> None:
+    """The upgrade from a pykueue that served only v1beta1 (docs/install.md, "Upgrade").
+
+    The MultiKueueCluster CRD is put back to its earlier form (v1beta1 alone, no conversion) while
+    an object is written, then the current CRD returns (as `kubectl apply` of the new CRDs and the
+    webhook's sync leave it). The stored object needs no migration: it reads in both versions.
+    """
+    name = "multikueueclusters.kueue.x-k8s.io"
+    current = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+    v1beta1 = next(v for v in current["spec"]["versions"] if v["name"] == "v1beta1")
+    earlier = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "resourceVersion": current["metadata"]["resourceVersion"]},
+        "spec": {
+            **{k: v for k, v in current["spec"].items() if k not in ("versions", "conversion")},
+            "conversion": {"strategy": "None"},
+            "versions": [{k: v for k, v in v1beta1.items() if k not in ("deprecated", "deprecationWarning")}],
+        },
+    }
+    worker = unique("before-upgrade")
+    cluster.kubectl("replace", "-f", "-", input=json.dumps(earlier))
+    try:
+        wait_for(lambda: cluster.kubectl("get", f"multikueueclusters.v1beta2.{GROUP}", check=False).returncode != 0,
+                 timeout=30, message="v1beta2 is no longer served")
+        versions.create("v1beta1", {"kind": "MultiKueueCluster", "metadata": {"name": worker},
+                                    "spec": {"kubeConfig": {"location": f"{worker}-kubeconfig", "locationType": "Secret"}}})
+    finally:
+        latest = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+        restored = {**current, "metadata": {"name": name, "resourceVersion": latest["metadata"]["resourceVersion"]}}
+        restored.pop("status", None)
+        cluster.kubectl("replace", "-f", "-", input=json.dumps(restored))
+
+    def upgraded() -> dict[str, Any] | None:
+        try:
+            return versions.get("v1beta2", "MultiKueueCluster", worker)
+        except ApiException:
+            return None
+
+    after = wait_for(upgraded, timeout=60, message="the object stored before the upgrade reads in v1beta2")
+    assert after["spec"]["clusterSource"] == {"kubeConfig": {"location": f"{worker}-kubeconfig", "locationType": "Secret"}}
+    assert versions.get("v1beta1", "MultiKueueCluster", worker)["spec"]["kubeConfig"]["location"] == f"{worker}-kubeconfig"
+    stored = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)["status"]["storedVersions"]
+    assert stored == ["v1beta1"]
