@@ -4,8 +4,8 @@ A *difference* is ``(kind, path, facet)`` plus the two values. ``path`` is the f
 ``[]`` stepping into list items and ``{}`` into map values (``spec.podSets[].template``); ``facet``
 is the schema keyword that differs (``type``, ``enum``, ``x-kubernetes-list-type``, ...), or
 ``presence`` when the field exists on one side only (its subtree is then not walked: one
-difference per missing field), or ``crd.<fact>`` for facts of the CRD itself (printer columns,
-short names, categories, scope, subresources). Descriptions are ignored: they are prose.
+difference per missing field), or ``crd.<fact>`` for facts of the CRD itself and of the version (printer columns,
+short names, categories, scope, subresources, and the version's served/storage/deprecated flags). Descriptions are ignored: they are prose.
 """
 
 from __future__ import annotations
@@ -128,6 +128,11 @@ def compare_crds(ours: dict[str, Any], theirs: dict[str, Any], version: str = "v
         "crd.categories": (sorted(ours["spec"]["names"].get("categories", [])), sorted(theirs["spec"]["names"].get("categories", []))),
         "crd.subresources": (va.get("subresources", {}), vb.get("subresources", {})),
         "crd.printerColumns": (_columns(va), _columns(vb)),
+        "crd.selectableFields": (va.get("selectableFields", []), vb.get("selectableFields", [])),
+        "crd.served": (va.get("served"), vb.get("served")),
+        "crd.storage": (va.get("storage"), vb.get("storage")),
+        "crd.deprecated": (va.get("deprecated", False), vb.get("deprecated", False)),
+        "crd.deprecationWarning": (va.get("deprecationWarning"), vb.get("deprecationWarning")),
     }
     for facet, (a, b) in facts.items():
         if a != b:

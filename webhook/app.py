@@ -1,6 +1,6 @@
 """The Flask application: one POST route per webhook path, health endpoints and metrics.
 
-The HTTP layer's only jobs are to turn bytes into an :class:`AdmissionRequest`, pick the endpoint's
+``/convert`` is the CRDs' conversion webhook (:mod:`webhook.conversion`). The HTTP layer's only jobs are to turn bytes into an :class:`AdmissionRequest`, pick the endpoint's
 handler, and guarantee the two promises every webhook path makes (``docs/design/webhook.md``): malformed input gets a 400 with a one-line
 reason, and nothing a handler does can turn into a 500 (an exception inside a rule becomes a
 denial that names the failure, logged with the request uid).
@@ -18,6 +18,7 @@ from werkzeug.exceptions import HTTPException
 
 from webhook import metrics
 from webhook.admission import AdmissionRequest, MalformedReview, Verdict, build_response, parse_review
+from webhook.conversion import CONVERSION_PATH, failure_review, review_response
 
 log = logging.getLogger("pykueue.webhook")
 
@@ -98,6 +99,16 @@ def create_app(
     def metrics_endpoint() -> Response:
         payload, content_type = metrics.exposition()
         return Response(payload, content_type=content_type)
+
+    @app.post(CONVERSION_PATH)
+    def convert_objects() -> Response:
+        started = time.perf_counter()
+        try:
+            review, outcome = review_response(_read_body(max_body_bytes))
+        except MalformedReview as err:
+            review, outcome = failure_review("", str(err)), "malformed"
+        metrics.observe(CONVERSION_PATH, outcome, time.perf_counter() - started)
+        return jsonify(review)
 
     @app.post("/<path:subpath>")
     def admit(subpath: str) -> Response | tuple[Response, int]:

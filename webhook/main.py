@@ -54,6 +54,7 @@ class Settings:
     cert_dir: Path
     cert_secret: str
     service_name: str
+    service_port: int
     cert_management: str
     local_url: str | None
     controller_username: str
@@ -87,6 +88,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         "the Configuration's internalCertManagement.webhookSecretName)")
     parser.add_argument("--service-name", default=None, help="Service the certificate is issued for (default: the "
                         "Configuration's internalCertManagement.webhookServiceName)")
+    parser.add_argument("--service-port", type=int, default=443, help="port of that Service, which the CRDs' "
+                        "conversion webhook is pointed at")
     parser.add_argument("--cert-management", choices=("internal", "external"), default=None,
                         help="internal: provision and rotate certificates; external: serve the files in --cert-dir "
                         "(cert-manager), reloading them when they change (default: internal when the "
@@ -127,6 +130,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         cert_dir=Path(args.cert_dir if args.cert_dir is not None else server.cert_dir),
         cert_secret=args.cert_secret if args.cert_secret is not None else certs.webhook_secret_name,
         service_name=args.service_name if args.service_name is not None else certs.webhook_service_name,
+        service_port=args.service_port,
         cert_management=cert_management,
         local_url=args.local_url,
         controller_username=args.controller_username,
@@ -225,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     from webhook.certprovision import CertFiles, CertProvisioner
     from webhook.certs import service_dns_names
     from webhook.configurations import LocalConfigurations, ServiceConfigurations
+    from webhook.crd_conversion import CrdConversion, Syncs, service_client_config, url_client_config
     from webhook.server import WebhookServer
 
     job_policy = job_policy_from_config(settings)
@@ -243,10 +248,13 @@ def main(argv: list[str] | None = None) -> int:
                 client, settings.local_url, own_namespace=settings.namespace,
                 manage_jobs_without_queue_name=job_policy.manage_jobs_without_queue_name,
             )
-            configurations: Any = local
+            configurations: Any = Syncs(local, CrdConversion(client, url_client_config(settings.local_url)))
         else:
             dns_names, ips = service_dns_names(settings.service_name, settings.namespace), []
-            configurations = ServiceConfigurations(client)
+            configurations = Syncs(
+                ServiceConfigurations(client),
+                CrdConversion(client, service_client_config(settings.service_name, settings.namespace, settings.service_port)),
+            )
         provisioner = CertProvisioner(
             client, namespace=settings.namespace, secret_name=settings.cert_secret, files=files,
             dns_names=dns_names, ip_addresses=ips, configurations=configurations, validity=settings.cert_validity,

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
+
 from . import components, processes
 from .binaries import REPO_ROOT, BinarySet, cache_root, ensure_binaries
 from .errors import ComponentFailedError, KubectlError, LocalClusterError
@@ -280,13 +282,35 @@ class LocalCluster:
             if not files:
                 continue
             file_args = [arg for f in files for arg in ("-f", str(f))]
-            self.kubectl("apply", "--server-side", "--force-conflicts", *file_args)
+            if directory.endswith("crds"):
+                documents = self._keep_live_conversion([yaml.safe_load(f.read_text()) for f in files])
+                self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(documents))
+            else:
+                self.kubectl("apply", "--server-side", "--force-conflicts", *file_args)
             if directory.endswith("crds"):
                 self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *file_args)
             applied += files
         if applied:
             log.info("applied %d manifest file(s)", len(applied))
         return applied
+
+    def _keep_live_conversion(self, crds: list[dict[str, Any]]) -> dict[str, Any]:
+        """The CRDs to apply, each keeping the conversion webhook a running pykueue webhook configured.
+
+        The committed CRDs name the default install's Service; the local webhook rewrites that to
+        its own URL and CA bundle (webhook/crd_conversion.py). Re-applying the committed stanza over
+        it would leave both a url and a service (two field managers), which the apiserver rejects,
+        so a CRD that exists keeps its live ``spec.conversion``.
+        """
+        live: dict[str, Any] = {}
+        listed = self.kubectl("get", "crd", "-o", "json", check=False)
+        if listed.returncode == 0:
+            live = {item["metadata"]["name"]: item for item in json.loads(listed.stdout).get("items", [])}
+        for doc in crds:
+            current = live.get(doc["metadata"]["name"], {}).get("spec", {}).get("conversion")
+            if current and current.get("strategy") == "Webhook" and doc["spec"].get("conversion"):
+                doc["spec"]["conversion"] = current
+        return {"apiVersion": "v1", "kind": "List", "items": crds}
 
     # ------------------------------------------------------------------ bring-up
 

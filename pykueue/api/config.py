@@ -174,7 +174,8 @@ _LABEL_SELECTOR = _obj(
 
 CONFIG_SCHEMA: dict[str, Any] = _obj(
     {
-        "apiVersion": {"enum": [CONFIG_API_VERSION]},
+        # v1beta2 documents are rewritten to v1beta1 before validation (_from_v1beta2).
+        "apiVersion": {"enum": [CONFIG_API_VERSION, f"{CONFIG_API_VERSION.rsplit('/', 1)[0]}/v1beta2"]},
         "kind": {"enum": ["Configuration"]},
         "namespace": {"type": "string", "pattern": DNS1123_LABEL, "maxLength": 63},
         "manageJobsWithoutQueueName": {"type": "boolean"},
@@ -409,10 +410,38 @@ def require_supported(cfg: Configuration, source: str | None = None) -> Configur
     return cfg
 
 
+CONFIG_V1BETA2_API_VERSION = f"{CONFIG_API_VERSION.rsplit('/', 1)[0]}/v1beta2"
+
+
+def _from_v1beta2(raw: dict[str, Any]) -> tuple[dict[str, Any], list[FieldError]]:
+    """A ``config.kueue.x-k8s.io/v1beta2`` document as the v1beta1 one it stands for.
+
+    Kueue's v1beta2 (``apis/config/v1beta1/configuration_conversion.go``) differs from v1beta1, within
+    the fields pykueue accepts, in one place: ``waitForPodsReady`` has no ``enable`` (the section's
+    presence enables it) and an unset ``blockAdmission`` means false.
+    """
+    out = dict(raw, apiVersion=CONFIG_API_VERSION)
+    wait = raw.get("waitForPodsReady")
+    if not isinstance(wait, dict):
+        return out, []
+    if "enable" in wait:
+        return out, [FieldError("waitForPodsReady.enable", f'unknown field "waitForPodsReady.enable" in {CONFIG_V1BETA2_API_VERSION} '
+                                "(the section's presence enables it)")]
+    out["waitForPodsReady"] = {**wait, "enable": True, "blockAdmission": wait.get("blockAdmission", False)}
+    return out, []
+
+
 def parse_config(raw: Any, source: str | None = None) -> Configuration:
-    """Validate a decoded configuration document and return it with defaults; ConfigError if bad."""
+    """Validate a decoded configuration document and return it with defaults; ConfigError if bad.
+
+    Both Kueue's ``config.kueue.x-k8s.io/v1beta1`` and ``v1beta2`` are read.
+    """
     if not isinstance(raw, dict):
         raise ConfigError([FieldError.invalid("", type(raw).__name__, "the configuration must be a YAML mapping")], source)
+    if raw.get("apiVersion") == CONFIG_V1BETA2_API_VERSION:
+        raw, errors = _from_v1beta2(raw)
+        if errors:
+            raise ConfigError(errors, source)
     errors = _schema_errors(raw)
     if errors:
         raise ConfigError(errors, source)

@@ -13,6 +13,11 @@ from typing import Final
 GROUP: Final = "kueue.x-k8s.io"
 VERSION: Final = "v1beta1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
+# Also served: Kueue's current version, converted to and from VERSION by the webhook's /convert
+# (docs/design/api-versions.md). VERSION stays the one the programs read and write and the one
+# etcd stores.
+V1BETA2_VERSION: Final = "v1beta2"
+STORAGE_VERSION: Final = VERSION
 CONFIG_GROUP: Final = "config.kueue.x-k8s.io"
 CONFIG_API_VERSION: Final = f"{CONFIG_GROUP}/v1beta1"
 AUTOSCALING_GROUP: Final = "autoscaling.x-k8s.io"

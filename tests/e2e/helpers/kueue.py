@@ -8,6 +8,7 @@ namespace.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -17,10 +18,19 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from pykueue.api.conversion import convert
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta1"
+# The version KueueApi writes and reads: v1beta1 (the default) or, with
+# PYKUEUE_E2E_KUEUE_VERSION=v1beta2, Kueue's current version, so every object the helpers handle
+# passes through the conversion webhook. Tests keep building and asserting on v1beta1 objects
+# (tests.builders); KueueApi converts on the way in and out with pykueue.api.conversion, the very
+# functions the webhook runs.
+WIRE_VERSION = os.environ.get("PYKUEUE_E2E_KUEUE_VERSION", VERSION)
+if WIRE_VERSION not in ("v1beta1", "v1beta2"):
+    raise ValueError(f"PYKUEUE_E2E_KUEUE_VERSION={WIRE_VERSION!r}: expected v1beta1 or v1beta2")
 PLURALS = {
     "ClusterQueue": "clusterqueues",
     "LocalQueue": "localqueues",
@@ -68,24 +78,42 @@ class KueueApi:
         self.custom = k8s.CustomObjectsApi(api_client)
         self.created: list[tuple[str, str]] = []
 
+    def _out(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A v1beta1 object or partial patch as the wire version spells it."""
+        if WIRE_VERSION == VERSION:
+            return body
+        converted = convert({**body, "apiVersion": f"{GROUP}/{VERSION}", "kind": kind}, WIRE_VERSION)
+        if "apiVersion" not in body:
+            converted.pop("apiVersion", None)
+            converted.pop("kind", None)
+        return converted
+
+    def _in(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """What the apiserver answered, as the v1beta1 object the tests assert on."""
+        if WIRE_VERSION == VERSION or obj.get("apiVersion") != f"{GROUP}/{WIRE_VERSION}":
+            return obj
+        return convert(obj, VERSION)
+
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         kind = obj["kind"]
         plural = PLURALS[kind]
         if kind in NAMESPACED:
-            return self.custom.create_namespaced_custom_object(
-                GROUP, VERSION, obj["metadata"]["namespace"], plural, obj
+            return self._in(
+                self.custom.create_namespaced_custom_object(
+                    GROUP, WIRE_VERSION, obj["metadata"]["namespace"], plural, self._out(kind, obj)
+                )
             )
-        created = self.custom.create_cluster_custom_object(GROUP, VERSION, plural, obj)
+        created = self.custom.create_cluster_custom_object(GROUP, WIRE_VERSION, plural, self._out(kind, obj))
         self.created.append((kind, obj["metadata"]["name"]))
-        return created
+        return self._in(created)
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         try:
             if kind in NAMESPACED:
-                return self.custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURALS[kind], name
+                return self._in(
+                    self.custom.get_namespaced_custom_object(GROUP, WIRE_VERSION, namespace, PLURALS[kind], name)
                 )
-            return self.custom.get_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name)
+            return self._in(self.custom.get_cluster_custom_object(GROUP, WIRE_VERSION, PLURALS[kind], name))
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -97,25 +125,32 @@ class KueueApi:
         return wl
 
     def workloads(self, namespace: str) -> list[dict[str, Any]]:
-        return self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
+        listed = self.custom.list_namespaced_custom_object(GROUP, WIRE_VERSION, namespace, "workloads")["items"]
+        return [self._in({"apiVersion": f"{GROUP}/{WIRE_VERSION}", "kind": "Workload", **wl}) for wl in listed]
 
     def patch(
         self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
+        body = self._out(kind, body)
         if kind in NAMESPACED:
-            return self.custom.patch_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURALS[kind], name, body
+            return self._in(
+                self.custom.patch_namespaced_custom_object(GROUP, WIRE_VERSION, namespace, PLURALS[kind], name, body)
             )
-        return self.custom.patch_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name, body)
+        return self._in(self.custom.patch_cluster_custom_object(GROUP, WIRE_VERSION, PLURALS[kind], name, body))
 
     def patch_status(
         self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
+        body = self._out(kind, body)
         if kind in NAMESPACED:
-            return self.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, PLURALS[kind], name, body
+            return self._in(
+                self.custom.patch_namespaced_custom_object_status(
+                    GROUP, WIRE_VERSION, namespace, PLURALS[kind], name, body
+                )
             )
-        return self.custom.patch_cluster_custom_object_status(GROUP, VERSION, PLURALS[kind], name, body)
+        return self._in(
+            self.custom.patch_cluster_custom_object_status(GROUP, WIRE_VERSION, PLURALS[kind], name, body)
+        )
 
     def finish(self, wl: dict[str, Any]) -> None:
         """Mark a standalone workload Finished (what a job integration does when the job ends).

@@ -32,3 +32,41 @@ ALLOWED: list[tuple[str, str, str]] = [
     ("AdmissionCheck", "spec.parameters.kind", "pattern"),
 ]
 
+
+# Kinds whose etcd storage version differs from Kueue's: Kueue stores v1beta2; pykueue keeps storing
+# v1beta1, the version its controller and webhook read and write, and serves v1beta2 through the
+# conversion webhook (docs/design/api-versions.md, docs/limitations.md).
+_STORED_IN_V1BETA1 = (
+    "AdmissionCheck",
+    "ClusterQueue",
+    "Cohort",
+    "LocalQueue",
+    "MultiKueueCluster",
+    "MultiKueueConfig",
+    "ProvisioningRequestConfig",
+    "ResourceFlavor",
+    "Workload",
+    "WorkloadPriorityClass",
+)
+
+ALLOWED += [(kind, "", "crd.storage") for kind in _STORED_IN_V1BETA1]
+
+# The deliberate differences from Kueue's v1beta2 schemas. pykueue's extensions are served in both
+# versions, with the same schema.
+ALLOWED_V1BETA2: list[tuple[str, str, str]] = [
+    ("ClusterQueue", "spec.concurrentAdmission", "presence"),
+    ("ClusterQueue", "spec.flavorFungibility.fallbackStrategy", "presence"),
+    ("Workload", "spec.podSets[].allowedResourceFlavors", "presence"),
+    ("Workload", "spec.workloadMode", "presence"),
+    ("Workload", "status.options", "presence"),
+    ("Workload", "status.flavorAssignmentHistory", "presence"),
+    # Kueue's concurrentAdmissionPolicy and pykueue's concurrentAdmission are two spellings of one
+    # policy (pykueue/api/concurrent_policy.py); a ClusterQueue may set one of them.
+    ("ClusterQueue", "spec", "x-kubernetes-validations"),
+    # ... and every policy the schema accepts has a concurrentAdmission it maps to.
+    ("ClusterQueue", "spec.concurrentAdmissionPolicy.migration", "x-kubernetes-validations"),
+    # The same pattern spelling as in v1beta1 (above).
+    ("AdmissionCheck", "spec.parameters.kind", "pattern"),
+] + [(kind, "", "crd.storage") for kind in _STORED_IN_V1BETA1]
+
+ALLOWED_BY_VERSION: dict[str, list[tuple[str, str, str]]] = {"v1beta1": ALLOWED, "v1beta2": ALLOWED_V1BETA2}

@@ -101,8 +101,9 @@ INVALID = [
     ("selector matches kube-system", doc(managedJobsNamespaceSelector={}),
      'managedJobsNamespaceSelector: Invalid value: "object": should not match the kube-system namespace'),
     ("bad namespace", doc(namespace="Pykueue"), 'namespace: Invalid value: "Pykueue": should match'),
-    ("wrong apiVersion", {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"},
-     'apiVersion: Unsupported value: "config.kueue.x-k8s.io/v1beta2"'),
+    ("wrong apiVersion", {"apiVersion": "config.kueue.x-k8s.io/v1alpha1", "kind": "Configuration"},
+     'apiVersion: Unsupported value: "config.kueue.x-k8s.io/v1alpha1": supported values: '
+     '"config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2"'),
     ("missing kind", {"apiVersion": "config.kueue.x-k8s.io/v1beta1"}, "kind: Required value"),
     ("renew deadline above lease", doc(leaderElection={"leaseDuration": "10s", "renewDeadline": "15s"}),
      'leaderElection.renewDeadline: Invalid value: "15s": must be less than leaseDuration'),
@@ -165,3 +166,29 @@ def test_multikueue_settings_are_refused_naming_the_field(stanza: dict[str, Any]
         require_supported(cfg, "config.yaml")
     assert str(err.value) == f"{field}: Forbidden: {MULTIKUEUE_NOT_IMPLEMENTED}"
     assert require_supported(Configuration()) == Configuration()
+
+
+# --- config.kueue.x-k8s.io/v1beta2 -----------------------------------------------------------------
+
+V1BETA2 = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
+
+
+def test_a_v1beta2_configuration_reads_as_the_v1beta1_one_it_stands_for() -> None:
+    cfg = parse_config({**V1BETA2, "manageJobsWithoutQueueName": True, "waitForPodsReady": {"timeout": "2m"}})
+    assert cfg.manage_jobs_without_queue_name is True
+    # Kueue v1beta2: the section's presence enables waiting; an unset blockAdmission is false.
+    assert cfg.wait_for_pods_ready.enable is True
+    assert cfg.wait_for_pods_ready.timeout == 120.0
+    assert cfg.wait_for_pods_ready.block_admission is False
+    assert parse_config({**V1BETA2, "waitForPodsReady": {"blockAdmission": True}}).wait_for_pods_ready.block_admission
+    assert parse_config(V1BETA2).wait_for_pods_ready.enable is False
+
+
+def test_v1beta2_has_no_wait_for_pods_ready_enable() -> None:
+    with pytest.raises(ConfigError, match=r"waitForPodsReady\.enable"):
+        parse_config({**V1BETA2, "waitForPodsReady": {"enable": True}})
+
+
+def test_other_versions_are_refused() -> None:
+    with pytest.raises(ConfigError, match="apiVersion"):
+        parse_config({"apiVersion": "config.kueue.x-k8s.io/v1alpha1", "kind": "Configuration"})

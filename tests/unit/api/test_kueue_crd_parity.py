@@ -2,10 +2,11 @@
 
 The oracle is the set of CRDs of the Kueue release pinned in ``hack/versions.env``, fetched by
 ``make kueue-crds`` (never committed; :mod:`tests.kueue_oracle`). For every kind both serve, the
-v1beta1 schema generated from ``pykueue/api/schemas`` is compared with Kueue's path by path
+schema of each version (v1beta1 and v1beta2) generated from ``pykueue/api/schemas`` is compared with Kueue's path by path
 (:mod:`tests.crd_parity`): presence, type, format, enum, default, required, size and range limits,
 pattern, list types and map keys, CEL rules and messages, preserve-unknown-fields, int-or-string,
-and the CRD's printer columns, short names, categories, scope and subresources. A difference
+and the CRD's printer columns, short names, categories, scope, subresources and each version's
+served/storage/deprecated flags. A difference
 fails unless ``kueue_crd_parity_allowlist`` says why it is deliberate; an allow-list entry that no
 longer matches a difference fails too, so the list only shrinks.
 """
@@ -21,7 +22,9 @@ from pykueue.api.generate import crd
 from pykueue.api.schema import KINDS, object_schema
 from tests.crd_parity import Difference, compare_crds
 from tests.kueue_oracle import REPO_ROOT, kueue_crds
-from tests.unit.api.kueue_crd_parity_allowlist import ALLOWED, MISSING_KINDS
+from tests.unit.api.kueue_crd_parity_allowlist import ALLOWED_BY_VERSION, MISSING_KINDS
+
+VERSIONS = sorted(ALLOWED_BY_VERSION)
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +42,10 @@ def _allowed_by(entry: tuple[str, str, str], diff: Difference) -> bool:
     return path == diff.path and facet == diff.facet
 
 
-def _all_differences(oracle: dict[str, dict[str, Any]]) -> list[Difference]:
-    return [d for kind, info in KINDS.items() if kind in oracle for d in compare_crds(crd(info), oracle[kind])]
+def _all_differences(oracle: dict[str, dict[str, Any]], version: str) -> list[Difference]:
+    return [
+        d for kind, info in KINDS.items() if kind in oracle for d in compare_crds(crd(info), oracle[kind], version)
+    ]
 
 
 def test_every_kind_kueue_serves_is_served_or_allow_listed(oracle: dict[str, dict[str, Any]]) -> None:
@@ -48,23 +53,26 @@ def test_every_kind_kueue_serves_is_served_or_allow_listed(oracle: dict[str, dic
     assert sorted(set(KINDS) - set(oracle)) == []
 
 
-def test_schemas_match_kueue_except_the_allow_list(oracle: dict[str, dict[str, Any]]) -> None:
-    diffs = _all_differences(oracle)
-    unexpected = [d for d in diffs if not any(_allowed_by(e, d) for e in ALLOWED)]
+@pytest.mark.parametrize("version", VERSIONS)
+def test_schemas_match_kueue_except_the_allow_list(oracle: dict[str, dict[str, Any]], version: str) -> None:
+    diffs = _all_differences(oracle, version)
+    unexpected = [d for d in diffs if not any(_allowed_by(e, d) for e in ALLOWED_BY_VERSION[version])]
     assert not unexpected, (
-        f"{len(unexpected)} difference(s) from Kueue's CRDs; fix pykueue/api/schemas or, if deliberate, "
+        f"{len(unexpected)} {version} difference(s) from Kueue's CRDs; fix pykueue/api/schemas or, if deliberate, "
         "add them to tests/unit/api/kueue_crd_parity_allowlist.py with the reason:\n"
         + "\n".join(f"  {d}" for d in unexpected)
     )
 
 
-def test_allow_list_has_no_stale_entries(oracle: dict[str, dict[str, Any]]) -> None:
-    diffs = _all_differences(oracle)
-    stale = [e for e in ALLOWED if not any(_allowed_by(e, d) for d in diffs)]
+@pytest.mark.parametrize("version", VERSIONS)
+def test_allow_list_has_no_stale_entries(oracle: dict[str, dict[str, Any]], version: str) -> None:
+    diffs = _all_differences(oracle, version)
+    allowed = ALLOWED_BY_VERSION[version]
+    stale = [e for e in allowed if not any(_allowed_by(e, d) for d in diffs)]
     assert not stale, "allow-list entries that no longer differ from Kueue (remove them):\n" + "\n".join(
         f"  {e}" for e in stale
     )
-    assert len(ALLOWED) == len(set(ALLOWED)), "duplicate allow-list entries"
+    assert len(allowed) == len(set(allowed)), "duplicate allow-list entries"
 
 
 def test_the_comparison_sees_every_kind_of_difference() -> None:

@@ -1,0 +1,459 @@
+"""Convert Kueue objects between ``kueue.x-k8s.io/v1beta1`` and ``v1beta2``: pure functions.
+
+The webhook's ``/convert`` endpoint (webhook/conversion.py) calls :func:`convert` for every object
+the apiserver hands it; nothing here talks to the API. The mapping follows Kueue's own conversion
+(``apis/kueue/v1beta1/*_conversion.go`` in kubernetes-sigs/kueue) and the schema edits of
+:mod:`pykueue.api.schemas.v1beta2`:
+
+* renames: ClusterQueue ``spec.cohort`` ↔ ``spec.cohortName``; LocalQueue ``status.flavorUsage`` ↔
+  ``status.flavorsUsage``; Workload ``status.accumulatedPastExexcutionTimeSeconds`` ↔
+  ``status.accumulatedPastExecutionTimeSeconds``;
+* moves: MultiKueueCluster ``spec.kubeConfig``/``spec.clusterProfileRef`` ↔
+  ``spec.clusterSource.*``;
+* re-encodings: Workload ``spec.priorityClassName`` + ``priorityClassSource`` ↔
+  ``spec.priorityClassRef``; a TopologyAssignment's ``domains`` ↔ its compact ``slices``;
+  ClusterQueue ``spec.admissionChecks`` → ``spec.admissionChecksStrategy``;
+  ``whenCanBorrow: Borrow`` / ``whenCanPreempt: Preempt`` (gone from v1beta2) → ``MayStopSearch``;
+  ``spec.concurrentAdmissionPolicy`` ↔ ``spec.concurrentAdmission`` when Kueue's policy can say it
+  (:mod:`pykueue.api.concurrent_policy`);
+* fields one version lacks (AdmissionCheck ``spec.retryDelayMinutes``, ClusterQueue
+  ``status.pendingWorkloadsStatus``, Workload ``spec.preemptionGates``, ...).
+
+Nothing is lost either way: every field a conversion drops or re-encodes ambiguously is written
+to the annotation :data:`CONVERSION_DATA_ANNOTATION` of the converted object as an entry
+``{to, path, value, guard, expect}``: "converting back to ``to``, put ``value`` at ``path``
+(absent ``value``: remove it) if ``guard`` still holds ``expect`` in the object being converted".
+The guard makes a stale entry harmless: a field edited in the other version since is converted,
+not overwritten by the old value. Entries the plain reverse conversion would reproduce anyway are
+not written, so an object that converts cleanly carries no annotation (Cluster API keeps its
+``conversion-data`` annotation the same way).
+
+Fields neither version knows are copied as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pykueue.api import concurrent_policy
+from pykueue.api import constants as c
+
+CONVERSION_DATA_ANNOTATION = "pykueue.x-k8s.io/conversion-data"
+V1BETA1 = c.VERSION
+V1BETA2 = c.V1BETA2_VERSION
+VERSIONS = (V1BETA1, V1BETA2)
+
+Path = tuple[str | int, ...]
+_ABSENT = object()
+
+
+class ConversionError(ValueError):
+    """The object cannot be converted (not a Kueue object, unknown version); the message says why."""
+
+
+# --- paths ----------------------------------------------------------------------------------------
+
+
+def _get(obj: Any, path: Path) -> Any:
+    node = obj
+    for step in path:
+        if isinstance(step, int):
+            if not isinstance(node, list) or step >= len(node):
+                return _ABSENT
+            node = node[step]
+        else:
+            if not isinstance(node, dict) or step not in node:
+                return _ABSENT
+            node = node[step]
+    return node
+
+
+def _set(obj: dict[str, Any], path: Path, value: Any) -> None:
+    """Set (or, with ``_ABSENT``, remove) the value at ``path``, creating parent objects on the way."""
+    node: Any = obj
+    for index, step in enumerate(path[:-1]):
+        if isinstance(step, int):
+            if not isinstance(node, list) or step >= len(node):
+                return
+            node = node[step]
+            continue
+        if not isinstance(node, dict):
+            return
+        if step not in node or not isinstance(node[step], (dict, list)):
+            if value is _ABSENT:
+                return
+            node[step] = [] if isinstance(path[index + 1], int) else {}
+        node = node[step]
+    last = path[-1]
+    if isinstance(last, int):
+        if isinstance(node, list) and last < len(node) and value is not _ABSENT:
+            node[last] = value
+        return
+    if not isinstance(node, dict):
+        return
+    if value is _ABSENT:
+        node.pop(last, None)
+    else:
+        node[last] = value
+
+
+def _pop(obj: dict[str, Any], path: Path) -> Any:
+    value = _get(obj, path)
+    _set(obj, path, _ABSENT)
+    return value
+
+
+def _copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+# --- one conversion step ---------------------------------------------------------------------------
+
+
+class _Step:
+    """Records what a conversion did to the fields it touched: the entries the way back needs."""
+
+    def __init__(self, source: dict[str, Any], out: dict[str, Any], source_version: str) -> None:
+        self.source = source
+        self.out = out
+        self.source_version = source_version
+        self.touched: list[tuple[Path, Path]] = []  # (source path, guard path in out)
+
+    def touch(self, path: Path, guard: Path | None = None) -> None:
+        self.touched.append((path, guard if guard is not None else path))
+
+    def move(self, src: Path, dst: Path) -> None:
+        value = _pop(self.out, src)
+        if value is not _ABSENT:
+            _set(self.out, dst, value)
+        self.touch(src, dst)
+
+    def drop(self, path: Path) -> None:
+        _pop(self.out, path)
+        self.touch(path)
+
+
+Converter = Callable[[_Step], None]
+
+
+def _each(obj: Any, path: Path) -> list[Path]:
+    """Every concrete path matching ``path``, where ``"*"`` stands for each index of a list."""
+    if "*" not in path:
+        return [path]
+    at = path.index("*")
+    items = _get(obj, path[:at])
+    if not isinstance(items, list):
+        return []
+    return [p for i in range(len(items)) for p in _each(obj, (*path[:at], i, *path[at + 1 :]))]
+
+
+# --- ClusterQueue ---------------------------------------------------------------------------------
+
+_DEPRECATED_FUNGIBILITY = {("whenCanBorrow", "Borrow"), ("whenCanPreempt", "Preempt")}
+
+
+def _cluster_queue_up(step: _Step) -> None:
+    out = step.out
+    step.move(("spec", "cohort"), ("spec", "cohortName"))
+    for field in ("whenCanBorrow", "whenCanPreempt"):
+        path: Path = ("spec", "flavorFungibility", field)
+        if (field, _get(out, path)) in _DEPRECATED_FUNGIBILITY:
+            _set(out, path, "MayStopSearch")
+            step.touch(path)
+    checks = _pop(out, ("spec", "admissionChecks"))
+    step.touch(("spec", "admissionChecks"), ("spec", "admissionChecksStrategy"))
+    if isinstance(checks, list) and checks and _get(out, ("spec", "admissionChecksStrategy")) is _ABSENT:
+        _set(out, ("spec", "admissionChecksStrategy"), {"admissionChecks": [{"name": name} for name in checks]})
+        step.touch(("spec", "admissionChecksStrategy"))
+    # A concurrentAdmission Kueue can express reads as Kueue's policy in v1beta2, so a queue written
+    # with the policy is stored without an annotation and every v1beta2 reader sees Kueue's spelling.
+    concurrent = _get(out, ("spec", "concurrentAdmission"))
+    policy = concurrent_policy.to_policy(concurrent) if isinstance(concurrent, dict) else None
+    if policy is not None and _get(out, ("spec", "concurrentAdmissionPolicy")) is _ABSENT:
+        _set(out, ("spec", "concurrentAdmissionPolicy"), policy)
+        _pop(out, ("spec", "concurrentAdmission"))
+    step.touch(("spec", "concurrentAdmission"), ("spec", "concurrentAdmissionPolicy"))
+    step.touch(("spec", "concurrentAdmissionPolicy"))
+    step.drop(("status", "pendingWorkloadsStatus"))
+    step.drop(("status", "fairSharing", "admissionFairSharingStatus"))
+
+
+def _cluster_queue_down(step: _Step) -> None:
+    out = step.out
+    step.move(("spec", "cohortName"), ("spec", "cohort"))
+    policy = _get(out, ("spec", "concurrentAdmissionPolicy"))
+    if policy is not _ABSENT:
+        mapped = concurrent_policy.to_concurrent_admission(policy) if isinstance(policy, dict) else None
+        if mapped is not None and _get(out, ("spec", "concurrentAdmission")) is _ABSENT:
+            _set(out, ("spec", "concurrentAdmission"), mapped)
+        _pop(out, ("spec", "concurrentAdmissionPolicy"))
+        # The way back restores the policy and removes the concurrentAdmission made from it.
+        step.touch(("spec", "concurrentAdmissionPolicy"), ("spec", "concurrentAdmission"))
+        step.touch(("spec", "concurrentAdmission"))
+
+
+# --- Cohort, LocalQueue, AdmissionCheck, MultiKueue -----------------------------------------------
+
+
+def _cohort_up(step: _Step) -> None:
+    step.drop(("status", "fairSharing", "admissionFairSharingStatus"))
+
+
+def _local_queue_up(step: _Step) -> None:
+    step.move(("status", "flavorUsage"), ("status", "flavorsUsage"))
+    step.drop(("status", "flavors"))
+
+
+def _local_queue_down(step: _Step) -> None:
+    step.move(("status", "flavorsUsage"), ("status", "flavorUsage"))
+
+
+def _admission_check_up(step: _Step) -> None:
+    step.drop(("spec", "retryDelayMinutes"))
+
+
+def _multikueue_cluster_up(step: _Step) -> None:
+    step.move(("spec", "kubeConfig"), ("spec", "clusterSource", "kubeConfig"))
+    step.move(("spec", "clusterProfileRef"), ("spec", "clusterSource", "clusterProfileRef"))
+
+
+def _multikueue_cluster_down(step: _Step) -> None:
+    step.move(("spec", "clusterSource", "kubeConfig"), ("spec", "kubeConfig"))
+    step.move(("spec", "clusterSource", "clusterProfileRef"), ("spec", "clusterProfileRef"))
+    if _get(step.out, ("spec", "clusterSource")) == {}:
+        _pop(step.out, ("spec", "clusterSource"))
+    step.touch(("spec", "clusterSource"))
+
+
+def _multikueue_config_down(step: _Step) -> None:
+    step.drop(("spec", "quotaManagement"))
+
+
+# --- Workload ---------------------------------------------------------------------------------------
+
+_PRIORITY_SOURCES = {
+    "kueue.x-k8s.io/workloadpriorityclass": ("kueue.x-k8s.io", "WorkloadPriorityClass"),
+    "scheduling.k8s.io/priorityclass": ("scheduling.k8s.io", "PriorityClass"),
+}
+_ASSIGNMENTS: Path = ("status", "admission", "podSetAssignments", "*", "topologyAssignment")
+
+
+def _domains_to_slices(domains: list[Any], levels: int) -> list[dict[str, Any]] | None:
+    """v1beta1's one-entry-per-domain list as one v1beta2 slice; None when it is not well formed."""
+    if not domains:
+        return []
+    counts, values = [], []
+    for domain in domains:
+        if not isinstance(domain, dict) or not isinstance(domain.get("values"), list):
+            return None
+        counts.append(domain.get("count"))
+        values.append(domain["values"])
+    if any(len(v) != levels for v in values):
+        return None
+    pod_counts: dict[str, Any] = {"universal": counts[0]} if len(set(map(str, counts))) == 1 else {"individual": counts}
+    per_level: list[dict[str, Any]] = []
+    for level in range(levels):
+        column = [v[level] for v in values]
+        per_level.append({"universal": column[0]} if len(set(column)) == 1 else {"individual": {"roots": column}})
+    return [{"domainCount": len(domains), "podCounts": pod_counts, "valuesPerLevel": per_level}]
+
+
+def _slices_to_domains(slices: list[Any]) -> list[dict[str, Any]] | None:
+    """v1beta2's slices expanded to one v1beta1 entry per domain; None when they are not well formed."""
+    domains: list[dict[str, Any]] = []
+    for piece in slices:
+        if not isinstance(piece, dict):
+            return None
+        count, pods, per_level = piece.get("domainCount"), piece.get("podCounts") or {}, piece.get("valuesPerLevel") or []
+        if not isinstance(count, int) or not isinstance(pods, dict) or not isinstance(per_level, list):
+            return None
+        for i in range(count):
+            individual = pods.get("individual")
+            pod_count = individual[i] if isinstance(individual, list) and i < len(individual) else pods.get("universal")
+            values = []
+            for level in per_level:
+                if not isinstance(level, dict):
+                    return None
+                if "universal" in level:
+                    values.append(level["universal"])
+                    continue
+                spec = level.get("individual") or {}
+                roots = spec.get("roots") if isinstance(spec, dict) else None
+                if not isinstance(roots, list) or i >= len(roots):
+                    return None
+                values.append(f"{spec.get('prefix', '')}{roots[i]}{spec.get('suffix', '')}")
+            domains.append({"values": values, "count": pod_count})
+    return domains
+
+
+def _workload_up(step: _Step) -> None:
+    out = step.out
+    name = _pop(out, ("spec", "priorityClassName"))
+    source = _pop(out, ("spec", "priorityClassSource"))
+    if isinstance(source, str) and source in _PRIORITY_SOURCES and isinstance(name, str) and name:
+        group, kind = _PRIORITY_SOURCES[source]
+        _set(out, ("spec", "priorityClassRef"), {"group": group, "kind": kind, "name": name})
+    step.touch(("spec", "priorityClassName"), ("spec", "priorityClassRef"))
+    step.touch(("spec", "priorityClassSource"), ("spec", "priorityClassRef"))
+    step.move(("status", "accumulatedPastExexcutionTimeSeconds"), ("status", "accumulatedPastExecutionTimeSeconds"))
+    for path in _each(out, _ASSIGNMENTS):
+        assignment = _get(out, path)
+        if not isinstance(assignment, dict) or "domains" not in assignment:
+            continue
+        levels = assignment.get("levels")
+        slices = _domains_to_slices(assignment["domains"], len(levels)) if isinstance(levels, list) and isinstance(
+            assignment["domains"], list
+        ) else None
+        step.touch((*path, "domains"), (*path, "slices"))
+        del assignment["domains"]
+        if slices is not None:
+            assignment["slices"] = slices
+
+
+def _workload_down(step: _Step) -> None:
+    out = step.out
+    ref = _pop(out, ("spec", "priorityClassRef"))
+    if isinstance(ref, dict):
+        for source, (group, kind) in _PRIORITY_SOURCES.items():
+            if (ref.get("group"), ref.get("kind")) == (group, kind) and isinstance(ref.get("name"), str):
+                _set(out, ("spec", "priorityClassSource"), source)
+                _set(out, ("spec", "priorityClassName"), ref["name"])
+    # v1beta1 defaults the source to "" (the apiserver applies it to every stored Workload), so a
+    # Workload without a class reads back the same in v1beta2 without a conversion annotation.
+    if isinstance(out.get("spec"), dict) and _get(out, ("spec", "priorityClassSource")) is _ABSENT:
+        _set(out, ("spec", "priorityClassSource"), "")
+    step.touch(("spec", "priorityClassRef"), ("spec", "priorityClassName"))
+    step.move(("status", "accumulatedPastExecutionTimeSeconds"), ("status", "accumulatedPastExexcutionTimeSeconds"))
+    step.drop(("spec", "preemptionGates"))
+    step.drop(("status", "preemptionGates"))
+    for path in _each(out, ("spec", "podSets", "*", "topologyRequest", "podsetSliceRequiredTopologyConstraints")):
+        step.drop(path)
+    for path in _each(out, _ASSIGNMENTS):
+        assignment = _get(out, path)
+        if not isinstance(assignment, dict) or "slices" not in assignment:
+            continue
+        domains = _slices_to_domains(assignment["slices"]) if isinstance(assignment["slices"], list) else None
+        step.touch((*path, "slices"), (*path, "domains"))
+        del assignment["slices"]
+        if domains is not None:
+            assignment["domains"] = domains
+
+
+def _nothing(step: _Step) -> None:
+    """Kinds whose two versions are the same schema (ResourceFlavor) or differ only in limits."""
+
+
+# kind -> (v1beta1 -> v1beta2, v1beta2 -> v1beta1)
+CONVERTERS: dict[str, tuple[Converter, Converter]] = {
+    "AdmissionCheck": (_admission_check_up, _nothing),
+    "ClusterQueue": (_cluster_queue_up, _cluster_queue_down),
+    "Cohort": (_cohort_up, _nothing),
+    "LocalQueue": (_local_queue_up, _local_queue_down),
+    "MultiKueueCluster": (_multikueue_cluster_up, _multikueue_cluster_down),
+    "MultiKueueConfig": (_nothing, _multikueue_config_down),
+    "ProvisioningRequestConfig": (_nothing, _nothing),
+    "ResourceFlavor": (_nothing, _nothing),
+    "Workload": (_workload_up, _workload_down),
+    "WorkloadPriorityClass": (_nothing, _nothing),
+}
+
+
+# --- the annotation ---------------------------------------------------------------------------------
+
+
+def _read_entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pop the conversion annotation; an unreadable one is dropped (it can only restore, never decide)."""
+    annotations = _get(obj, ("metadata", "annotations"))
+    if not isinstance(annotations, dict) or CONVERSION_DATA_ANNOTATION not in annotations:
+        return []
+    raw = annotations.pop(CONVERSION_DATA_ANNOTATION)
+    if not annotations:
+        del obj["metadata"]["annotations"]
+    try:
+        entries = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [
+        e for e in entries
+        if isinstance(e, dict) and isinstance(e.get("path"), list) and isinstance(e.get("guard"), list) and e.get("to") in VERSIONS
+    ]
+
+
+def _write_entries(obj: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+    if not entries:
+        return
+    metadata = obj.setdefault("metadata", {})
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = metadata["annotations"] = {}
+    annotations[CONVERSION_DATA_ANNOTATION] = json.dumps(entries, separators=(",", ":"), sort_keys=True)
+
+
+def _value(entry: dict[str, Any], key: str) -> Any:
+    return entry.get(key, _ABSENT)
+
+
+def _plain(obj: dict[str, Any], kind: str, source: str, target: str) -> _Step:
+    out = _copy(obj)
+    out["apiVersion"] = f"{c.GROUP}/{target}"
+    step = _Step(obj, out, source)
+    up, down = CONVERTERS[kind]
+    (up if target == V1BETA2 else down)(step)
+    return step
+
+
+def _version_of(obj: dict[str, Any]) -> tuple[str, str]:
+    api_version = obj.get("apiVersion")
+    kind = obj.get("kind")
+    if not isinstance(api_version, str) or "/" not in api_version:
+        raise ConversionError(f"object has no apiVersion of the {c.GROUP} group: {api_version!r}")
+    group, _, version = api_version.partition("/")
+    if group != c.GROUP or version not in VERSIONS:
+        raise ConversionError(f"apiVersion {api_version!r} is not {c.GROUP}/{V1BETA1} or {c.GROUP}/{V1BETA2}")
+    if kind not in CONVERTERS:
+        raise ConversionError(f"kind {kind!r} is not a {c.GROUP} kind pykueue serves")
+    if not isinstance(obj.get("metadata", {}), dict):
+        raise ConversionError("metadata is not a JSON object")
+    return str(kind), version
+
+
+def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
+    """``obj`` (a v1beta1 or v1beta2 Kueue object) in ``target`` version; ``obj`` is not modified."""
+    if target not in VERSIONS:
+        raise ConversionError(f"desired version {target!r} is not {V1BETA1} or {V1BETA2}")
+    if not isinstance(obj, dict):
+        raise ConversionError("object is not a JSON object")
+    kind, source = _version_of(obj)
+    if source == target:
+        return _copy(obj)
+    source_obj = _copy(obj)
+    entries = _read_entries(source_obj)
+    step = _plain(source_obj, kind, source, target)
+    out = step.out
+    # Restore what an earlier conversion into `source` put aside for `target`, where it is still current.
+    for entry in entries:
+        if entry["to"] == target and _get(source_obj, tuple(entry["guard"])) == _value(entry, "expect"):
+            value = _value(entry, "value")
+            _set(out, tuple(entry["path"]), value if value is _ABSENT else _copy(value))
+    # Keep what `target` cannot say for the way back, unless the plain way back says it anyway.
+    back = _plain(out, kind, target, source).out
+    keep = [e for e in entries if e["to"] == source]  # put aside by an older conversion, not consumed here
+    kept_paths = {tuple(e["path"]) for e in keep}
+    for path, guard in step.touched:
+        original = _get(source_obj, path)
+        if _get(back, path) == original or path in kept_paths:
+            continue
+        kept: dict[str, Any] = {"to": source, "path": list(path), "guard": list(guard)}
+        if original is not _ABSENT:
+            kept["value"] = original
+        current = _get(out, guard)
+        if current is not _ABSENT:
+            kept["expect"] = current
+        keep.append(kept)
+        kept_paths.add(path)
+    _write_entries(out, keep)
+    return out

@@ -1,0 +1,346 @@
+"""kueue.x-k8s.io/v1beta2 beside v1beta1 on a real apiserver, converted by the webhook's ``/convert``.
+
+Objects are stored in v1beta1 (docs/design/api-versions.md). What a user sees: an object written
+in either version reads back in the other with Kueue's spelling, fields the other version lacks
+survive the trip, Kueue's concurrentAdmissionPolicy runs as the concurrent-admission policy it
+corresponds to, Kueue-documentation-style examples apply with strict field validation, and with
+the conversion webhook down v1beta2 requests fail with the apiserver's clear error while nothing
+stored is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION
+from pykueue.api.schema import KINDS
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder
+from tests.e2e.helpers.kueue import GROUP, KueueApi, unique
+from tests.e2e.helpers.kueue import PLURALS as HELPER_PLURALS
+from tests.e2e.helpers.wait import wait_for
+from tests.e2e.test_concurrent_admission import World, world  # noqa: F401  (the stories' world and its fixture)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "v1beta2"
+PLURALS = {**HELPER_PLURALS, "MultiKueueCluster": "multikueueclusters", "MultiKueueConfig": "multikueueconfigs"}
+NAMESPACED = {"LocalQueue", "Workload"}
+
+
+class Versions:
+    """The same objects through either version, with the plain client (no conversion of our own)."""
+
+    def __init__(self, kube: k8s.ApiClient) -> None:
+        self.custom = k8s.CustomObjectsApi(kube)
+        self.cluster_scoped: list[tuple[str, str]] = []
+
+    def create(self, version: str, obj: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        obj = {**obj, "apiVersion": f"{GROUP}/{version}"}
+        kind, plural = obj["kind"], PLURALS[obj["kind"]]
+        if kind in NAMESPACED:
+            return self.custom.create_namespaced_custom_object(GROUP, version, obj["metadata"]["namespace"], plural, obj, **kw)
+        created = self.custom.create_cluster_custom_object(GROUP, version, plural, obj, **kw)
+        self.cluster_scoped.append((kind, obj["metadata"]["name"]))
+        return created
+
+    def get(self, version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        if kind in NAMESPACED:
+            return self.custom.get_namespaced_custom_object(GROUP, version, namespace, PLURALS[kind], name)
+        return self.custom.get_cluster_custom_object(GROUP, version, PLURALS[kind], name)
+
+    def names(self, version: str, kind: str) -> set[str]:
+        items = self.custom.list_cluster_custom_object(GROUP, version, PLURALS[kind])["items"]
+        return {f"{i['metadata'].get('namespace', '')}/{i['metadata']['name']}" for i in items}
+
+    def cleanup(self) -> None:
+        for kind, name in reversed(self.cluster_scoped):
+            try:
+                self.custom.delete_cluster_custom_object(GROUP, "v1beta1", PLURALS[kind], name)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+
+
+@pytest.fixture
+def versions(kube: k8s.ApiClient, webhook: Any) -> Iterator[Versions]:
+    api = Versions(kube)
+    try:
+        yield api
+    finally:
+        api.cleanup()
+
+
+def _pod_set(name: str = "main", cpu: str = "1") -> dict[str, Any]:
+    return {"name": name, "count": 1, "template": {"spec": {"restartPolicy": "Never", "containers": [
+        {"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"cpu": cpu}}}]}}}
+
+
+def test_every_crd_serves_both_versions_through_the_running_webhook(cluster: Any, webhook: Any) -> None:
+    for info in KINDS.values():
+        crd = json.loads(cluster.kubectl("get", "crd", info.crd_name, "-o", "json").stdout)
+        served = {v["name"]: (v["served"], v["storage"]) for v in crd["spec"]["versions"]}
+        assert served == {"v1beta1": (True, True), "v1beta2": (True, False)}, info.kind
+        conversion = crd["spec"]["conversion"]
+        assert conversion["strategy"] == "Webhook"
+        client_config = conversion["webhook"]["clientConfig"]
+        assert client_config.get("caBundle"), f"{info.crd_name}: no CA bundle injected"
+        if webhook.local_url:
+            assert client_config.get("url") == webhook.local_url + "/convert"
+        else:
+            assert client_config["service"]["path"] == "/convert"
+
+
+def test_objects_written_in_v1beta1_read_back_in_v1beta2(versions: Versions, namespace: str, cluster: Any) -> None:
+    flavor, cq, cohort, wpc = unique("rf"), unique("cq"), unique("cohort"), unique("wpc")
+    versions.create("v1beta1", ResourceFlavorBuilder(flavor).obj())
+    versions.create("v1beta1", {"kind": "WorkloadPriorityClass", "metadata": {"name": wpc}, "value": 100})
+    versions.create("v1beta1", ClusterQueueBuilder(cq).flavor(flavor, cpu="4").cohort(cohort).obj())
+    versions.create("v1beta1", LocalQueueBuilder("lq", namespace, cq).obj())
+    versions.create("v1beta1", {
+        "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": namespace},
+        "spec": {"queueName": "lq", "priorityClassName": wpc, "priority": 100,
+                 "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass", "podSets": [_pod_set()]},
+    })
+
+    got = versions.get("v1beta2", "ClusterQueue", cq)
+    assert got["apiVersion"] == f"{GROUP}/v1beta2"
+    assert got["spec"]["cohortName"] == cohort and "cohort" not in got["spec"]
+    wl = versions.get("v1beta2", "Workload", "wl", namespace)
+    assert wl["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": wpc}
+    assert "priorityClassName" not in wl["spec"]
+    assert CONVERSION_DATA_ANNOTATION not in (wl["metadata"].get("annotations") or {})
+    # kubectl get in either version lists the same objects, with each version's columns.
+    for kind in ("ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor"):
+        assert versions.names("v1beta1", kind) == versions.names("v1beta2", kind)
+    for version in ("v1beta1", "v1beta2"):
+        table = cluster.kubectl("get", f"clusterqueues.{version}.{GROUP}", cq).stdout.splitlines()
+        assert table[0].split()[:2] == ["NAME", "COHORT"] and table[1].split()[:2] == [cq, cohort], (version, table)
+
+
+def test_objects_written_in_v1beta2_read_back_in_v1beta1_and_keep_what_it_lacks(
+    versions: Versions, namespace: str
+) -> None:
+    flavor, cq, cohort, worker = unique("rf"), unique("cq"), unique("cohort"), unique("worker")
+    versions.create("v1beta2", ResourceFlavorBuilder(flavor).obj())
+    versions.create("v1beta2", {
+        "kind": "ClusterQueue",
+        "metadata": {"name": cq},
+        "spec": {"cohortName": cohort, "namespaceSelector": {},
+                 "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                     {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}],
+                 "concurrentAdmissionPolicy": {"migration": {"mode": "TryPreferredFlavors"}}},
+    })
+    versions.create("v1beta2", {"kind": "MultiKueueCluster", "metadata": {"name": worker},
+                                "spec": {"clusterSource": {"kubeConfig": {"location": f"{worker}-kubeconfig"}}}})
+    versions.create("v1beta2", LocalQueueBuilder("lq", namespace, cq).obj())
+    versions.create("v1beta2", {
+        "kind": "Workload",
+        "metadata": {"name": "gated", "namespace": namespace},
+        "spec": {"queueName": "lq", "active": False, "preemptionGates": [{"name": "example.com/gate"}],
+                 "podSets": [_pod_set()]},
+    })
+
+    stored_cq = versions.get("v1beta1", "ClusterQueue", cq)
+    assert stored_cq["spec"]["cohort"] == cohort
+    assert stored_cq["spec"]["concurrentAdmission"] == {"onSuccess": "RemoveLower"}
+    assert "concurrentAdmissionPolicy" not in stored_cq["spec"]
+    assert versions.get("v1beta1", "MultiKueueCluster", worker)["spec"]["kubeConfig"] == {
+        "location": f"{worker}-kubeconfig", "locationType": "Secret"}
+    wl = versions.get("v1beta1", "Workload", "gated", namespace)
+    assert "preemptionGates" not in wl["spec"]
+    assert "preemptionGates" in wl["metadata"]["annotations"][CONVERSION_DATA_ANNOTATION]
+
+    # A v1beta1 writer (pykueue's own controller is one) does not lose the v1beta2-only field.
+    versions.custom.patch_namespaced_custom_object(
+        GROUP, "v1beta1", namespace, "workloads", "gated", {"metadata": {"labels": {"touched": "v1beta1"}}})
+    again = versions.get("v1beta2", "Workload", "gated", namespace)
+    assert again["spec"]["preemptionGates"] == [{"name": "example.com/gate"}]
+    assert again["metadata"]["labels"]["touched"] == "v1beta1"
+    assert CONVERSION_DATA_ANNOTATION not in (again["metadata"].get("annotations") or {})
+    assert versions.get("v1beta2", "ClusterQueue", cq)["spec"]["concurrentAdmissionPolicy"] == {
+        "migration": {"mode": "TryPreferredFlavors"}}
+
+
+def test_both_concurrent_admission_spellings_are_refused_naming_both(versions: Versions) -> None:
+    flavor = unique("rf")
+    versions.create("v1beta2", ResourceFlavorBuilder(flavor).obj())
+    cq = ClusterQueueBuilder(unique("cq")).flavor(flavor, cpu="4").obj()
+    cq["spec"]["concurrentAdmission"] = {"onSuccess": "RemoveOther"}
+    cq["spec"]["concurrentAdmissionPolicy"] = {"migration": {"mode": "RetainFirstAdmission"}}
+    with pytest.raises(ApiException) as refused:
+        versions.create("v1beta2", cq)
+    assert refused.value.status == 422
+    body = json.loads(refused.value.body)
+    assert "spec.concurrentAdmission and spec.concurrentAdmissionPolicy may not be set together" in body["message"]
+
+
+def _examples() -> list[dict[str, Any]]:
+    return [doc for path in sorted(EXAMPLES.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
+
+
+def test_the_v1beta2_examples_apply_with_strict_field_validation(cluster: Any, kueue: KueueApi) -> None:
+    docs = _examples()
+    try:
+        result = cluster.kubectl("apply", "--validate=strict", "-f", str(EXAMPLES), check=False)
+        assert result.returncode == 0, result.stderr
+        assert "unknown field" not in result.stderr and "Warning" not in result.stderr, result.stderr
+        for doc in docs:
+            if doc["kind"] not in KINDS:
+                continue
+            target = [f"{PLURALS[doc['kind']]}.v1beta2.{GROUP}/{doc['metadata']['name']}"]
+            if "namespace" in doc["metadata"]:
+                target += ["-n", doc["metadata"]["namespace"]]
+            live = json.loads(cluster.kubectl("get", *target, "-o", "json").stdout)
+            for field in ("spec", "value", "description"):
+                if field in doc:
+                    assert _contains(live[field], doc[field]), f"{doc['kind']}/{doc['metadata']['name']}: {field}"
+            # ... and the same object in v1beta1, under its v1beta1 name.
+            v1 = [target[0].replace(".v1beta2.", ".v1beta1."), *target[1:]]
+            assert json.loads(cluster.kubectl("get", *v1, "-o", "json").stdout)["metadata"]["uid"] == live["metadata"]["uid"]
+        queues = cluster.kubectl("get", f"clusterqueues.v1beta2.{GROUP}", "-o", "name").stdout.split()
+        assert queues == cluster.kubectl("get", f"clusterqueues.v1beta1.{GROUP}", "-o", "name").stdout.split()
+    finally:
+        cluster.kubectl("delete", "-f", str(EXAMPLES), "--ignore-not-found", "--wait=false", check=False)
+
+
+def _contains(big: Any, small: Any) -> bool:
+    """``big`` holds everything of ``small`` (the apiserver adds defaults)."""
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(k in big and _contains(big[k], v) for k, v in small.items())
+    if isinstance(small, list):
+        return isinstance(big, list) and len(big) == len(small) and all(map(_contains, big, small))
+    return bool(big == small or str(big) == str(small))
+
+
+@pytest.mark.needs_local_cluster
+def test_with_the_conversion_webhook_down_v1beta2_fails_clearly_and_nothing_is_lost(
+    versions: Versions, webhook: Any, namespace: str
+) -> None:
+    flavor, cq = unique("rf"), unique("cq")
+    versions.create("v1beta2", ResourceFlavorBuilder(flavor).obj())
+    versions.create("v1beta2", ClusterQueueBuilder(cq).flavor(flavor, cpu="4").obj())
+    versions.create("v1beta2", LocalQueueBuilder("lq", namespace, cq).obj())
+    versions.create("v1beta2", {
+        "kind": "Workload",
+        "metadata": {"name": "kept", "namespace": namespace},
+        "spec": {"queueName": "lq", "active": False, "preemptionGates": [{"name": "example.com/gate"}],
+                 "podSets": [_pod_set()]},
+    })
+    before = versions.get("v1beta2", "Workload", "kept", namespace)
+
+    webhook.stop()
+    try:
+        with pytest.raises(ApiException) as failed:
+            versions.get("v1beta2", "Workload", "kept", namespace)
+        assert failed.value.status >= 500
+        assert "conversion webhook for kueue.x-k8s.io/v1beta1, Kind=Workload failed" in failed.value.body
+        with pytest.raises(ApiException) as refused:
+            versions.create("v1beta2", {"kind": "Workload", "metadata": {"name": "new", "namespace": namespace},
+                                        "spec": {"queueName": "lq", "podSets": [_pod_set()]}})
+        assert "conversion webhook" in refused.value.body
+        # The stored version needs no conversion: v1beta1 readers and writers carry on.
+        stored = versions.get("v1beta1", "Workload", "kept", namespace)
+        assert CONVERSION_DATA_ANNOTATION in stored["metadata"]["annotations"]
+    finally:
+        webhook.start()
+
+    def readable() -> dict[str, Any] | None:
+        try:
+            return versions.get("v1beta2", "Workload", "kept", namespace)
+        except ApiException:
+            return None
+
+    after = wait_for(readable, timeout=60, message="v1beta2 reads work again once the webhook is back")
+    assert after["spec"] == before["spec"]
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+
+
+def test_kueues_concurrent_admission_policy_migrates_a_job_to_a_preferred_flavor(
+    world: World, kueue: KueueApi, namespace: str, kube: k8s.ApiClient,  # noqa: F811  (the imported fixture)
+) -> None:
+    """Story 1 of the concurrent-admission e2e, with the queue written as Kueue's v1beta2 documents it."""
+    world.flavors("reservation", "on-demand", "spot")
+    name = unique("cq")
+    flavors = [("reservation", "0"), ("on-demand", "0"), ("spot", "4")]
+    cq = {
+        "apiVersion": f"{GROUP}/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": world.flavor[f], "resources": [{"name": "cpu", "nominalQuota": q}]} for f, q in flavors]}],
+            "concurrentAdmissionPolicy": {"migration": {"mode": "TryPreferredFlavors"}},
+        },
+    }
+    k8s.CustomObjectsApi(kube).create_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", cq)
+    kueue.created.append(("ClusterQueue", name))
+    kueue.create(LocalQueueBuilder("lq", namespace, name).obj())
+    world.queues["lq"] = name
+
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "spot")
+    world.set_quota("on-demand", "cpu", "4")
+    world.wait_running_on("train", "on-demand")
+    world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Admitted", "spot": "Removed"})
+    # The queue still reads as Kueue's policy after the controller and the test wrote it in v1beta1.
+    live = k8s.CustomObjectsApi(kube).get_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", name)
+    assert live["spec"]["concurrentAdmissionPolicy"] == {"migration": {"mode": "TryPreferredFlavors"}}
+    assert "concurrentAdmission" not in live["spec"]
+
+
+@pytest.mark.needs_local_cluster
+def test_objects_stored_before_the_upgrade_read_in_both_versions_after_it(
+    cluster: Any, versions: Versions, webhook: Any
+) -> None:
+    """The upgrade from a pykueue that served only v1beta1 (docs/install.md, "Upgrade").
+
+    The MultiKueueCluster CRD is put back to its earlier form (v1beta1 alone, no conversion) while
+    an object is written, then the current CRD returns (as `kubectl apply` of the new CRDs and the
+    webhook's sync leave it). The stored object needs no migration: it reads in both versions.
+    """
+    name = "multikueueclusters.kueue.x-k8s.io"
+    current = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+    v1beta1 = next(v for v in current["spec"]["versions"] if v["name"] == "v1beta1")
+    earlier = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "resourceVersion": current["metadata"]["resourceVersion"]},
+        "spec": {
+            **{k: v for k, v in current["spec"].items() if k not in ("versions", "conversion")},
+            "conversion": {"strategy": "None"},
+            "versions": [{k: v for k, v in v1beta1.items() if k not in ("deprecated", "deprecationWarning")}],
+        },
+    }
+    worker = unique("before-upgrade")
+    cluster.kubectl("replace", "-f", "-", input=json.dumps(earlier))
+    try:
+        wait_for(lambda: cluster.kubectl("get", f"multikueueclusters.v1beta2.{GROUP}", check=False).returncode != 0,
+                 timeout=30, message="v1beta2 is no longer served")
+        versions.create("v1beta1", {"kind": "MultiKueueCluster", "metadata": {"name": worker},
+                                    "spec": {"kubeConfig": {"location": f"{worker}-kubeconfig", "locationType": "Secret"}}})
+    finally:
+        latest = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+        restored = {**current, "metadata": {"name": name, "resourceVersion": latest["metadata"]["resourceVersion"]}}
+        restored.pop("status", None)
+        cluster.kubectl("replace", "-f", "-", input=json.dumps(restored))
+
+    def upgraded() -> dict[str, Any] | None:
+        try:
+            return versions.get("v1beta2", "MultiKueueCluster", worker)
+        except ApiException:
+            return None
+
+    after = wait_for(upgraded, timeout=60, message="the object stored before the upgrade reads in v1beta2")
+    assert after["spec"]["clusterSource"] == {"kubeConfig": {"location": f"{worker}-kubeconfig", "locationType": "Secret"}}
+    assert versions.get("v1beta1", "MultiKueueCluster", worker)["spec"]["kubeConfig"]["location"] == f"{worker}-kubeconfig"
+    stored = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)["status"]["storedVersions"]
+    assert stored == ["v1beta1"]
