@@ -35,7 +35,12 @@ from controller.core.engine_reads import NotLeading
 from controller.engine import Engine
 from controller.visibility.auth import Authorizer, UserInfo
 from controller.visibility.service import VisibilityService
-from tests.builders import FungibleClusterQueueBuilder, LocalQueueBuilder, PlacementWorkloadBuilder, ResourceFlavorBuilder
+from tests.builders import (
+    FungibleClusterQueueBuilder,
+    LocalQueueBuilder,
+    PlacementWorkloadBuilder,
+    ResourceFlavorBuilder,
+)
 
 GROUP_PATH = "/apis/visibility.kueue.x-k8s.io/v1beta1"
 ADMIN = UserInfo("admin", ("system:masters",))
