@@ -16,6 +16,7 @@ Answering is split in two so that a deep queue never holds up admission:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -61,17 +62,32 @@ def snapshot(
     return QueueSnapshot(queue.name, entries, list(backing_off), parked, queue.strict_fifo, dict(reasons))
 
 
+_BY_TIME = operator.attrgetter("queue_ts", "arrival")
+_BY_PRIORITY = operator.attrgetter("priority")
+_BY_UID = operator.attrgetter("uid")
+
+
+def _tiebreak(info: WorkloadInfo) -> str:
+    return info.order_tiebreak or info.uid
+
+
 def ordered(snap: QueueSnapshot) -> list[WorkloadInfo]:
-    """The snapshot's workloads in scheduling order (priority, queue timestamp, arrival, UID) —
-    the order Kueue's ``PendingWorkloadsInfo`` lists, parked and backing-off ones included."""
+    """The snapshot's workloads in scheduling order (``WorkloadInfo.order_key``: priority, queue
+    timestamp, arrival, UID) — the order Kueue's ``PendingWorkloadsInfo`` lists, parked and
+    backing-off ones included.
+
+    Sorted in stable passes from the last key to the first with C-level key getters instead of
+    one sort by ``order_key``: building 50,000 key tuples in Python cost as much as the sort.
+    """
     infos = [entry[2] for entry in snap.entries]
     infos.extend(snap.backing_off)
-    infos.sort(key=_order_key)
+    if any(info.order_tiebreak for info in infos):
+        infos.sort(key=_tiebreak)
+    else:
+        infos.sort(key=_BY_UID)
+    infos.sort(key=_BY_TIME)
+    infos.sort(key=_BY_PRIORITY, reverse=True)  # reverse keeps the stable order of equals
     return infos
-
-
-def _order_key(info: WorkloadInfo) -> tuple[int, float, int, str]:
-    return info.order_key
 
 
 def _item(snap: QueueSnapshot, info: WorkloadInfo, position: int, lq_position: int) -> PendingWorkload:

@@ -71,3 +71,19 @@ def test_snapshot_is_a_copy_the_engine_may_change_after() -> None:
     fresh = world.engine.pending_snapshot("cq")
     assert fresh is not None and [i.key for i in visibility.ordered(fresh)][-1] == "a/late"
     assert "a/a1" not in {i.key for i in visibility.ordered(fresh)}
+
+
+def test_ordering_in_passes_equals_sorting_by_the_order_key() -> None:
+    world = World().flavors("default")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="0").obj(), lq="lq")
+    with world.engine.initial_load():  # arrival 0 for all: equal timestamps fall back to the UID
+        for i in range(60):
+            world.add(PlacementWorkloadBuilder(f"w{i}", "ns").queue("lq").podset(cpu=str(1 + i % 2))
+                      .priority((i * 7) % 5).at(i % 4).obj())
+    for i in range(60, 80):
+        world.add(PlacementWorkloadBuilder(f"w{i}", "ns").queue("lq").podset(cpu="1").priority(i % 3).at(2).obj())
+    world.cycle()
+    snap = world.engine.pending_snapshot("cq")
+    assert snap is not None
+    by_key = sorted((entry[2] for entry in snap.entries), key=lambda info: info.order_key)
+    assert [i.key for i in visibility.ordered(snap)] == [i.key for i in by_key]
