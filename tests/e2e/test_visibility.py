@@ -1,8 +1,7 @@
 """Kueue's visibility API served by pykueue-controller through the apiserver's aggregation layer.
 
-The controller runs with ``--visibility-addr``; on the local cluster the apiserver reaches it
-through an ExternalName Service (``localhost``; the controller is a local process), while the
-APIServices and Kueue's ClusterRoles are the ones shipped in manifests/install.yaml. Every request
+The ``visibility`` fixture (tests/e2e/fixtures/visibility.py) runs the controller with
+``--visibility-addr`` and registers it with the shipped APIServices. Every request
 goes through the apiserver (``kubectl get --raw``), so authentication, the front proxy and
 authorization are the real ones; ``--as`` impersonates a user without or with a role.
 """
@@ -10,74 +9,13 @@ authorization are the real ones; ``--as`` impersonates a user without or with a 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
-import yaml
 
 from tests.e2e.helpers.kueue import KueueApi, is_admitted, make_queues, submit
 from tests.e2e.helpers.wait import wait_for
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-NAMESPACE = "pykueue-system"
-SERVICE = "pykueue-visibility-server"
 GROUP = "visibility.kueue.x-k8s.io"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _installed(kind: str, name_part: str = "") -> list[dict[str, Any]]:
-    """Objects of ``kind`` from the rendered install manifests."""
-    docs = yaml.safe_load_all((REPO_ROOT / "manifests" / "install.yaml").read_text())
-    return [d for d in docs if d and d.get("kind") == kind and name_part in d["metadata"]["name"]]
-
-
-def _apply(cluster: Any, objects: list[dict[str, Any]]) -> None:
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-
-
-@pytest.fixture(scope="module")
-def visibility(cluster: Any, controller: Any) -> Iterator[Any]:
-    """The session controller restarted with the visibility API on, registered with the apiserver."""
-    if controller.installed:
-        pytest.fail("these tests start the visibility API on a local controller; run them on the local cluster")
-    port = _free_port()
-    cluster.kubectl("create", "namespace", NAMESPACE, check=False)
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": SERVICE, "namespace": NAMESPACE},
-        "spec": {"type": "ExternalName", "externalName": "localhost", "ports": [{"port": port, "protocol": "TCP"}]},
-    }
-    api_services = _installed("APIService")
-    assert {a["metadata"]["name"] for a in api_services} == {f"v1beta1.{GROUP}", f"v1beta2.{GROUP}"}
-    for api_service in api_services:
-        api_service["spec"]["service"].update({"namespace": NAMESPACE, "name": SERVICE, "port": port})
-    roles = [r for r in _installed("ClusterRole") if r["metadata"]["name"].startswith("kueue-")]
-    _apply(cluster, [service, *api_services, *roles])
-    controller.stop()
-    controller.extra_args = [
-        f"--visibility-addr=127.0.0.1:{port}",
-        f"--visibility-service={SERVICE}",
-        f"--namespace={NAMESPACE}",
-        f"--visibility-secret={SERVICE}-cert",
-    ]
-    controller.start()
-    try:
-        yield controller
-    finally:
-        controller.stop()
-        controller.extra_args = []
-        cluster.kubectl("delete", "apiservice", f"v1beta1.{GROUP}", f"v1beta2.{GROUP}", "--ignore-not-found", check=False)
-        controller.start()
 
 
 def _raw(cluster: Any, path: str, *, user: str | None = None) -> subprocess.CompletedProcess[str]:
