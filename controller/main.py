@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--visibility-cert-dir", default="", help="where the visibility serving certificate is written")
     parser.add_argument(
+        "--visibility-cert-sync-seconds",
+        type=float,
+        default=60.0,
+        help="how often the visibility certificate, its caBundle and the front proxy's CA are re-checked",
+    )
+    parser.add_argument(
         "--visibility-secret",
         default="pykueue-visibility-cert",
         help="the Secret (in --namespace) holding the visibility CA and serving certificate, shared by replicas",
@@ -243,7 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for resource in BASE_RESOURCES:
         ctrl.informer(resource)
     ctrl.shared["visibility-options"] = VisibilityOptions(
-        args.visibility_addr, args.namespace, args.visibility_service, args.visibility_cert_dir, args.visibility_secret
+        args.visibility_addr, args.namespace, args.visibility_service, args.visibility_cert_dir, args.visibility_secret,
+        args.visibility_cert_sync_seconds,
     )
     modules = run_setup_modules(ctrl)
     stop = threading.Event()

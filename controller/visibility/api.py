@@ -27,6 +27,10 @@ SUBRESOURCE = "pendingworkloads"
 
 _NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
 _CQ = re.compile(rf"^/apis/{re.escape(GROUP)}/(?P<version>v1beta[12])/clusterqueues/(?P<name>{_NAME})/pendingworkloads$")
+_EXPLAIN = re.compile(
+    rf"^/apis/{re.escape(GROUP)}/(?P<version>v1beta[12])/namespaces/(?P<namespace>{_NAME})"
+    rf"/workloads/(?P<name>{_NAME})/explain$"
+)
 _LQ = re.compile(
     rf"^/apis/{re.escape(GROUP)}/(?P<version>v1beta[12])/namespaces/(?P<namespace>{_NAME})"
     rf"/localqueues/(?P<name>{_NAME})/pendingworkloads$"
@@ -50,7 +54,7 @@ class Request:
 
     @property
     def resource(self) -> str:
-        return "clusterqueues" if self.kind == "clusterqueue" else "localqueues"
+        return {"clusterqueue": "clusterqueues", "localqueue": "localqueues"}.get(self.kind, "workloads")
 
 
 def route(path: str) -> Request | None:
@@ -69,6 +73,9 @@ def route(path: str) -> Request | None:
     match = _LQ.match(path)
     if match:
         return Request("localqueue", match["version"], match["name"], match["namespace"])
+    match = _EXPLAIN.match(path)
+    if match:
+        return Request("explain", match["version"], match["name"], match["namespace"])
     return None
 
 
@@ -171,6 +178,9 @@ def api_resource_list(version: str) -> dict[str, Any]:
             resource("clusterqueues/pendingworkloads", False, "PendingWorkloadsSummary", ["get"], ""),
             resource("localqueues", True, "LocalQueue", ["get"], "localqueue"),
             resource("localqueues/pendingworkloads", True, "PendingWorkloadsSummary", ["get"], ""),
+            # pykueue's addition: why a workload is pending (docs/design/visibility.md).
+            resource("workloads", True, "Workload", [], "workload"),
+            resource("workloads/explain", True, "WorkloadExplanation", ["get"], ""),
         ],
     }
 
@@ -198,6 +208,9 @@ def status(code: int, message: str, *, name: str = "", kind: str = "") -> dict[s
 
 def forbidden_message(user: str, request: Request) -> str:
     """The apiserver's wording, so the error reads like any RBAC denial."""
+    if request.kind == "explain":
+        return (f'workloads.kueue.x-k8s.io "{request.name}" is forbidden: User "{user}" cannot get resource '
+                f'"workloads" in API group "kueue.x-k8s.io" in the namespace "{request.namespace}"')
     scope = f'in the namespace "{request.namespace}"' if request.namespace else "at the cluster scope"
     return (
         f'{request.resource}.{GROUP} "{request.name}" is forbidden: User "{user}" cannot get resource '
@@ -207,3 +220,43 @@ def forbidden_message(user: str, request: Request) -> str:
 
 def not_found_message(request: Request) -> str:
     return f'{request.kind}.{GROUP} "{request.name}" not found'
+
+
+def explanation(version: str, result: Any) -> dict[str, Any]:
+    """A ``WorkloadExplanation`` (pykueue's kind) of a ``controller.engine.explain.Explanation``."""
+    namespace, _, name = result.workload.partition("/")
+    body: dict[str, Any] = {
+        "kind": "WorkloadExplanation",
+        "apiVersion": f"{GROUP}/{version}",
+        "metadata": {"name": name, "namespace": namespace},
+        "state": result.state,
+        "clusterQueue": result.cluster_queue,
+        "localQueue": result.local_queue,
+        "clusterQueueActive": result.queue_active,
+        "suggestion": result.suggestion,
+    }
+    if not result.queue_active:
+        body["clusterQueueInactive"] = {"reason": result.queue_inactive_reason, "message": result.queue_inactive_message}
+    if result.position is not None:
+        body["positionInClusterQueue"] = result.position
+        body["ahead"] = {"count": result.ahead, "first": [{"namespace": k.partition("/")[0], "name": k.partition("/")[2]}
+                                                          for k in result.ahead_first]}
+    if result.outcome:
+        body["dryRun"] = {"outcome": result.outcome, "reason": result.reason, "message": result.message,
+                          "flavors": result.flavors}
+    if result.resources:
+        body["resources"] = [
+            {"flavor": v.flavor, "resource": v.resource, "requested": v.requested, "free": v.free,
+             "nominalQuota": v.nominal, "cohortCanLend": v.cohort_can_lend, "missing": v.missing}
+            for v in result.resources
+        ]
+    if result.victims:
+        body["preemptionVictims"] = [{"namespace": k.partition("/")[0], "name": k.partition("/")[2],
+                                      "clusterQueue": cq, "reason": reason} for k, cq, reason in result.victims]
+    if result.admission_checks:
+        body["admissionChecks"] = result.admission_checks
+    if result.excluded_flavors:
+        body["excludedFlavors"] = result.excluded_flavors
+    if result.last_reason:
+        body["lastPendingReason"] = {"reason": result.last_reason, "message": result.last_message}
+    return body

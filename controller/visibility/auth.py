@@ -135,6 +135,10 @@ class Authorizer:
 
     @staticmethod
     def attributes(request: Request) -> dict[str, Any]:
+        if request.kind == "explain":
+            # Whoever may read the Workload may ask why it waits.
+            return {"group": "kueue.x-k8s.io", "version": "v1beta1", "resource": "workloads", "name": request.name,
+                    "namespace": request.namespace, "verb": "get"}
         attributes: dict[str, Any] = {
             "group": GROUP,
             "version": request.version,

@@ -15,6 +15,7 @@ from typing import Any
 from controller.core.engine_reads import NotLeading
 from controller.engine import Engine
 from controller.engine import visibility as ev
+from controller.engine.explain import explain
 
 from . import api
 from .auth import Authorizer, UserInfo
@@ -62,6 +63,8 @@ class VisibilityService:
         if not allowed:
             return 403, api.status(403, api.forbidden_message(user.name, request), name=request.name,
                                    kind=request.resource)
+        if request.kind == "explain":
+            return self._explain(request)
         try:
             snap = self._reads.submit(lambda engine: _snapshot(engine, request), READ_TIMEOUT_SECONDS)
         except NotLeading:
@@ -77,6 +80,24 @@ class VisibilityService:
             lq_key = f"{request.namespace}/{request.name}"
             items = ev.local_queue_page(snap, order, lq_key, offset=offset, limit=limit)
         return 200, api.summary(request.version, items, self._workload_of)
+
+    def _explain(self, request: api.Request) -> Answer:
+        """A dry run on the scheduler loop's thread (it nominates one workload: milliseconds)."""
+        if self._workload_of(f"{request.namespace}/{request.name}") is None:
+            return 404, api.status(404, f'workloads.kueue.x-k8s.io "{request.name}" not found', name=request.name,
+                                   kind="workloads")
+        try:
+            result = self._reads.submit(_explain_read(request), READ_TIMEOUT_SECONDS)
+        except NotLeading:
+            return 503, api.status(503, NOT_LEADER_MESSAGE)
+        except TimeoutError:
+            return 503, api.status(503, "the scheduler did not answer in time; retry")
+        return 200, api.explanation(request.version, result)
+
+
+def _explain_read(request: api.Request) -> Callable[[Engine], Any]:
+    key = f"{request.namespace}/{request.name}"
+    return lambda engine: explain(engine, key)
 
 
 def _snapshot(engine: Engine, request: api.Request) -> ev.QueueSnapshot | None:

@@ -33,7 +33,6 @@ from .service import VisibilityService
 
 log = logging.getLogger(__name__)
 
-SYNC_INTERVAL_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,7 @@ class VisibilityOptions:
     service: str = "pykueue-visibility"
     cert_dir: str = ""
     secret: str = "pykueue-visibility-cert"
+    sync_seconds: float = 60.0  # certificate, caBundle and front-proxy CA re-check period
 
 
 class _TrustSettings:
@@ -98,7 +98,7 @@ def setup(ctrl: Controller) -> None:
         threading.Thread(target=server.serve_forever, name="visibility-server", daemon=True).start()
         log.info("visibility API serving", extra={"address": options.address, "frontProxy": trust.current is not None})
         while True:
-            threading.Event().wait(SYNC_INTERVAL_SECONDS)
+            threading.Event().wait(options.sync_seconds)
             try:
                 provisioner.sync()
                 trust.refresh()

@@ -138,3 +138,80 @@ def test_rbac_no_role_is_forbidden_batch_user_sees_own_namespace(
         )
     finally:
         cluster.kubectl("delete", "clusterrolebinding", f"batch-admin-{namespace}", check=False)
+
+
+def test_kubectl_pykueue_pending_is_a_kubectl_plugin(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str, tmp_path: Any, monkeypatch: Any
+) -> None:
+    """``kubectl pykueue pending``: kubectl finds the ``kubectl-pykueue`` executable on PATH (here a
+    wrapper for the entry point, as ``pip install`` would make it) and the plugin prints positions."""
+    import os
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    plugin = tmp_path / "kubectl-pykueue"
+    plugin.write_text(f"#!/bin/sh\nPYTHONPATH={repo} exec {sys.executable} -m pykueue.cli.kubectl_pykueue \"$@\"\n")
+    plugin.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    _, cq = make_queues(kueue, namespace, cpu="0")
+    submit(kueue, namespace, "low", priority=1)
+    submit(kueue, namespace, "high", priority=9)
+
+    kubectl = str(cluster._kubectl_binary())
+
+    def listed(*args: str) -> list[list[str]]:
+        # kubectl refuses flags before a plugin's name, so the kubeconfig travels in $KUBECONFIG.
+        result = subprocess.run([kubectl, "pykueue", "pending", *args], capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "KUBECONFIG": cluster.kubeconfig}, check=True)
+        return [line.split() for line in result.stdout.splitlines()[1:]]
+
+    wait_for(lambda: listed("-n", namespace) == [[namespace, "high", "lq", "9", "0", "0"],
+                                                 [namespace, "low", "lq", "1", "1", "1"]],
+             timeout=30, message="the plugin lists the LocalQueue's pending workloads in order")
+    assert listed("--cluster-queue", cq, "--offset", "1") == [[namespace, "low", "lq", "1", "1", "1"]]
+
+
+def test_available_after_certificate_rotation(cluster: Any, visibility: Any, kueue: KueueApi, namespace: str) -> None:
+    """Emptying the certificate Secret makes the controller issue a new CA and serving certificate:
+    it serves the new one, publishes the new CA first in the caBundle (the old one kept while
+    replicas switch) and the APIService stays Available with requests answered."""
+    import base64
+    import ssl
+
+    from pykueue.tls.certs import split_pem_certificates
+
+    secret_name = "pykueue-visibility-server-cert"
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    _, cq = make_queues(kueue, namespace, cpu="0")
+    submit(kueue, namespace, "waiting")
+    wait_for(lambda: _cq_view(cluster, cq) == [("waiting", 0, 0)], timeout=30, message="answered before")
+
+    def bundle() -> list[bytes]:
+        obj = json.loads(cluster.kubectl("get", "apiservice", f"v1beta1.{GROUP}", "-o", "json").stdout)
+        return split_pem_certificates(base64.b64decode(obj["spec"]["caBundle"]))
+
+    def secret_data() -> dict[str, bytes]:
+        obj = json.loads(cluster.kubectl("get", "secret", "-n", "pykueue-system", secret_name, "-o", "json").stdout)
+        return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+
+    old_ca = secret_data()["ca.crt"]
+    assert bundle()[0] == old_ca
+    cluster.kubectl("patch", "secret", "-n", "pykueue-system", secret_name, "--type=json",
+                    "-p", '[{"op": "remove", "path": "/data"}]')
+    new_ca = wait_for(lambda: (secret_data().get("ca.crt") not in (None, old_ca)) and secret_data()["ca.crt"],
+                      timeout=30, message="a new CA issued")
+    wait_for(lambda: bundle() == [new_ca, old_ca], timeout=30, message="the new CA first in the caBundle, the old kept")
+
+    def served_certificate() -> bytes:
+        pem = ssl.get_server_certificate(("127.0.0.1", visibility.visibility_port), timeout=5)
+        return pem.encode()
+
+    new_cert = secret_data()["tls.crt"]
+    wait_for(lambda: ssl.DER_cert_to_PEM_cert(ssl.PEM_cert_to_DER_cert(served_certificate().decode()))
+             == ssl.DER_cert_to_PEM_cert(ssl.PEM_cert_to_DER_cert(new_cert.decode())),
+             timeout=30, message="the server presents the new certificate")
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}") and _available(cluster, f"v1beta2.{GROUP}"),
+             timeout=60, message="both APIServices Available after the rotation")
+    assert _cq_view(cluster, cq) == [("waiting", 0, 0)]

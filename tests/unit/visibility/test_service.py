@@ -112,7 +112,8 @@ def test_discovery_needs_authentication_only() -> None:
     code, body = service.handle("/apis/visibility.kueue.x-k8s.io/v1beta1", {}, ALICE)
     assert code == 200 and body["kind"] == "APIResourceList"
     assert {r["name"] for r in body["resources"]} == {
-        "clusterqueues", "clusterqueues/pendingworkloads", "localqueues", "localqueues/pendingworkloads"}
+        "clusterqueues", "clusterqueues/pendingworkloads", "localqueues", "localqueues/pendingworkloads",
+        "workloads", "workloads/explain"}
     assert service.handle("/apis/visibility.kueue.x-k8s.io", {}, ALICE)[1]["preferredVersion"]["version"] == "v1beta2"
     assert service.handle("/apis", {}, ALICE)[0] == 200
     assert reviews.specs == []
@@ -168,3 +169,19 @@ def test_engine_reads_serve_on_the_loop_thread_and_refuse_without_an_engine() ->
         raise AssertionError("expected NotLeading")
     except NotLeading:
         pass
+
+
+def test_explain_answers_with_the_dry_run_and_is_authorized_as_reading_the_workload() -> None:
+    world = _world()
+    service, reviews = _service(world)
+    path = "/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/ns/workloads/w1/explain"
+    code, body = service.handle(path, {}, ALICE)
+    assert code == 200 and body["kind"] == "WorkloadExplanation"
+    assert (body["state"], body["clusterQueue"], body["positionInClusterQueue"], body["ahead"]["count"]) == (
+        "Pending", "cq", 1, 1)
+    assert body["ahead"]["first"] == [{"namespace": "ns", "name": "w3"}]
+    assert body["resources"][0]["missing"] == "1" and body["suggestion"].startswith("free 1 of cpu in flavor default")
+    assert reviews.specs[-1]["resourceAttributes"] == {
+        "group": "kueue.x-k8s.io", "version": "v1beta1", "resource": "workloads", "name": "w1", "namespace": "ns",
+        "verb": "get"}
+    assert service.handle(path.replace("/w1/", "/nope/"), {}, ALICE)[0] == 404

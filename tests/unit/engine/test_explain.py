@@ -1,0 +1,68 @@
+"""``explain``: the cycle's nomination run dry for one workload, with what would admit it."""
+
+from __future__ import annotations
+
+from controller.engine.explain import explain
+from tests.builders import FungibleClusterQueueBuilder, PlacementWorkloadBuilder
+from tests.unit.engine.harness import World
+
+
+def _world(cpu: str = "2", **preemption: str) -> World:
+    world = World().flavors("default")
+    cq = FungibleClusterQueueBuilder("cq").flavor("default", cpu=cpu)
+    if preemption:
+        cq = cq.preemption(**preemption)
+    world.queue(cq.obj(), lq="lq")
+    return world
+
+
+def test_blocked_by_quota_names_the_missing_amount_and_the_workloads_ahead() -> None:
+    world = _world()
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq").podset(cpu="2")
+              .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("first", "ns").queue("lq").podset(cpu="1").at(0).obj())
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="2").at(1).obj())
+    world.cycle()
+    result = explain(world.engine, "ns/mine")
+    assert (result.state, result.cluster_queue, result.position, result.ahead_first) == ("Pending", "cq", 1, ["ns/first"])
+    assert result.outcome == "DoesNotFit" or result.outcome == "FitsAfterPreemption" and not result.victims
+    [view] = result.resources
+    assert (view.flavor, view.resource, view.requested, view.free, view.nominal, view.missing) == (
+        "default", "cpu", "2", "0", "2", "2")
+    assert result.suggestion.startswith("free 2 of cpu in flavor default")
+    # Nothing changed: the dry run assumed nothing.
+    assert world.engine.admitted_workload("ns/mine") is None and world.engine.pending_count("cq") == 2
+
+
+def test_fits_and_is_next() -> None:
+    world = _world()
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").obj())
+    result = explain(world.engine, "ns/mine")
+    assert result.outcome == "Fits" and result.position == 0
+    assert result.suggestion.startswith("it is next")
+    assert result.flavors == {"main": {"cpu": "default"}}
+    assert world.admit() == ["ns/mine"]  # and the cycle agrees
+    assert explain(world.engine, "ns/mine").state == "HoldsQuota"
+
+
+def test_would_fit_after_preempting_names_the_victims() -> None:
+    world = _world(within_cluster_queue="LowerPriority")
+    world.add(PlacementWorkloadBuilder("low", "ns").queue("lq").podset(cpu="2").priority(0)
+              .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="2").priority(10).obj())
+    result = explain(world.engine, "ns/mine")
+    assert result.outcome == "FitsAfterPreemption"
+    assert result.victims == [("ns/low", "cq", "InClusterQueue")]
+    assert "after preempting 1 workload(s): ns/low" in result.suggestion
+    evictions = world.cycle().preemptions
+    assert [p.victim for p in evictions] == ["ns/low"]  # the cycle picks the same victim
+
+
+def test_stopped_queue_and_unknown_workload() -> None:
+    world = World().flavors("default")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").stop_policy("Hold").obj(), lq="lq")
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").obj())
+    result = explain(world.engine, "ns/mine")
+    assert not result.queue_active and result.queue_inactive_reason == "Stopped"
+    assert "set spec.stopPolicy to None" in result.suggestion
+    assert explain(world.engine, "ns/nope").state == "Unknown"
