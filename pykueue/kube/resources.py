@@ -87,6 +87,7 @@ SUBJECT_ACCESS_REVIEWS = Resource(
 )
 VISIBILITY_CLUSTER_QUEUES = Resource("visibility.kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", False)
 VISIBILITY_LOCAL_QUEUES = Resource("visibility.kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", True)
+VISIBILITY_WORKLOADS = Resource("visibility.kueue.x-k8s.io", "v1beta1", "workloads", "Workload", True)
 API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", False)
 SERVICES = Resource("", "v1", "services", "Service", True)
 CUSTOM_RESOURCE_DEFINITIONS = Resource(

@@ -215,3 +215,49 @@ def test_available_after_certificate_rotation(cluster: Any, visibility: Any, kue
     wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}") and _available(cluster, f"v1beta2.{GROUP}"),
              timeout=60, message="both APIServices Available after the rotation")
     assert _cq_view(cluster, cq) == [("waiting", 0, 0)]
+
+
+def _explain(cluster: Any, namespace: str, name: str) -> dict[str, Any]:
+    return _get(cluster, f"/apis/{GROUP}/v1beta1/namespaces/{namespace}/workloads/{name}/explain")
+
+
+def test_explain_answers_and_the_suggested_change_admits(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
+) -> None:
+    """Blocked by quota (the missing amount and the workload ahead are named; raising the quota by
+    that much admits both), then in a stopped queue (resuming, as suggested, admits it). "It is next"
+    is shown in tests/unit/engine/test_explain.py: in a live cluster it is admitted within a cycle."""
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    flavor, cq = make_queues(kueue, namespace, cpu="1")
+    submit(kueue, namespace, "running")
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "running")), timeout=30, message="running admitted")
+    submit(kueue, namespace, "ahead", cpu="1")
+    submit(kueue, namespace, "mine", cpu="2")
+
+    answer = wait_for(lambda: (a := _explain(cluster, namespace, "mine")).get("positionInClusterQueue") == 1 and a,
+                      timeout=30, message="explain for a quota-blocked workload")
+    assert answer["state"] == "Pending" and answer["clusterQueue"] == cq
+    assert answer["ahead"] == {"count": 1, "first": [{"namespace": namespace, "name": "ahead"}]}
+    assert answer["dryRun"]["outcome"] == "DoesNotFit"
+    assert answer["resources"] == [{"flavor": flavor, "resource": "cpu", "requested": "2", "free": "0",
+                                    "nominalQuota": "1", "cohortCanLend": "0", "missing": "2"}]
+    assert answer["suggestion"].startswith(f"free 2 of cpu in flavor {flavor}")
+
+    # The suggested change for "ahead" is 1 cpu, for "mine" 2 more: raise the quota by 3.
+    cq_obj = kueue.get("ClusterQueue", cq)
+    groups = cq_obj["spec"]["resourceGroups"]
+    groups[0]["flavors"][0]["resources"][0]["nominalQuota"] = "4"
+    kueue.patch("ClusterQueue", cq, {"spec": {"resourceGroups": groups}})
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "mine")) and is_admitted(kueue.workload(namespace, "ahead")),
+             timeout=30, message="raising the quota by the missing amounts admits both")
+    assert _explain(cluster, namespace, "mine")["state"] == "HoldsQuota"
+
+    kueue.finish(kueue.workload(namespace, "running"))  # 1 cpu free again
+    kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "Hold"}})
+    submit(kueue, namespace, "held", cpu="0.5")
+    answer = wait_for(lambda: (a := _explain(cluster, namespace, "held")).get("clusterQueueActive") is False and a,
+                      timeout=30, message="explain for a workload in a stopped queue")
+    assert answer["clusterQueueInactive"]["reason"] == "Stopped"
+    assert "set spec.stopPolicy to None" in answer["suggestion"]
+    kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "None"}})
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "held")), timeout=30, message="resuming admits it")

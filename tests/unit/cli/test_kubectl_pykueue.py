@@ -42,3 +42,30 @@ def test_pending_for_a_cluster_queue_pages() -> None:
     args = build_parser().parse_args(["pending", "--cluster-queue", "cq", "--limit", "10", "--offset", "20"])
     pending(client, args, out)
     assert client.calls == [("clusterqueues", "cq", None, [("limit", "10"), ("offset", "20")])]
+
+
+def test_explain_finds_a_jobs_workload_and_prints_the_answer() -> None:
+    from pykueue.cli.kubectl_pykueue import explain
+
+    class Client:
+        def list(self, res: Any, namespace: str | None = None) -> dict[str, Any]:
+            return {"items": [{"metadata": {"name": "job-train-abc12", "ownerReferences": [
+                {"kind": "Job", "name": "train"}]}}]}
+
+        def get_subresource(self, res: Any, name: str, subresource: str, namespace: str | None = None,
+                            query: Any = None) -> dict[str, Any]:
+            assert (res.plural, name, subresource, namespace) == ("workloads", "job-train-abc12", "explain", "ns")
+            return {"metadata": {"name": name, "namespace": "ns"}, "state": "Pending", "clusterQueue": "cq",
+                    "localQueue": "lq", "clusterQueueActive": True, "positionInClusterQueue": 1,
+                    "ahead": {"count": 1, "first": [{"namespace": "ns", "name": "other"}]},
+                    "dryRun": {"outcome": "DoesNotFit", "reason": "Pending", "message": "insufficient quota"},
+                    "resources": [{"flavor": "f", "resource": "cpu", "requested": "2", "free": "0",
+                                   "nominalQuota": "2", "cohortCanLend": "0", "missing": "2"}],
+                    "suggestion": "free 2 of cpu in flavor f"}
+
+    out = io.StringIO()
+    assert explain(Client(), build_parser().parse_args(["explain", "-n", "ns", "job/train"]), out) == 0
+    text = out.getvalue()
+    assert "Position:      1 (1 ahead: ns/other)" in text
+    assert "f/cpu: needs 2, free 0, nominal 2, cohort can lend 0, missing 2" in text
+    assert text.splitlines()[-1] == "To admit it:   free 2 of cpu in flavor f"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.engine.explain import explain
-from tests.builders import FungibleClusterQueueBuilder, PlacementWorkloadBuilder
+from tests.builders import FungibleClusterQueueBuilder, PlacementWorkloadBuilder, SeedClusterQueueBuilder
 from tests.unit.engine.harness import World
 
 
@@ -66,3 +66,20 @@ def test_stopped_queue_and_unknown_workload() -> None:
     assert not result.queue_active and result.queue_inactive_reason == "Stopped"
     assert "set spec.stopPolicy to None" in result.suggestion
     assert explain(world.engine, "ns/nope").state == "Unknown"
+
+
+def test_a_flavor_excluded_by_a_fallback_rule_is_named_and_skipped() -> None:
+    world = World().flavors("reservation", "spot", "on-demand")
+    cq = (SeedClusterQueueBuilder("cq").flavor("reservation", cpu="2").flavor("spot", cpu="100")
+          .flavor("on-demand", cpu="100").fallback().fallback_rule("*", timeout="10m"))
+    world.queue(cq.obj())
+    world.add(PlacementWorkloadBuilder("full", "ns").queue("lq-cq").podset(cpu="2")
+              .reserved("cq", {"cpu": "reservation"}, {"cpu": "2"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").flavor_assigned("spot").obj())
+    result = explain(world.engine, "ns/wl")
+    assert result.excluded_flavors == ["spot"]
+    assert [v.flavor for v in result.resources] == ["reservation", "on-demand"]  # spot is not offered
+    assert result.outcome == "Fits" and result.flavors == {"main": {"cpu": "on-demand"}}
+    reservations = world.cycle().reservations  # and the cycle admits it to on-demand too
+    assert [r.workload for r in reservations] == ["ns/wl"]
+    assert reservations[0].admission["podSetAssignments"][0]["flavors"] == {"cpu": "on-demand"}
