@@ -25,7 +25,7 @@ def test_blocked_by_quota_names_the_missing_amount_and_the_workloads_ahead() -> 
     world.cycle()
     result = explain(world.engine, "ns/mine")
     assert (result.state, result.cluster_queue, result.position, result.ahead_first) == ("Pending", "cq", 1, ["ns/first"])
-    assert result.outcome == "DoesNotFit" or result.outcome == "FitsAfterPreemption" and not result.victims
+    assert result.outcome == "DoesNotFit" and not result.victims  # no preemption policy: nobody to evict
     [view] = result.resources
     assert (view.flavor, view.resource, view.requested, view.free, view.nominal, view.missing) == (
         "default", "cpu", "2", "0", "2", "2")
