@@ -21,6 +21,7 @@ from pykueue.api.objects import namespaced_key
 from . import gcpolicy, quota
 from .arrivals import Arrivals
 from .cycle import run_cycle
+from .explain import Explanation, explain
 from .parse import (
     admission_check_active,
     admission_check_controller,
@@ -405,6 +406,11 @@ class Engine:
     ) -> list[PendingWorkload]:
         """Queued workloads of ``cluster_queue`` in scheduling order (visibility; not for the cycle)."""
         return self.queue_manager.pending_workloads(cluster_queue, offset=offset, limit=limit)
+
+    def explain(self, key: ObjectKey) -> Explanation:
+        """Why ``key`` is pending and what would admit it: a dry run of the cycle's nomination
+        (``controller.engine.explain``); changes nothing."""
+        return explain(self.cache, self.queue_manager, self.workloads, self, key)
 
     def pending_snapshot(self, cluster_queue: str) -> QueueSnapshot | None:
         """Copy ``cluster_queue``'s pending workloads for ordering on another thread (the

@@ -13,13 +13,16 @@ that would admit it now.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pykueue.api.quantity import format_quantity
 
 from . import quota
-from .cycle import _nominate
+from .cycle import Holdings, _nominate
 from .flavors import FIT, NO_FIT, PREEMPT
+from .queue_manager import QueueManager
+from .quota_cache import QuotaCache
 from .records import ObjectKey, WorkloadInfo
 from .visibility import ordered
 
@@ -68,24 +71,26 @@ def _q(amount: int, resource: str) -> str:
     return format_quantity(amount, resource)
 
 
-def explain(engine: object, key: ObjectKey) -> Explanation:
-    """Engine thread. ``engine`` is a ``controller.engine.Engine`` (typed loosely: engine imports
-    this module's callers, not the other way round)."""
-    from .engine import Engine
-
-    assert isinstance(engine, Engine)
-    cache, queues = engine.cache, engine.queue_manager
+def explain(
+    cache: QuotaCache,
+    queues: QueueManager,
+    workloads: Mapping[ObjectKey, WorkloadInfo],
+    holdings: Holdings,
+    key: ObjectKey,
+) -> Explanation:
+    """Engine thread (``Engine.explain`` passes its parts). ``holdings`` is the engine, as for the
+    cycle; a dry run never calls it (``_nominate`` only reads, and the preemptor restores)."""
     admitted = cache.admitted_workload(key)
     if admitted is not None and admitted.admission is not None:
         return Explanation(key, "HoldsQuota", cluster_queue=admitted.admission.cluster_queue,
                            local_queue=admitted.queue_name,
                            suggestion="it holds quota already; nothing to change")
-    info = engine.workloads.get(key)
+    info = workloads.get(key)
     if info is None:
         return Explanation(key, "Unknown", suggestion="the scheduler does not queue this workload (finished, "
                            "deactivated, or not yet seen)")
     result = Explanation(key, "Pending", local_queue=info.queue_name, excluded_flavors=sorted(info.excluded_flavors))
-    result.last_reason, result.last_message = engine.last_pending_reason(key)
+    result.last_reason, result.last_message = queues.last_reason.get(key, ("", ""))
     cluster_queue = queues.cluster_queue_of(info.local_queue_key)
     if cluster_queue is None or cluster_queue not in cache.cluster_queues:
         result.suggestion = f"LocalQueue {info.queue_name} or its ClusterQueue does not exist: create it"
@@ -93,29 +98,24 @@ def explain(engine: object, key: ObjectKey) -> Explanation:
     result.cluster_queue = cluster_queue
     spec = cache.cluster_queues[cluster_queue]
     result.admission_checks = [rule.name for rule in spec.checks]
-    snap = engine.pending_snapshot(cluster_queue)
+    snap = queues.snapshot(cluster_queue)
     if snap is not None:
-        order = ordered(snap)
-        keys = [i.key for i in order]
+        keys = [i.key for i in ordered(snap)]
         if key in keys:
-            result.position = keys.index(key)
-            result.ahead = result.position
+            result.position = result.ahead = keys.index(key)
             result.ahead_first = keys[:min(result.position, AHEAD_SHOWN)]
-    if not engine.is_active(cluster_queue):
+    if not cache.is_active(cluster_queue):
         result.queue_active = False
-        result.queue_inactive_reason, result.queue_inactive_message = engine.inactive.get(cluster_queue, ("", ""))
-    _dry_run(engine, info, cluster_queue, result)
+        result.queue_inactive_reason, result.queue_inactive_message = cache.inactive.get(cluster_queue, ("", ""))
+    _dry_run(cache, holdings, info, cluster_queue, result)
     result.suggestion = _suggest(result)
     return result
 
 
-def _dry_run(engine: object, info: WorkloadInfo, cluster_queue: str, result: Explanation) -> None:
-    from .engine import Engine
-
-    assert isinstance(engine, Engine)
-    cache = engine.cache
+def _dry_run(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str,
+             result: Explanation) -> None:
     cache.ensure_forest()
-    entry = _nominate(cache, engine, info, cluster_queue)
+    entry = _nominate(cache, holdings, info, cluster_queue)
     assignment = entry.assignment
     result.outcome = OUTCOMES.get(assignment.mode, str(assignment.mode))
     result.reason, result.message = assignment.reason, assignment.message
@@ -140,13 +140,13 @@ def _dry_run(engine: object, info: WorkloadInfo, cluster_queue: str, result: Exp
             if fq.name in excluded:
                 continue
             fr = (fq.name, resource)
-            free = quota.available(node, fr)
+            free = max(0, quota.available(node, fr))
             nominal = node.nominal(fr)
             lend = max(0, quota.potential_available(node, fr) - nominal)
-            result.resources.append(ResourceView(fq.name, resource, _q(amount, resource), _q(max(free, 0), resource),
-                                                 _q(nominal, resource), _q(lend, resource),
-                                                 _q(max(0, amount - max(free, 0)), resource),
-                                                 max(0, amount - max(free, 0))))
+            missing = max(0, amount - free)
+            result.resources.append(ResourceView(fq.name, resource, _q(amount, resource), _q(free, resource),
+                                                 _q(nominal, resource), _q(lend, resource), _q(missing, resource),
+                                                 missing))
 
 
 def _suggest(result: Explanation) -> str:

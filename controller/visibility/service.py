@@ -15,7 +15,6 @@ from typing import Any
 from controller.core.engine_reads import NotLeading
 from controller.engine import Engine
 from controller.engine import visibility as ev
-from controller.engine.explain import explain
 
 from . import api
 from .auth import Authorizer, UserInfo
@@ -97,7 +96,7 @@ class VisibilityService:
 
 def _explain_read(request: api.Request) -> Callable[[Engine], Any]:
     key = f"{request.namespace}/{request.name}"
-    return lambda engine: explain(engine, key)
+    return lambda engine: engine.explain(key)
 
 
 def _snapshot(engine: Engine, request: api.Request) -> ev.QueueSnapshot | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from controller.engine.explain import explain
 from tests.builders import FungibleClusterQueueBuilder, PlacementWorkloadBuilder, SeedClusterQueueBuilder
 from tests.unit.engine.harness import World
 
@@ -23,7 +22,7 @@ def test_blocked_by_quota_names_the_missing_amount_and_the_workloads_ahead() -> 
     world.add(PlacementWorkloadBuilder("first", "ns").queue("lq").podset(cpu="1").at(0).obj())
     world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="2").at(1).obj())
     world.cycle()
-    result = explain(world.engine, "ns/mine")
+    result = world.engine.explain("ns/mine")
     assert (result.state, result.cluster_queue, result.position, result.ahead_first) == ("Pending", "cq", 1, ["ns/first"])
     assert result.outcome == "DoesNotFit" and not result.victims  # no preemption policy: nobody to evict
     [view] = result.resources
@@ -37,12 +36,12 @@ def test_blocked_by_quota_names_the_missing_amount_and_the_workloads_ahead() -> 
 def test_fits_and_is_next() -> None:
     world = _world()
     world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").obj())
-    result = explain(world.engine, "ns/mine")
+    result = world.engine.explain("ns/mine")
     assert result.outcome == "Fits" and result.position == 0
     assert result.suggestion.startswith("it is next")
     assert result.flavors == {"main": {"cpu": "default"}}
     assert world.admit() == ["ns/mine"]  # and the cycle agrees
-    assert explain(world.engine, "ns/mine").state == "HoldsQuota"
+    assert world.engine.explain("ns/mine").state == "HoldsQuota"
 
 
 def test_would_fit_after_preempting_names_the_victims() -> None:
@@ -50,7 +49,7 @@ def test_would_fit_after_preempting_names_the_victims() -> None:
     world.add(PlacementWorkloadBuilder("low", "ns").queue("lq").podset(cpu="2").priority(0)
               .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
     world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="2").priority(10).obj())
-    result = explain(world.engine, "ns/mine")
+    result = world.engine.explain("ns/mine")
     assert result.outcome == "FitsAfterPreemption"
     assert result.victims == [("ns/low", "cq", "InClusterQueue")]
     assert "after preempting 1 workload(s): ns/low" in result.suggestion
@@ -62,10 +61,10 @@ def test_stopped_queue_and_unknown_workload() -> None:
     world = World().flavors("default")
     world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").stop_policy("Hold").obj(), lq="lq")
     world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").obj())
-    result = explain(world.engine, "ns/mine")
+    result = world.engine.explain("ns/mine")
     assert not result.queue_active and result.queue_inactive_reason == "Stopped"
     assert "set spec.stopPolicy to None" in result.suggestion
-    assert explain(world.engine, "ns/nope").state == "Unknown"
+    assert world.engine.explain("ns/nope").state == "Unknown"
 
 
 def test_a_flavor_excluded_by_a_fallback_rule_is_named_and_skipped() -> None:
@@ -76,7 +75,7 @@ def test_a_flavor_excluded_by_a_fallback_rule_is_named_and_skipped() -> None:
     world.add(PlacementWorkloadBuilder("full", "ns").queue("lq-cq").podset(cpu="2")
               .reserved("cq", {"cpu": "reservation"}, {"cpu": "2"}).admitted().obj())
     world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").flavor_assigned("spot").obj())
-    result = explain(world.engine, "ns/wl")
+    result = world.engine.explain("ns/wl")
     assert result.excluded_flavors == ["spot"]
     assert [v.flavor for v in result.resources] == ["reservation", "on-demand"]  # spot is not offered
     assert result.outcome == "Fits" and result.flavors == {"main": {"cpu": "on-demand"}}
