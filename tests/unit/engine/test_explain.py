@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from tests.builders import FungibleClusterQueueBuilder, PlacementWorkloadBuilder, SeedClusterQueueBuilder
+from tests.builders import (
+    AdmissionCheckBuilder,
+    FungibleClusterQueueBuilder,
+    PlacementWorkloadBuilder,
+    SeedClusterQueueBuilder,
+)
 from tests.unit.engine.harness import World
 
 
@@ -82,3 +87,16 @@ def test_a_flavor_excluded_by_a_fallback_rule_is_named_and_skipped() -> None:
     reservations = world.cycle().reservations  # and the cycle admits it to on-demand too
     assert [r.workload for r in reservations] == ["ns/wl"]
     assert reservations[0].admission["podSetAssignments"][0]["flavors"] == {"cpu": "on-demand"}
+
+
+def test_admission_checks_follow_the_reservation() -> None:
+    world = World().flavors("default")
+    world.engine.upsert_admission_check(AdmissionCheckBuilder("prov").active(True).obj())
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").admission_checks("prov").obj(), lq="lq")
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").obj())
+    result = world.engine.explain("ns/mine")
+    assert result.admission_checks == ["prov"] and result.outcome == "Fits"
+    assert result.suggestion == ("it is next: it fits now and will be admitted by the next scheduling cycle; "
+                                 "then admission checks prov must pass")
+    (reservation,) = world.cycle().reservations
+    assert reservation.admission_checks  # the cycle reserves and leaves admission to the check
