@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help env test test-unit test-e2e lint fmt generate verify-generated binaries kueue-crds cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
+.PHONY: help env test test-unit test-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -22,6 +22,9 @@ test: lint test-unit test-e2e ## everything CI runs: lint, unit tests, e2e tests
 
 kueue-crds: ## fetch (or reuse cached) Kueue's published CRDs, the schema parity test's oracle
 	@hack/build-binaries.sh kueue-crds >/dev/null
+
+kueuectl: ## build (or reuse cached) Kueue's kubectl plugin, for the kueuectl compatibility e2e test
+	@hack/build-binaries.sh kueuectl >/dev/null
 
 test-unit: $(STAMP) kueue-crds ## unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q

@@ -29,6 +29,7 @@ from controller.runtime.health import parse_address
 from controller.runtime.leaderelection import ElectionConfig
 from controller.runtime.manager import Controller
 from controller.runtime.signals import install_shutdown_handlers
+from controller.visibility.setup import VisibilityOptions
 from pykueue.api.config import Configuration, load_config, require_supported
 from pykueue.kube import resources as R
 from pykueue.kube.client import KubeClient
@@ -49,6 +50,7 @@ SETUP_MODULES: tuple[str, ...] = (
     "controller.concurrentadmission.setup",
     "controller.provisioning.setup",
     "controller.multikueue.setup",
+    "controller.visibility.setup",
 )
 
 # Informers every controller needs; started even before any area plugs in, so readiness means
@@ -97,6 +99,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="client-side API request burst (default: the Configuration's clientConnection.burst, else 30)",
     )
     parser.add_argument("--identity", default=None, help="leader-election identity (default: hostname_<random>)")
+    parser.add_argument(
+        "--visibility-addr",
+        default="0",
+        help="serve Kueue's visibility API (an aggregated API) over TLS on host:port ('0', the default, disables; "
+        "the chart sets :8082)",
+    )
+    parser.add_argument(
+        "--visibility-service",
+        default="pykueue-visibility",
+        help="the Service the visibility APIServices point at (in --namespace); names the serving certificate",
+    )
+    parser.add_argument("--visibility-cert-dir", default="", help="where the visibility serving certificate is written")
+    parser.add_argument(
+        "--visibility-cert-sync-seconds",
+        type=float,
+        default=60.0,
+        help="how often the visibility certificate, its caBundle and the front proxy's CA are re-checked",
+    )
+    parser.add_argument(
+        "--visibility-secret",
+        default="pykueue-visibility-cert",
+        help="the Secret (in --namespace) holding the visibility CA and serving certificate, shared by replicas",
+    )
     return parser
 
 
@@ -223,6 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for resource in BASE_RESOURCES:
         ctrl.informer(resource)
+    ctrl.shared["visibility-options"] = VisibilityOptions(
+        args.visibility_addr, args.namespace, args.visibility_service, args.visibility_cert_dir, args.visibility_secret,
+        args.visibility_cert_sync_seconds,
+    )
     modules = run_setup_modules(ctrl)
     stop = threading.Event()
     install_shutdown_handlers(stop)

@@ -171,6 +171,9 @@ for t in $targets; do
     kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
     helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
     kueue-crds) fetch_kueue_crds ;;
+    # Kueue's kubectl plugin, not part of the cluster: `make kueuectl` builds both pins.
+    kueuectl) go_install kubectl-kueue sigs.k8s.io/kueue/cmd/kueuectl "$KUEUECTL_VERSION"
+              go_install kubectl-kueue sigs.k8s.io/kueue/cmd/kueuectl "$KUEUECTL_V1BETA1_VERSION" ;;
     *) die "unknown target $t" ;;
   esac
 done

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.core import metrics as m
+from controller.core.engine_reads import EngineReads
 from controller.core.inflight import InFlightWrites
 from controller.core.own_writes import OwnWrites
 from controller.core.pending_writer import GRACE_SECONDS as PENDING_REASON_GRACE_SECONDS
@@ -144,6 +145,8 @@ class SchedulerLoop:
         # admitted workload's pods are not ready ("sequential admission").
         self._block_admission = block_admission
         self._not_ready: set[str] = set()
+        # Reads of the engine by other threads (the visibility API), served between steps.
+        self.reads = EngineReads(self.wake)
 
     # --- informer side (any thread) --------------------------------------------------------------
 
@@ -186,6 +189,7 @@ class SchedulerLoop:
         pool = ThreadPoolExecutor(max_workers=self._write_threads, thread_name_prefix="admission-write")
         try:
             while not stop.is_set():
+                self.reads.serve(engine)
                 try:
                     result = self.step(engine, pool)
                 except Exception:
@@ -205,6 +209,7 @@ class SchedulerLoop:
             # resourceVersion-guarded, and the next leader reads what did land).
             self._abandon.set()
             self._accepting = False
+            self.reads.close()
             self.engine = None
             self.writes.reset()
             self.pending_reasons.stop()
@@ -224,6 +229,7 @@ class SchedulerLoop:
             for kind in KINDS:
                 for key in cached_keys(self._informers[kind]):
                     self._sync(engine, kind, key)
+        self.reads.open()
         log.info(
             "scheduler started",
             extra={"workloads": len(engine.workloads), "clusterQueues": len(engine.cluster_queues)},

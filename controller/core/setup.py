@@ -177,6 +177,7 @@ def setup(ctrl: Controller) -> None:
         admission_busy=loop.admission_busy,
     )
     ctrl.register(scheduler)
+    ctrl.shared["engine-reads"] = loop.reads
     ctrl.health.add_liveness("scheduler", scheduler.alive)
     ctrl.register(workload_controller)
     ctrl.register(QueueStatusRunnable(queue_status, informers))

@@ -48,7 +48,9 @@ ClusterQueue/LocalQueue status is computed by ``controller.core.queue_status`` f
 caches, not here; the engine only says whether a queue is active (``engine.is_active(name)``,
 ``engine.inactive``) and how many workloads wait (``engine.pending_count(cluster_queue)``).
 Pending workloads in scheduling order with positions and last reason (visibility):
-``engine.pending_workloads(cluster_queue, offset=0, limit=None)``.
+``engine.pending_workloads(cluster_queue, offset=0, limit=None)`` on the engine's thread, or
+``engine.pending_snapshot(cluster_queue)`` there and the sort and paging of
+``controller.engine.visibility`` on another thread (the visibility API does that).
 
 Feed the informers' initial contents inside ``with engine.initial_load():``. Once the engine
 holds 1,000 or more workloads (right after a large initial load, or when the backlog has grown

@@ -21,6 +21,7 @@ from pykueue.api.objects import namespaced_key
 from . import gcpolicy, quota
 from .arrivals import Arrivals
 from .cycle import run_cycle
+from .explain import Explanation, explain
 from .parse import (
     admission_check_active,
     admission_check_controller,
@@ -36,7 +37,7 @@ from .queues import PendingQueue
 from .quota_cache import QuotaCache
 from .records import ClusterQueueSpec, FlavorResource, ObjectKey, WorkloadInfo
 from .results import CycleResult, Eviction
-from .visibility import PendingWorkload
+from .visibility import PendingWorkload, QueueSnapshot
 
 
 def _may_change_outcome(old: WorkloadInfo | None, new: WorkloadInfo) -> bool:
@@ -405,3 +406,17 @@ class Engine:
     ) -> list[PendingWorkload]:
         """Queued workloads of ``cluster_queue`` in scheduling order (visibility; not for the cycle)."""
         return self.queue_manager.pending_workloads(cluster_queue, offset=offset, limit=limit)
+
+    def explain(self, key: ObjectKey) -> Explanation:
+        """Why ``key`` is pending and what would admit it: a dry run of the cycle's nomination
+        (``controller.engine.explain``); changes nothing."""
+        return explain(self.cache, self.queue_manager, self.workloads, self, key)
+
+    def pending_snapshot(self, cluster_queue: str) -> QueueSnapshot | None:
+        """Copy ``cluster_queue``'s pending workloads for ordering on another thread (the
+        visibility API); None when the engine has no such ClusterQueue."""
+        return self.queue_manager.snapshot(cluster_queue)
+
+    def cluster_queue_of(self, namespace: str, local_queue: str) -> str | None:
+        """The ClusterQueue a LocalQueue points at, if the engine knows the LocalQueue."""
+        return self.queue_manager.cluster_queue_of(namespaced_key(namespace, local_queue))

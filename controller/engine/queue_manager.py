@@ -28,7 +28,7 @@ from .queues import PendingQueue
 from .quota_cache import QuotaCache
 from .records import LocalQueueInfo, ObjectKey, WorkloadInfo
 from .results import CycleResult, PendingReason
-from .visibility import PendingWorkload, pending_workloads
+from .visibility import PendingWorkload, QueueSnapshot, pending_workloads, snapshot
 
 # Where a pending workload is.
 _QUEUED = "queued"  # in its ClusterQueue's pending queue (schedulable, maybe parked)
@@ -312,5 +312,35 @@ class QueueManager:
         if queue is None:
             return []
         return pending_workloads(
-            queue, lambda key: self.last_reason.get(key, ("", "")), offset=offset, limit=limit
+            queue,
+            lambda key: self.last_reason.get(key, ("", "")),
+            offset=offset,
+            limit=limit,
+            backing_off=self._backing_off(cluster_queue),
         )
+
+    def snapshot(self, cluster_queue: str) -> QueueSnapshot | None:
+        """Copy ``cluster_queue``'s pending workloads for a reader on another thread (None when
+        the engine has no such ClusterQueue); see ``controller.engine.visibility``."""
+        queue = self.queues.get(cluster_queue)
+        if queue is None:
+            return None
+        return snapshot(queue, self._backing_off(cluster_queue), self.last_reason)
+
+    def cluster_queue_of(self, lq_key: ObjectKey) -> str | None:
+        """The ClusterQueue a LocalQueue points at, if the engine knows the LocalQueue."""
+        lq = self.local_queues.get(lq_key)
+        return lq.cluster_queue if lq is not None else None
+
+    def _backing_off(self, cluster_queue: str) -> list[WorkloadInfo]:
+        """Workloads of ``cluster_queue``'s LocalQueues waiting for their ``requeueAt`` (the backoff
+        heap is small: only workloads evicted by a timeout or a rejected check are there)."""
+        result = []
+        for _, seq, key in self._backoff:
+            info = self._workloads.get(key)
+            if info is None or self._location.get(key) != (_BACKOFF, str(seq)):
+                continue
+            lq = self.local_queues.get(info.local_queue_key)
+            if lq is not None and lq.cluster_queue == cluster_queue:
+                result.append(info)
+        return result

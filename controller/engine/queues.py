@@ -268,6 +268,11 @@ class PendingQueue:
         entry = self._entries.get(info.key)
         self._parked.add(entry[1] if entry is not None else info.shape)
 
+    def snapshot(self) -> tuple[list[tuple[int, int, WorkloadInfo]], frozenset[int]]:
+        """The (entry id, shape, info) entries and the parked classes, copied for a reader on
+        another thread (controller.engine.visibility); C-level copies, no ordering."""
+        return list(self._entries.values()), frozenset(self._parked)
+
     def is_parked(self, info: WorkloadInfo) -> bool:
         entry = self._entries.get(info.key)
         return not self.strict_fifo and (entry[1] if entry is not None else info.shape) in self._parked

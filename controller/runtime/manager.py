@@ -73,6 +73,9 @@ class Controller:
         # The parsed Configuration the setup modules read (Kueue's defaults when none is given).
         self.config = config if config is not None else Configuration()
         self.informers = InformerSet(client)
+        # What one setup module offers later ones, by name (the core offers "engine-reads", the
+        # scheduler loop's controller.core.engine_reads.EngineReads, to the visibility API).
+        self.shared: dict[str, Any] = {}
         self.health = HealthChecks()
         self.on_started_leading: list[Callable[[threading.Event], None]] = []
         self.on_stopped_leading: list[Callable[[], None]] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .binaries import BinarySet
 from .layout import ClusterLayout, Ports
-from .pki import APISERVER_ETCD_CLIENT, SERVICE_CLUSTER_IP_RANGE
+from .pki import APISERVER_ETCD_CLIENT, FRONT_PROXY_CLIENT, SERVICE_CLUSTER_IP_RANGE
 from .ports import LOOPBACK
 from .processes import ProcessSpec
 
@@ -95,6 +95,15 @@ def kube_apiserver(layout: ClusterLayout, ports: Ports, binaries: BinarySet) -> 
             f"--service-account-signing-key-file={pki.service_account_key}",
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             "--endpoint-reconciler-type=none",
+            # The aggregation layer (pykueue's visibility API is an APIService): the front proxy's
+            # client certificate, and the headers an aggregated server may trust from it.
+            f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
+            f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki.front_proxy_client_cert}",
+            f"--proxy-client-key-file={pki.front_proxy_client_key}",
             "--max-requests-inflight=5000",
             "--max-mutating-requests-inflight=2500",
             "--allow-privileged=true",

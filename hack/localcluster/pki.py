@@ -57,6 +57,12 @@ KWOK = ClientIdentity("kwok", "kwok-controller", ("system:masters",))
 APISERVER_ETCD_CLIENT = ClientIdentity("apiserver-etcd-client", "kube-apiserver-etcd-client")
 CLIENT_IDENTITIES = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, KWOK, APISERVER_ETCD_CLIENT)
 
+# The aggregation layer's front proxy (as kubeadm sets it up): the apiserver forwards a request for
+# an aggregated API (pykueue's visibility API) with a client certificate issued by a CA of its own,
+# and an aggregated server trusts the X-Remote-User/-Group headers only from a client presenting
+# a certificate of that CA with this name.
+FRONT_PROXY_CLIENT = "front-proxy-client"
+
 
 @dataclass(frozen=True)
 class PkiPaths:
@@ -95,6 +101,18 @@ class PkiPaths:
     @property
     def service_account_pub(self) -> Path:
         return self.root / "sa.pub"
+
+    @property
+    def front_proxy_ca_cert(self) -> Path:
+        return self.root / "front-proxy-ca.crt"
+
+    @property
+    def front_proxy_client_cert(self) -> Path:
+        return self.root / "front-proxy-client.crt"
+
+    @property
+    def front_proxy_client_key(self) -> Path:
+        return self.root / "front-proxy-client.key"
 
     def client_cert(self, identity: ClientIdentity) -> Path:
         return self.root / f"{identity.file_stem}.crt"
@@ -242,6 +260,12 @@ def generate_pki(root: Path) -> PkiPaths:
         key, cert = ca.issue(identity.user, organizations=identity.groups, client=True)
         _write(paths.client_cert(identity), cert_pem(cert), private=False)
         _write(paths.client_key(identity), key_pem(key), private=True)
+
+    front_proxy_ca = CertificateAuthority.create("pykueue-local-front-proxy-ca")
+    _write(paths.front_proxy_ca_cert, cert_pem(front_proxy_ca.cert), private=False)
+    key, cert = front_proxy_ca.issue(FRONT_PROXY_CLIENT, client=True)
+    _write(paths.front_proxy_client_cert, cert_pem(cert), private=False)
+    _write(paths.front_proxy_client_key, key_pem(key), private=True)
 
     sa_key = ec.generate_private_key(ec.SECP256R1())
     _write(paths.service_account_key, key_pem(sa_key), private=True)

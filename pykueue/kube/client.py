@@ -284,6 +284,18 @@ class KubeClient:
         except NotFound:
             return None
 
+    def get_subresource(
+        self,
+        res: Resource,
+        name: str,
+        subresource: str,
+        namespace: str | None = None,
+        query: builtins.list[tuple[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        """GET a read-only subresource (e.g. the visibility API's ``pendingworkloads``); errors
+        raise as typed ApiErrors (``NotFound``, ``Forbidden``, ...)."""
+        return self._json(self._request("GET", res.path(namespace, name, subresource), query=query))
+
     def list(
         self,
         res: Resource,

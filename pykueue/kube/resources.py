@@ -81,6 +81,15 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     "ValidatingWebhookConfiguration",
     False,
 )
+TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
+)
+VISIBILITY_CLUSTER_QUEUES = Resource("visibility.kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", False)
+VISIBILITY_LOCAL_QUEUES = Resource("visibility.kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", True)
+VISIBILITY_WORKLOADS = Resource("visibility.kueue.x-k8s.io", "v1beta1", "workloads", "Workload", True)
+API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", False)
+SERVICES = Resource("", "v1", "services", "Service", True)
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )

@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.e2e.fixtures.controller",
     "tests.e2e.fixtures.invariants",
     "tests.e2e.fixtures.multikueue",
+    "tests.e2e.fixtures.visibility",
 ]
 
 _E2E_DIR = Path(__file__).parent

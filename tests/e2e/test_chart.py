@@ -176,6 +176,10 @@ def test_controller_service_account_can_do_its_job_and_no_more(
         ("create", "podtemplates", None, None),
         ("create", "provisioningrequests.autoscaling.x-k8s.io", None, None),
         ("update", "leases.coordination.k8s.io", namespace, None),
+        # The visibility API's delegated authentication and authorization.
+        ("create", "tokenreviews.authentication.k8s.io", None, None),
+        ("create", "subjectaccessreviews.authorization.k8s.io", None, None),
+        ("patch", "apiservices.apiregistration.k8s.io/v1beta1.visibility.kueue.x-k8s.io", None, None),
     ]
     for verb, resource, ns, sub in allowed:
         assert controller.can(verb, resource, namespace=ns, subresource=sub), (verb, resource, ns, sub)
@@ -188,6 +192,7 @@ def test_controller_service_account_can_do_its_job_and_no_more(
         ("create", "leases.coordination.k8s.io", "default"),
         ("patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io", None),
         ("create", "clusterroles.rbac.authorization.k8s.io", None),
+        ("patch", "apiservices.apiregistration.k8s.io/v1beta1.metrics.k8s.io", None),
     ]
     for verb, resource, ns in refused:
         assert not controller.can(verb, resource, namespace=ns), (verb, resource, ns)

@@ -21,6 +21,8 @@ and the service account pykueue-controller that the webhook trusts for controlle
 {{- define "pykueue.controller.name" -}}{{ include "pykueue.fullname" . }}-controller{{- end -}}
 {{- define "pykueue.webhook.name" -}}{{ include "pykueue.fullname" . }}-webhook{{- end -}}
 {{- define "pykueue.webhook.serviceName" -}}{{ include "pykueue.fullname" . }}-webhook-service{{- end -}}
+{{- define "pykueue.visibility.serviceName" -}}{{ include "pykueue.fullname" . }}-visibility-server{{- end -}}
+{{- define "pykueue.visibility.secretName" -}}{{ include "pykueue.fullname" . }}-visibility-server-cert{{- end -}}
 {{- define "pykueue.webhook.secretName" -}}{{ include "pykueue.fullname" . }}-webhook-server-cert{{- end -}}
 {{/*
 The webhook configurations keep these fixed names whatever the release is called: the webhook

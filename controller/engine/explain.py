@@ -1,0 +1,173 @@
+"""Why a workload is pending and what would admit it: a dry run of the cycle's own nomination.
+
+:func:`explain` runs on the engine's thread (through ``EngineReads``) and calls the same code a
+cycle calls for a queue head — ``cycle._nominate``: flavor assignment against the live quota
+(``flavors.assign_flavors``, honouring fallback exclusions and allowed flavors) and, when only
+evictions would make room, the preemptor's victim search (``Preemptor.targets``, which restores
+the usage it touches). Nothing is assumed, written or requeued; no second implementation of the
+rules exists. Around that it reports what the cycle does not need to say: the workloads ahead in
+the queue, the ClusterQueue's state, per flavor and resource how much is needed, free and what
+the cohort could lend, the admission checks that follow the reservation, and the smallest change
+that would admit it now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pykueue.api.quantity import format_quantity
+
+from . import quota
+from .cycle import Holdings, _nominate
+from .flavors import FIT, NO_FIT, PREEMPT
+from .queue_manager import QueueManager
+from .quota_cache import QuotaCache
+from .records import ObjectKey, WorkloadInfo
+from .visibility import ordered
+
+AHEAD_SHOWN = 5
+OUTCOMES = {FIT: "Fits", PREEMPT: "FitsAfterPreemption", NO_FIT: "DoesNotFit"}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceView:
+    flavor: str
+    resource: str
+    requested: str  # the workload's total request
+    free: str  # what the ClusterQueue could take now, borrowing included
+    nominal: str
+    cohort_can_lend: str  # beyond the nominal quota, with the whole cohort tree idle
+    missing: str  # requested - free when positive, else "0"
+    missing_amount: int = 0
+
+
+@dataclass(slots=True)
+class Explanation:
+    workload: ObjectKey
+    state: str  # Pending, HoldsQuota, Unknown (not queued: no LocalQueue/ClusterQueue, inactive workload)
+    cluster_queue: str = ""
+    local_queue: str = ""
+    queue_active: bool = True
+    queue_inactive_reason: str = ""
+    queue_inactive_message: str = ""
+    position: int | None = None
+    ahead: int = 0
+    ahead_first: list[ObjectKey] = field(default_factory=list)
+    outcome: str = ""
+    reason: str = ""
+    message: str = ""
+    flavors: dict[str, dict[str, str]] = field(default_factory=dict)  # podSet -> resource -> flavor
+    resources: list[ResourceView] = field(default_factory=list)
+    victims: list[tuple[ObjectKey, str, str]] = field(default_factory=list)  # (workload, ClusterQueue, reason)
+    admission_checks: list[str] = field(default_factory=list)
+    excluded_flavors: list[str] = field(default_factory=list)
+    last_reason: str = ""
+    last_message: str = ""
+    suggestion: str = ""
+
+
+def _q(amount: int, resource: str) -> str:
+    return format_quantity(amount, resource)
+
+
+def explain(
+    cache: QuotaCache,
+    queues: QueueManager,
+    workloads: Mapping[ObjectKey, WorkloadInfo],
+    holdings: Holdings,
+    key: ObjectKey,
+) -> Explanation:
+    """Engine thread (``Engine.explain`` passes its parts). ``holdings`` is the engine, as for the
+    cycle; a dry run never calls it (``_nominate`` only reads, and the preemptor restores)."""
+    admitted = cache.admitted_workload(key)
+    if admitted is not None and admitted.admission is not None:
+        return Explanation(key, "HoldsQuota", cluster_queue=admitted.admission.cluster_queue,
+                           local_queue=admitted.queue_name,
+                           suggestion="it holds quota already; nothing to change")
+    info = workloads.get(key)
+    if info is None:
+        return Explanation(key, "Unknown", suggestion="the scheduler does not queue this workload (finished, "
+                           "deactivated, or not yet seen)")
+    result = Explanation(key, "Pending", local_queue=info.queue_name, excluded_flavors=sorted(info.excluded_flavors))
+    result.last_reason, result.last_message = queues.last_reason.get(key, ("", ""))
+    cluster_queue = queues.cluster_queue_of(info.local_queue_key)
+    if cluster_queue is None or cluster_queue not in cache.cluster_queues:
+        result.suggestion = f"LocalQueue {info.queue_name} or its ClusterQueue does not exist: create it"
+        return result
+    result.cluster_queue = cluster_queue
+    spec = cache.cluster_queues[cluster_queue]
+    result.admission_checks = [rule.name for rule in spec.checks]
+    snap = queues.snapshot(cluster_queue)
+    if snap is not None:
+        keys = [i.key for i in ordered(snap)]
+        if key in keys:
+            result.position = result.ahead = keys.index(key)
+            result.ahead_first = keys[:min(result.position, AHEAD_SHOWN)]
+    if not cache.is_active(cluster_queue):
+        result.queue_active = False
+        result.queue_inactive_reason, result.queue_inactive_message = cache.inactive.get(cluster_queue, ("", ""))
+    _dry_run(cache, holdings, info, cluster_queue, result)
+    result.suggestion = _suggest(result)
+    return result
+
+
+def _dry_run(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str,
+             result: Explanation) -> None:
+    cache.ensure_forest()
+    entry = _nominate(cache, holdings, info, cluster_queue)
+    assignment = entry.assignment
+    result.outcome = OUTCOMES.get(assignment.mode, str(assignment.mode))
+    result.reason, result.message = assignment.reason, assignment.message
+    result.flavors = {ps.name: dict(ps.flavors) for ps in assignment.podsets}
+    result.victims = [(t.victim.key, t.cluster_queue, t.reason) for t in entry.targets]
+    if assignment.mode == PREEMPT and not entry.targets:
+        result.outcome = "DoesNotFit"
+    spec = cache.cluster_queues[cluster_queue]
+    node = cache.forest.cluster_queues.get(cluster_queue)
+    if node is None:
+        return
+    excluded = info.excluded_flavors if spec.fallbacks else frozenset()
+    totals: dict[str, int] = {}
+    for podset in info.podsets:
+        for resource, amount in podset.requests.items():
+            totals[resource] = totals.get(resource, 0) + amount
+    for resource, amount in sorted(totals.items()):
+        group = spec.resource_group.get(resource)
+        if group is None:
+            continue
+        for fq in spec.groups[group].flavors:
+            if fq.name in excluded:
+                continue
+            fr = (fq.name, resource)
+            free = max(0, quota.available(node, fr))
+            nominal = node.nominal(fr)
+            lend = max(0, quota.potential_available(node, fr) - nominal)
+            missing = max(0, amount - free)
+            result.resources.append(ResourceView(fq.name, resource, _q(amount, resource), _q(free, resource),
+                                                 _q(nominal, resource), _q(lend, resource), _q(missing, resource),
+                                                 missing))
+
+
+def _suggest(result: Explanation) -> str:
+    if not result.queue_active:
+        return (f"ClusterQueue {result.cluster_queue} admits nothing ({result.queue_inactive_reason}: "
+                f"{result.queue_inactive_message}); make it active (e.g. set spec.stopPolicy to None)")
+    checks = f"; then admission checks {', '.join(result.admission_checks)} must pass" if result.admission_checks else ""
+    if result.outcome == "Fits":
+        if result.ahead == 0:
+            return f"it is next: it fits now and will be admitted by the next scheduling cycle{checks}"
+        return f"it fits now, after the {result.ahead} workload(s) ahead of it{checks}"
+    if result.outcome == "FitsAfterPreemption":
+        names = ", ".join(v[0] for v in result.victims)
+        return f"it would be admitted after preempting {len(result.victims)} workload(s): {names}{checks}"
+    by_flavor: dict[str, list[ResourceView]] = {}
+    for view in result.resources:
+        by_flavor.setdefault(view.flavor, []).append(view)
+    for flavor, views in by_flavor.items():
+        missing = [v for v in views if v.missing_amount > 0]
+        if missing:
+            parts = [f"{v.missing} of {v.resource}" for v in missing]
+            return (f"free {' and '.join(parts)} in flavor {flavor} (or raise its nominalQuota by as much) "
+                    f"in ClusterQueue {result.cluster_queue}{checks}")
+    return result.message or "no flavor can take it; see the reason"

@@ -1,0 +1,107 @@
+"""Answering one visibility request: route, authorize, read the engine, shape the answer.
+
+Transport-free (the HTTPS layer is ``server.py``), so every answer, status code and message is
+unit-tested without sockets. The engine is read through the scheduler loop's
+:class:`controller.core.engine_reads.EngineReads`: the loop only copies the queue
+(``Engine.pending_snapshot``); the sort and the paging run here, on the request's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from controller.core.engine_reads import NotLeading
+from controller.engine import Engine
+from controller.engine import visibility as ev
+
+from . import api
+from .auth import Authorizer, UserInfo
+
+log = logging.getLogger(__name__)
+
+READ_TIMEOUT_SECONDS = 5.0
+NOT_LEADER_MESSAGE = (
+    "this pykueue-controller replica is not the leader and holds no queues: only the elected "
+    "leader answers the visibility API; retry (see docs/design/visibility.md)"
+)
+
+
+Answer = tuple[int, dict[str, Any]]
+
+
+class VisibilityService:
+    def __init__(
+        self,
+        reads: Any,
+        authorizer: Authorizer,
+        workload_of: Callable[[str], Mapping[str, Any] | None],
+    ) -> None:
+        self._reads = reads
+        self._authorizer = authorizer
+        self._workload_of = workload_of
+
+    def handle(self, path: str, query: Mapping[str, Sequence[str]], user: UserInfo | None) -> Answer:
+        request = api.route(path)
+        if request is None:
+            return 404, api.status(404, "the server could not find the requested resource")
+        if user is None:
+            return 401, api.status(401, "Unauthorized")
+        if request.document is not None:
+            return 200, request.document
+        try:
+            offset, limit = api.page_options(query)
+        except api.BadRequest as exc:
+            return 400, api.status(400, str(exc))
+        try:
+            allowed = self._authorizer.allowed(user, request)
+        except Exception:
+            log.exception("SubjectAccessReview failed")
+            return 503, api.status(503, "authorization is unavailable: the SubjectAccessReview failed")
+        if not allowed:
+            return 403, api.status(403, api.forbidden_message(user.name, request), name=request.name,
+                                   kind=request.resource)
+        if request.kind == "explain":
+            return self._explain(request)
+        try:
+            snap = self._reads.submit(lambda engine: _snapshot(engine, request), READ_TIMEOUT_SECONDS)
+        except NotLeading:
+            return 503, api.status(503, NOT_LEADER_MESSAGE)
+        except TimeoutError:
+            return 503, api.status(503, "the scheduler did not answer in time; retry")
+        if snap is None:
+            return 404, api.status(404, api.not_found_message(request), name=request.name, kind=request.kind)
+        order = ev.ordered(snap)
+        if request.kind == "clusterqueue":
+            items = ev.cluster_queue_page(snap, order, offset=offset, limit=limit)
+        else:
+            lq_key = f"{request.namespace}/{request.name}"
+            items = ev.local_queue_page(snap, order, lq_key, offset=offset, limit=limit)
+        return 200, api.summary(request.version, items, self._workload_of)
+
+    def _explain(self, request: api.Request) -> Answer:
+        """A dry run on the scheduler loop's thread (it nominates one workload: milliseconds)."""
+        if self._workload_of(f"{request.namespace}/{request.name}") is None:
+            return 404, api.status(404, f'workloads.kueue.x-k8s.io "{request.name}" not found', name=request.name,
+                                   kind="workloads")
+        try:
+            result = self._reads.submit(_explain_read(request), READ_TIMEOUT_SECONDS)
+        except NotLeading:
+            return 503, api.status(503, NOT_LEADER_MESSAGE)
+        except TimeoutError:
+            return 503, api.status(503, "the scheduler did not answer in time; retry")
+        return 200, api.explanation(request.version, result)
+
+
+def _explain_read(request: api.Request) -> Callable[[Engine], Any]:
+    key = f"{request.namespace}/{request.name}"
+    return lambda engine: engine.explain(key)
+
+
+def _snapshot(engine: Engine, request: api.Request) -> ev.QueueSnapshot | None:
+    """Engine thread: copy the queue asked about (cheap; see controller.engine.visibility)."""
+    if request.kind == "clusterqueue":
+        return engine.pending_snapshot(request.name)
+    cluster_queue = engine.cluster_queue_of(request.namespace, request.name)
+    return engine.pending_snapshot(cluster_queue) if cluster_queue is not None else None

@@ -1,0 +1,1 @@
+"""Command-line tools for pykueue's users (installed with the Python package)."""

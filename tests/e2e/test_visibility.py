@@ -1,0 +1,263 @@
+"""Kueue's visibility API served by pykueue-controller through the apiserver's aggregation layer.
+
+The ``visibility`` fixture (tests/e2e/fixtures/visibility.py) runs the controller with
+``--visibility-addr`` and registers it with the shipped APIServices. Every request
+goes through the apiserver (``kubectl get --raw``), so authentication, the front proxy and
+authorization are the real ones; ``--as`` impersonates a user without or with a role.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from tests.e2e.helpers.kueue import KueueApi, is_admitted, make_queues, submit
+from tests.e2e.helpers.wait import wait_for
+
+GROUP = "visibility.kueue.x-k8s.io"
+
+
+def _raw(cluster: Any, path: str, *, user: str | None = None) -> subprocess.CompletedProcess[str]:
+    args = ["get", "--raw", path]
+    if user:
+        args += ["--as", user]
+    return cluster.kubectl(*args, check=False)
+
+
+def _get(cluster: Any, path: str, user: str | None = None) -> dict[str, Any]:
+    result = _raw(cluster, path, user=user)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _cq_view(cluster: Any, cq: str, version: str = "v1beta1", query: str = "") -> list[tuple[str, int, int]]:
+    body = _get(cluster, f"/apis/{GROUP}/{version}/clusterqueues/{cq}/pendingworkloads{query}")
+    assert body["kind"] == "PendingWorkloadsSummary" and body["apiVersion"] == f"{GROUP}/{version}"
+    return [
+        (i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"]) for i in body["items"]
+    ]
+
+
+def _available(cluster: Any, name: str) -> bool:
+    result = cluster.kubectl("get", "apiservice", name, "-o", "json", check=False)
+    if result.returncode != 0:
+        return False
+    obj = json.loads(result.stdout)
+    return any(c["type"] == "Available" and c["status"] == "True" for c in obj.get("status", {}).get("conditions", []))
+
+
+def test_api_services_available_with_the_controllers_ca(cluster: Any, visibility: Any) -> None:
+    for version in ("v1beta1", "v1beta2"):
+        wait_for(lambda v=version: _available(cluster, f"{v}.{GROUP}"), timeout=60, message=f"{version} Available")
+        obj = json.loads(cluster.kubectl("get", "apiservice", f"{version}.{GROUP}", "-o", "json").stdout)
+        assert obj["spec"].get("caBundle"), "the controller publishes its CA; TLS is verified"
+        assert not obj["spec"].get("insecureSkipTLSVerify")
+    resources = _get(cluster, f"/apis/{GROUP}/v1beta1")
+    assert {r["name"] for r in resources["resources"]} >= {
+        "clusterqueues/pendingworkloads",
+        "localqueues/pendingworkloads",
+    }
+
+
+def test_positions_follow_admission_priority_and_deletion(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
+) -> None:
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    _, cq = make_queues(kueue, namespace, cpu="1")
+    submit(kueue, namespace, "first")
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "first")), timeout=30, message="first admitted")
+    for name in ("a", "b", "c"):
+        submit(kueue, namespace, name)
+    expected = [("a", 0, 0), ("b", 1, 1), ("c", 2, 2)]
+    wait_for(lambda: _cq_view(cluster, cq) == expected, timeout=30, message="a, b, c pending in creation order")
+    assert _cq_view(cluster, cq, "v1beta2") == expected
+    assert _cq_view(cluster, cq, query="?offset=1&limit=1") == [("b", 1, 1)]
+
+    submit(kueue, namespace, "urgent", priority=100)
+    wait_for(
+        lambda: _cq_view(cluster, cq) == [("urgent", 0, 0), ("a", 1, 1), ("b", 2, 2), ("c", 3, 3)],
+        timeout=30,
+        message="a higher-priority workload goes to the front",
+    )
+    item = _get(cluster, f"/apis/{GROUP}/v1beta1/clusterqueues/{cq}/pendingworkloads")["items"][0]
+    assert item["priority"] == 100 and item["localQueueName"] == "lq"
+    assert item["metadata"]["namespace"] == namespace and item["metadata"]["creationTimestamp"]
+
+    kueue.custom.delete_namespaced_custom_object("kueue.x-k8s.io", "v1beta1", namespace, "workloads", "a")
+    wait_for(
+        lambda: _cq_view(cluster, cq) == [("urgent", 0, 0), ("b", 1, 1), ("c", 2, 2)],
+        timeout=30,
+        message="a deleted workload leaves the queue",
+    )
+    kueue.finish(kueue.workload(namespace, "first"))
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "urgent")), timeout=30, message="urgent admitted")
+    wait_for(
+        lambda: _cq_view(cluster, cq) == [("b", 0, 0), ("c", 1, 1)],
+        timeout=30,
+        message="an admitted workload leaves the queue and everyone moves up",
+    )
+    lq_view = _get(cluster, f"/apis/{GROUP}/v1beta1/namespaces/{namespace}/localqueues/lq/pendingworkloads")
+    assert [(i["metadata"]["name"], i["positionInLocalQueue"]) for i in lq_view["items"]] == [("b", 0), ("c", 1)]
+    missing = _raw(cluster, f"/apis/{GROUP}/v1beta1/clusterqueues/no-such-queue/pendingworkloads")
+    assert missing.returncode != 0 and "not found" in missing.stderr.lower(), missing.stderr
+
+
+def test_rbac_no_role_is_forbidden_batch_user_sees_own_namespace(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
+) -> None:
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    _, cq = make_queues(kueue, namespace, cpu="0")
+    submit(kueue, namespace, "waiting")
+    lq_path = f"/apis/{GROUP}/v1beta1/namespaces/{namespace}/localqueues/lq/pendingworkloads"
+    cq_path = f"/apis/{GROUP}/v1beta1/clusterqueues/{cq}/pendingworkloads"
+
+    denied = _raw(cluster, lq_path, user="nobody")
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower(), denied.stderr
+    assert 'User "nobody" cannot get resource "localqueues/pendingworkloads"' in denied.stderr
+
+    cluster.kubectl("create", "rolebinding", "batch-user", "-n", namespace, "--clusterrole=kueue-batch-user-role",
+                    "--user=alice")
+    wait_for(
+        lambda: [i["metadata"]["name"] for i in _get(cluster, lq_path, user="alice")["items"]] == ["waiting"],
+        timeout=30,
+        message="a batch user sees their namespace's LocalQueue view",
+    )
+    cq_denied = _raw(cluster, cq_path, user="alice")
+    assert cq_denied.returncode != 0 and "forbidden" in cq_denied.stderr.lower()
+    other = _raw(cluster, f"/apis/{GROUP}/v1beta1/namespaces/default/localqueues/lq/pendingworkloads", user="alice")
+    assert other.returncode != 0 and "forbidden" in other.stderr.lower()
+
+    cluster.kubectl("create", "clusterrolebinding", f"batch-admin-{namespace}", "--clusterrole=kueue-batch-admin-role",
+                    "--user=root-of-queues")
+    try:
+        wait_for(
+            lambda: [i["metadata"]["name"] for i in _get(cluster, cq_path, user="root-of-queues")["items"]] == ["waiting"],
+            timeout=30,
+            message="a batch admin sees the ClusterQueue view",
+        )
+    finally:
+        cluster.kubectl("delete", "clusterrolebinding", f"batch-admin-{namespace}", check=False)
+
+
+def test_kubectl_pykueue_pending_is_a_kubectl_plugin(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str, tmp_path: Any, monkeypatch: Any
+) -> None:
+    """``kubectl pykueue pending``: kubectl finds the ``kubectl-pykueue`` executable on PATH (here a
+    wrapper for the entry point, as ``pip install`` would make it) and the plugin prints positions."""
+    import os
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    plugin = tmp_path / "kubectl-pykueue"
+    plugin.write_text(f"#!/bin/sh\nPYTHONPATH={repo} exec {sys.executable} -m pykueue.cli.kubectl_pykueue \"$@\"\n")
+    plugin.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    _, cq = make_queues(kueue, namespace, cpu="0")
+    submit(kueue, namespace, "low", priority=1)
+    submit(kueue, namespace, "high", priority=9)
+
+    kubectl = str(cluster._kubectl_binary())
+
+    def listed(*args: str) -> list[list[str]]:
+        # kubectl refuses flags before a plugin's name, so the kubeconfig travels in $KUBECONFIG.
+        result = subprocess.run([kubectl, "pykueue", "pending", *args], capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "KUBECONFIG": cluster.kubeconfig}, check=True)
+        return [line.split() for line in result.stdout.splitlines()[1:]]
+
+    wait_for(lambda: listed("-n", namespace) == [[namespace, "high", "lq", "9", "0", "0"],
+                                                 [namespace, "low", "lq", "1", "1", "1"]],
+             timeout=30, message="the plugin lists the LocalQueue's pending workloads in order")
+    assert listed("--cluster-queue", cq, "--offset", "1") == [[namespace, "low", "lq", "1", "1", "1"]]
+
+
+def test_available_after_certificate_rotation(cluster: Any, visibility: Any, kueue: KueueApi, namespace: str) -> None:
+    """Emptying the certificate Secret makes the controller issue a new CA and serving certificate:
+    it serves the new one, publishes the new CA first in the caBundle (the old one kept while
+    replicas switch) and the APIService stays Available with requests answered."""
+    import base64
+    import ssl
+
+    from pykueue.tls.certs import split_pem_certificates
+
+    secret_name = "pykueue-visibility-server-cert"
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    _, cq = make_queues(kueue, namespace, cpu="0")
+    submit(kueue, namespace, "waiting")
+    wait_for(lambda: _cq_view(cluster, cq) == [("waiting", 0, 0)], timeout=30, message="answered before")
+
+    def bundle() -> list[bytes]:
+        obj = json.loads(cluster.kubectl("get", "apiservice", f"v1beta1.{GROUP}", "-o", "json").stdout)
+        return split_pem_certificates(base64.b64decode(obj["spec"]["caBundle"]))
+
+    def secret_data() -> dict[str, bytes]:
+        obj = json.loads(cluster.kubectl("get", "secret", "-n", "pykueue-system", secret_name, "-o", "json").stdout)
+        return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+
+    old_ca = secret_data()["ca.crt"]
+    assert bundle()[0] == old_ca
+    cluster.kubectl("patch", "secret", "-n", "pykueue-system", secret_name, "--type=json",
+                    "-p", '[{"op": "remove", "path": "/data"}]')
+    new_ca = wait_for(lambda: (secret_data().get("ca.crt") not in (None, old_ca)) and secret_data()["ca.crt"],
+                      timeout=30, message="a new CA issued")
+    wait_for(lambda: bundle() == [new_ca, old_ca], timeout=30, message="the new CA first in the caBundle, the old kept")
+
+    def served_certificate() -> bytes:
+        pem = ssl.get_server_certificate(("127.0.0.1", visibility.visibility_port), timeout=5)
+        return pem.encode()
+
+    new_cert = secret_data()["tls.crt"]
+    wait_for(lambda: ssl.DER_cert_to_PEM_cert(ssl.PEM_cert_to_DER_cert(served_certificate().decode()))
+             == ssl.DER_cert_to_PEM_cert(ssl.PEM_cert_to_DER_cert(new_cert.decode())),
+             timeout=30, message="the server presents the new certificate")
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}") and _available(cluster, f"v1beta2.{GROUP}"),
+             timeout=60, message="both APIServices Available after the rotation")
+    assert _cq_view(cluster, cq) == [("waiting", 0, 0)]
+
+
+def _explain(cluster: Any, namespace: str, name: str) -> dict[str, Any]:
+    return _get(cluster, f"/apis/{GROUP}/v1beta1/namespaces/{namespace}/workloads/{name}/explain")
+
+
+def test_explain_answers_and_the_suggested_change_admits(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
+) -> None:
+    """Blocked by quota (the missing amount and the workload ahead are named; raising the quota by
+    that much admits both), then in a stopped queue (resuming, as suggested, admits it). "It is next"
+    is shown in tests/unit/engine/test_explain.py: in a live cluster it is admitted within a cycle."""
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    flavor, cq = make_queues(kueue, namespace, cpu="1")
+    submit(kueue, namespace, "running")
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "running")), timeout=30, message="running admitted")
+    submit(kueue, namespace, "ahead", cpu="1")
+    submit(kueue, namespace, "mine", cpu="2")
+
+    answer = wait_for(lambda: (a := _explain(cluster, namespace, "mine")).get("positionInClusterQueue") == 1 and a,
+                      timeout=30, message="explain for a quota-blocked workload")
+    assert answer["state"] == "Pending" and answer["clusterQueue"] == cq
+    assert answer["ahead"] == {"count": 1, "first": [{"namespace": namespace, "name": "ahead"}]}
+    assert answer["dryRun"]["outcome"] == "DoesNotFit"
+    assert answer["resources"] == [{"flavor": flavor, "resource": "cpu", "requested": "2", "free": "0",
+                                    "nominalQuota": "1", "cohortCanLend": "0", "missing": "2"}]
+    assert answer["suggestion"].startswith(f"free 2 of cpu in flavor {flavor}")
+
+    # The suggested change for "ahead" is 1 cpu, for "mine" 2 more: raise the quota by 3.
+    cq_obj = kueue.get("ClusterQueue", cq)
+    groups = cq_obj["spec"]["resourceGroups"]
+    groups[0]["flavors"][0]["resources"][0]["nominalQuota"] = "4"
+    kueue.patch("ClusterQueue", cq, {"spec": {"resourceGroups": groups}})
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "mine")) and is_admitted(kueue.workload(namespace, "ahead")),
+             timeout=30, message="raising the quota by the missing amounts admits both")
+    assert _explain(cluster, namespace, "mine")["state"] == "HoldsQuota"
+
+    kueue.finish(kueue.workload(namespace, "running"))  # 1 cpu free again
+    kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "Hold"}})
+    submit(kueue, namespace, "held", cpu="0.5")
+    answer = wait_for(lambda: (a := _explain(cluster, namespace, "held")).get("clusterQueueActive") is False and a,
+                      timeout=30, message="explain for a workload in a stopped queue")
+    assert answer["clusterQueueInactive"]["reason"] == "Stopped"
+    assert "set spec.stopPolicy to None" in answer["suggestion"]
+    kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "None"}})
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "held")), timeout=30, message="resuming admits it")

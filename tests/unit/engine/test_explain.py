@@ -1,0 +1,102 @@
+"""``explain``: the cycle's nomination run dry for one workload, with what would admit it."""
+
+from __future__ import annotations
+
+from tests.builders import (
+    AdmissionCheckBuilder,
+    FungibleClusterQueueBuilder,
+    PlacementWorkloadBuilder,
+    SeedClusterQueueBuilder,
+)
+from tests.unit.engine.harness import World
+
+
+def _world(cpu: str = "2", **preemption: str) -> World:
+    world = World().flavors("default")
+    cq = FungibleClusterQueueBuilder("cq").flavor("default", cpu=cpu)
+    if preemption:
+        cq = cq.preemption(**preemption)
+    world.queue(cq.obj(), lq="lq")
+    return world
+
+
+def test_blocked_by_quota_names_the_missing_amount_and_the_workloads_ahead() -> None:
+    world = _world()
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq").podset(cpu="2")
+              .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("first", "ns").queue("lq").podset(cpu="1").at(0).obj())
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="2").at(1).obj())
+    world.cycle()
+    result = world.engine.explain("ns/mine")
+    assert (result.state, result.cluster_queue, result.position, result.ahead_first) == ("Pending", "cq", 1, ["ns/first"])
+    assert result.outcome == "DoesNotFit" and not result.victims  # no preemption policy: nobody to evict
+    [view] = result.resources
+    assert (view.flavor, view.resource, view.requested, view.free, view.nominal, view.missing) == (
+        "default", "cpu", "2", "0", "2", "2")
+    assert result.suggestion.startswith("free 2 of cpu in flavor default")
+    # Nothing changed: the dry run assumed nothing.
+    assert world.engine.admitted_workload("ns/mine") is None and world.engine.pending_count("cq") == 2
+
+
+def test_fits_and_is_next() -> None:
+    world = _world()
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").obj())
+    result = world.engine.explain("ns/mine")
+    assert result.outcome == "Fits" and result.position == 0
+    assert result.suggestion.startswith("it is next")
+    assert result.flavors == {"main": {"cpu": "default"}}
+    assert world.admit() == ["ns/mine"]  # and the cycle agrees
+    assert world.engine.explain("ns/mine").state == "HoldsQuota"
+
+
+def test_would_fit_after_preempting_names_the_victims() -> None:
+    world = _world(within_cluster_queue="LowerPriority")
+    world.add(PlacementWorkloadBuilder("low", "ns").queue("lq").podset(cpu="2").priority(0)
+              .reserved("cq", {"cpu": "default"}, {"cpu": "2"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="2").priority(10).obj())
+    result = world.engine.explain("ns/mine")
+    assert result.outcome == "FitsAfterPreemption"
+    assert result.victims == [("ns/low", "cq", "InClusterQueue")]
+    assert "after preempting 1 workload(s): ns/low" in result.suggestion
+    evictions = world.cycle().preemptions
+    assert [p.victim for p in evictions] == ["ns/low"]  # the cycle picks the same victim
+
+
+def test_stopped_queue_and_unknown_workload() -> None:
+    world = World().flavors("default")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").stop_policy("Hold").obj(), lq="lq")
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").obj())
+    result = world.engine.explain("ns/mine")
+    assert not result.queue_active and result.queue_inactive_reason == "Stopped"
+    assert "set spec.stopPolicy to None" in result.suggestion
+    assert world.engine.explain("ns/nope").state == "Unknown"
+
+
+def test_a_flavor_excluded_by_a_fallback_rule_is_named_and_skipped() -> None:
+    world = World().flavors("reservation", "spot", "on-demand")
+    cq = (SeedClusterQueueBuilder("cq").flavor("reservation", cpu="2").flavor("spot", cpu="100")
+          .flavor("on-demand", cpu="100").fallback().fallback_rule("*", timeout="10m"))
+    world.queue(cq.obj())
+    world.add(PlacementWorkloadBuilder("full", "ns").queue("lq-cq").podset(cpu="2")
+              .reserved("cq", {"cpu": "reservation"}, {"cpu": "2"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-cq").podset(cpu="1").flavor_assigned("spot").obj())
+    result = world.engine.explain("ns/wl")
+    assert result.excluded_flavors == ["spot"]
+    assert [v.flavor for v in result.resources] == ["reservation", "on-demand"]  # spot is not offered
+    assert result.outcome == "Fits" and result.flavors == {"main": {"cpu": "on-demand"}}
+    reservations = world.cycle().reservations  # and the cycle admits it to on-demand too
+    assert [r.workload for r in reservations] == ["ns/wl"]
+    assert reservations[0].admission["podSetAssignments"][0]["flavors"] == {"cpu": "on-demand"}
+
+
+def test_admission_checks_follow_the_reservation() -> None:
+    world = World().flavors("default")
+    world.engine.upsert_admission_check(AdmissionCheckBuilder("prov").active(True).obj())
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").admission_checks("prov").obj(), lq="lq")
+    world.add(PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").obj())
+    result = world.engine.explain("ns/mine")
+    assert result.admission_checks == ["prov"] and result.outcome == "Fits"
+    assert result.suggestion == ("it is next: it fits now and will be admitted by the next scheduling cycle; "
+                                 "then admission checks prov must pass")
+    (reservation,) = world.cycle().reservations
+    assert reservation.admission_checks  # the cycle reserves and leaves admission to the check
