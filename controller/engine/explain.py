@@ -20,14 +20,15 @@ from pykueue.api.quantity import format_quantity
 
 from . import quota
 from .cycle import Holdings, _nominate
-from .flavors import FIT, NO_FIT, PREEMPT
+from .flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT
 from .queue_manager import QueueManager
 from .quota_cache import QuotaCache
 from .records import ObjectKey, WorkloadInfo
 from .visibility import ordered
 
 AHEAD_SHOWN = 5
-OUTCOMES = {FIT: "Fits", PREEMPT: "FitsAfterPreemption", NO_FIT: "DoesNotFit"}
+# NO_CANDIDATES: evictions could make room in principle, but no workload may be evicted now.
+OUTCOMES = {FIT: "Fits", PREEMPT: "FitsAfterPreemption", NO_CANDIDATES: "DoesNotFit", NO_FIT: "DoesNotFit"}
 
 
 @dataclass(frozen=True, slots=True)
