@@ -107,11 +107,12 @@ def test_a_job_naming_a_prebuilt_workload_runs_under_it(
         "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": template}]},
     })
     job = jobs.create(builder.label("kueue.x-k8s.io/prebuilt-workload-name", name))
+    # The Workload is admitted on its own; the Job's controller adopts it (owner reference).
     adopted = wait_for(
-        lambda: (wl := kueue.workload(namespace, name)) and is_admitted(wl) and wl,
-        message="the prebuilt Workload admitted",
+        lambda: (wl := kueue.workload(namespace, name)) and is_admitted(wl) and wl["metadata"].get("ownerReferences") and wl,
+        message="the prebuilt Workload admitted and adopted",
     )
-    owners = adopted["metadata"].get("ownerReferences") or []
+    owners = adopted["metadata"]["ownerReferences"]
     assert [(o["kind"], o["uid"]) for o in owners] == [("Job", job["metadata"]["uid"])]
     wait_for(lambda: jobs.succeeded("prebuilt"), message="the Job runs and completes under it")
     wait_for(lambda: is_true(kueue.workload(namespace, name), "Finished"), message="the prebuilt Workload Finished")
