@@ -186,8 +186,7 @@ def _process(
             return
         flavors_used = {f for ps in assignment.podsets for f in ps.flavors.values()}
         checks = tuple(r.name for r in spec.checks if not r.on_flavors or r.on_flavors & flavors_used)
-        # Options run their checks before reserving (controller.engine.options): Ready already.
-        checks_passed = not checks or (info.option is not None and info.ready_checks.issuperset(checks))
+        checks_passed = not checks  # two-phase: the checks run after the reservation
         holdings.assume(info, name, dict(assignment.usage), now, admitted=checks_passed)
         if queue.sticky == info.key:
             queue.sticky = None

@@ -6,20 +6,23 @@ explicit option) of a *parent*; the engine schedules options like any workload, 
 
 * A parent is never queued and never holds quota. A workload of a ClusterQueue with
   ``concurrentAdmission`` that is not an option waits (it is about to become a parent).
-* An option reserves quota only once every admission check of its flavors is ``Ready``: options
-  race their checks *before* reserving, so that at most one option of a parent holds quota at
-  any instant while long-running checks on several flavors still run concurrently.
+* An option is an ordinary workload on Kueue's two-phase path: it reserves quota, then the
+  admission checks of its *assigned* flavors run (``onFlavors``). While no option of a parent is
+  ``Admitted``, several options may hold reservations at once: their checks race, and the first
+  to become ``Admitted`` wins (the option controller then removes the others).
 * Options of one parent are ordered by preference (``order_tiebreak``: same priority and
   timestamp, the more preferred first), so the more preferred is tried first.
-* While a sibling holds quota, an option may only be admitted if it is more preferred and a
-  migration target (the ``onSuccess`` policy, annotated by the controller). Then the sibling's
-  quota counts as free for it, and if it fits *without preemption* the cycle releases the
-  sibling's quota and reserves the option in one decision: the reservation carries the
-  sibling's eviction (reason ``FlavorMigration``) and the scheduler writes that eviction before
-  the reservation. A failed write rolls both back.
+* While a sibling is ``Admitted`` (the parent's winner, also while it is evicted and still holds
+  quota), an option may only reserve if it is more preferred and a migration target (the
+  ``onSuccess`` policy, annotated by the controller). Then the sibling's quota counts as free
+  for it, and if it fits *without preemption* the cycle releases the sibling's quota and
+  reserves the option in one decision: the reservation carries the sibling's eviction (reason
+  ``FlavorMigration``) and the scheduler writes that eviction before the reservation. A failed
+  write rolls both back. A sibling that only holds a reservation (its checks still run) does
+  not block anyone.
 * Only one option of a parent issues preemptions at a time.
 
-:class:`OptionBook` is the engine's index of which option of each parent holds quota (kept by
+:class:`OptionBook` is the engine's index of which options of each parent hold quota (kept by
 the quota cache's hold/release paths) and of reservations that displaced a sibling.
 """
 
@@ -42,75 +45,75 @@ def parse_mode(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[bool, 
         return True, None
     if mode != c.WORKLOAD_MODE_OPTION:
         return False, None
-    parent = ""
+    parent, parent_uid = "", ""
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == "Workload":
-            parent = str(ref.get("name") or "")
+            parent, parent_uid = str(ref.get("name") or ""), str(ref.get("uid") or "")
     annotations = mapping_or_empty(meta.get("annotations"))
     try:
         rank = int(annotations.get(c.OPTION_PREFERENCE_ANNOTATION, 0))
     except (TypeError, ValueError):
         rank = 0
     target = annotations.get(c.OPTION_MIGRATION_TARGET_ANNOTATION) == "true"
-    return False, OptionInfo(namespaced_key(str(meta.get("namespace") or ""), parent), max(rank, 0), target)
-
-
-def ready_checks(status: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset(
-        str(s.get("name"))
-        for s in status.get("admissionChecks") or []
-        if isinstance(s, Mapping) and s.get("state") == c.CHECK_READY
-    )
+    key = namespaced_key(str(meta.get("namespace") or ""), parent)
+    return False, OptionInfo(key, max(rank, 0), target, family=f"{key}@{parent_uid}")
 
 
 def option_order_tiebreak(info_uid: str, option: OptionInfo | None) -> str:
     """Queue tiebreak after priority and timestamp: siblings sort by preference rank."""
-    return f"{option.parent}#{option.rank:04d}" if option is not None else info_uid
+    return f"{option.family}#{option.rank:04d}" if option is not None else info_uid
 
 
 def admission_blocker(info: WorkloadInfo, spec: ClusterQueueSpec) -> str | None:
-    """Why a pending workload of ``spec`` must not be queued yet ("" = wait silently), or None."""
+    """Why a pending workload of ``spec`` must not be queued yet ("" = wait silently), or None.
+
+    Options queue like any workload (their checks run after the reservation); a workload of a
+    concurrent-admission queue that is not an option is about to become a parent and waits."""
     if not spec.concurrent_admission:
         return None
     if info.option is None:
         return ""  # about to become a parent
-    flavors = {f for ps in info.podsets for f in (ps.allowed_flavors or ())}
-    missing = [
-        rule.name
-        for rule in spec.checks
-        if (not rule.on_flavors or rule.on_flavors & flavors) and rule.name not in info.ready_checks
-    ]
-    if missing:
-        return f"Waiting for admission check(s) {', '.join(sorted(missing))} to be Ready before reserving quota"
     return None
 
 
 class OptionBook:
-    """Which option of each parent holds quota, and which reservations displaced a sibling."""
+    """Which options of each parent hold quota, and which reservations displaced a sibling."""
 
     def __init__(self) -> None:
-        self.holders: dict[ObjectKey, ObjectKey] = {}  # parent -> option holding quota
+        self.holders: dict[str, set[ObjectKey]] = {}  # parent (family) -> options holding quota
         self.displaced: dict[ObjectKey, WorkloadInfo] = {}  # reserved option -> displaced sibling
 
     def held(self, info: WorkloadInfo) -> None:
         if info.option is not None:
-            self.holders[info.option.parent] = info.key
+            self.holders.setdefault(info.option.family, set()).add(info.key)
 
     def released(self, info: WorkloadInfo) -> None:
-        if info.option is not None and self.holders.get(info.option.parent) == info.key:
-            del self.holders[info.option.parent]
+        if info.option is None:
+            return
+        keys = self.holders.get(info.option.family)
+        if keys is not None:
+            keys.discard(info.key)
+            if not keys:
+                del self.holders[info.option.family]
 
     def sibling_holder(
         self, info: WorkloadInfo, admitted_workload: Callable[[ObjectKey], WorkloadInfo | None]
     ) -> WorkloadInfo | None:
-        """The sibling of option ``info`` that holds quota, if any (``admitted_workload``: the
-        quota cache's record of a workload holding quota)."""
+        """The sibling of option ``info`` that is ``Admitted`` and holds quota (the parent's
+        winner), if any; ``admitted_workload`` is the quota cache's record of a workload holding
+        quota. Siblings that only reserved (their checks still run) are not returned: they race."""
         if info.option is None:
             return None
-        key = self.holders.get(info.option.parent)
-        if key is None or key == info.key:
+        winners = []
+        for key in self.holders.get(info.option.family, ()):
+            if key == info.key:
+                continue
+            other = admitted_workload(key)
+            if other is not None and other.admission is not None and other.admission.admitted:
+                winners.append(other)
+        if not winners:
             return None
-        return admitted_workload(key)
+        return min(winners, key=lambda w: (w.option.rank if w.option is not None else 0, w.key))
 
     @staticmethod
     def may_displace(info: WorkloadInfo, holder: WorkloadInfo) -> bool:
@@ -133,7 +136,7 @@ class OptionBook:
                 other is not None
                 and other.key != info.key
                 and other.option is not None
-                and other.option.parent == info.option.parent
+                and other.option.family == info.option.family
             ):
                 return True
         return False

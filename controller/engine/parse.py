@@ -17,7 +17,7 @@ from pykueue.api.objects import dict_or_empty, list_or_empty
 from pykueue.api.quantity import QuantityError, parse_quantity
 from pykueue.api.timestamps import parse_epoch
 
-from .options import option_order_tiebreak, parse_mode, ready_checks
+from .options import option_order_tiebreak, parse_mode
 from .records import (
     AdmissionInfo,
     CheckRule,
@@ -468,7 +468,7 @@ def parse_workload(
         queue_ts=queue_ts,
         podsets=podsets,
         # Options are never shape-equivalent across parents: a sibling holding quota changes the outcome.
-        shape=shape if option is None else hash((shape, option.parent)),
+        shape=shape if option is None else hash((shape, option.family)),
         job_uid=_str(dict_or_empty(meta.get("labels")).get(c.JOB_UID_LABEL)),
         active=spec.get("active", True) is not False,
         finished=conditions.get(c.COND_FINISHED, {}).get("status") == "True",
@@ -484,7 +484,6 @@ def parse_workload(
         gated=bool(annotations.get(c.ADMISSION_GATED_BY_ANNOTATION)),
         is_parent=is_parent,
         option=option,
-        ready_checks=ready_checks(status) if option is not None else frozenset(),
         excluded_flavors=excluded,
         order_tiebreak=option_order_tiebreak(uid, option) if option is not None else "",
     )

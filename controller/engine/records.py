@@ -170,6 +170,10 @@ class OptionInfo:
     parent: ObjectKey
     rank: int  # preference among its siblings, 0 = most preferred
     migration_target: bool  # may take over from a less preferred sibling holding quota
+    # The parent's identity: its key and uid. Siblings are options of the same *object*: a parent
+    # deleted and re-created under the same name has other siblings (its old options may linger
+    # until the garbage collector takes them).
+    family: str = ""
 
 
 @dataclass(slots=True)
@@ -217,10 +221,9 @@ class WorkloadInfo:
     priority_class_source: str = ""
     has_priority: bool = True
     # Concurrent admission (docs/design/concurrent-admission.md): parents are never scheduled;
-    # options carry their parent, preference and the admission checks already Ready (options check before reserving).
+    # options carry their parent and preference.
     is_parent: bool = False
     option: OptionInfo | None = None
-    ready_checks: frozenset[str] = frozenset()
     # ResourceFlavor fallbacks: flavors in status.flavorAssignmentHistory that the workload does not
     # hold, i.e. whose attempt failed (controller.workload.fallbacks); honoured only in a
     # ClusterQueue with a fallback strategy.

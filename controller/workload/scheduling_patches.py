@@ -50,11 +50,6 @@ def _schedulable(wl: Mapping[str, Any], uid: str) -> bool:
     )
 
 
-def _is_option(wl: Mapping[str, Any]) -> bool:
-    mode = wv.spec(wl).get("workloadMode")
-    return isinstance(mode, Mapping) and mode.get("type") == C.WORKLOAD_MODE_OPTION
-
-
 def migration_patch(wl: Mapping[str, Any], *, message: str, now: datetime) -> CyclePatch | None:
     """Concurrent admission: evict a sibling option (reason ``FlavorMigration``) *and* clear its
     reservation in one write, so that the preferred option's reservation written next never
@@ -121,8 +116,7 @@ def reservation_patch(
             for s in wv.as_list(wv.status(wl).get("admissionChecks"))
             if isinstance(s, Mapping)
         }
-        # Concurrent-admission options run their checks before reserving: keep their Ready states.
-        kept = (C.CHECK_PENDING, C.CHECK_READY) if _is_option(wl) else (C.CHECK_PENDING,)
+        kept = (C.CHECK_PENDING,)
         plan.admission_checks = [
             dict(existing[name])
             if name in existing and existing[name].get("state") in kept

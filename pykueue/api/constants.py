@@ -67,6 +67,10 @@ OPTION_NAME_INFIX: Final = "-option-"
 # it take over from a less preferred sibling that holds quota (migration).
 OPTION_PREFERENCE_ANNOTATION: Final = "kueue.x-k8s.io/option-preference"
 OPTION_MIGRATION_TARGET_ANNOTATION: Final = "kueue.x-k8s.io/option-migration-target"
+# Set by the concurrent-admission controller when *it* deactivates an option (policy, window,
+# inactive parent), holding the reason; removed when it reactivates the option. An inactive
+# option without it was deactivated by someone else (a Rejected admission check) and stays off.
+OPTION_REMOVED_ANNOTATION: Final = "kueue.x-k8s.io/option-removed"
 
 # --- Concurrent admission policies ---------------------------------------------------------------
 ON_SUCCESS_REMOVE_OTHER: Final = "RemoveOther"
@@ -208,6 +212,9 @@ EVENT_ERR_WORKLOAD_COMPOSE: Final = "ErrWorkloadCompose"
 EVENT_PRIORITY_CLASS_NOT_FOUND: Final = "WorkloadPriorityClassNotFound"
 EVENT_CREATED_OPTION: Final = "CreatedOption"
 EVENT_REMOVED_OPTION: Final = "RemovedOption"
+EVENT_REACTIVATED_OPTION: Final = "ReactivatedOption"
+EVENT_OPTIONS_REJECTED: Final = "OptionsRejected"
+EVENT_OPTION_NAME_TAKEN: Final = "OptionNameTaken"
 
 
 def evicted_event_reason(reason: str) -> str:

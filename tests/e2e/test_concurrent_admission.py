@@ -8,7 +8,10 @@ each story to the one job it is about.
 
 Throughout every test a watcher follows the namespace's Workloads through a watch stream (so it
 sees every state the apiserver stored, in order) and records any moment at which two options of
-one parent held quota; the test fails if it saw one. After every test the admission invariants
+one parent were Admitted, and any sibling that kept a reservation next to an admitted option for
+longer than the few seconds the option controller needs to take it back (options reserve quota
+and race their checks; the first to be Admitted wins and the others give their quota back); the
+test fails if it saw one. After every test the admission invariants
 are checked by the shared fixture, and each story checks that the parent's ``status.options``
 agrees with the options themselves.
 """
@@ -53,8 +56,14 @@ def _controller_workload_owner(wl: dict[str, Any]) -> str | None:
     return None
 
 
+# A loser of the race is deactivated, evicted and released by three quick writes after the winner
+# is admitted; longer than this next to an admitted sibling is a violation.
+LOSER_RELEASE_GRACE = 10.0
+
+
 class HolderWatcher(threading.Thread):
-    """Follows every Workload of a namespace; records each moment two options of a parent hold quota."""
+    """Follows every Workload of a namespace; records each moment two options of a parent are
+    Admitted, and each sibling reservation left next to an admitted option past the grace."""
 
     def __init__(self, kube: k8s.ApiClient, namespace: str) -> None:
         super().__init__(name=f"holder-watcher-{namespace}", daemon=True)
@@ -65,18 +74,33 @@ class HolderWatcher(threading.Thread):
         self.violations: list[str] = []
         self.events_seen = 0
         self.max_holders = 0
+        self.overlap_since: dict[str, float] = {}  # parent -> when a sibling held quota next to its winner
         self.error: BaseException | None = None
 
     def _check(self) -> None:
-        by_parent: dict[str, list[str]] = {}
+        by_parent: dict[str, list[dict[str, Any]]] = {}
         for wl in self.objects.values():
             parent = _controller_workload_owner(wl)
             if parent and holds_quota(wl) and not is_true(wl, "Finished"):
-                by_parent.setdefault(parent, []).append(wl["metadata"]["name"])
-        for parent, names in by_parent.items():
+                by_parent.setdefault(parent, []).append(wl)
+        now = time.monotonic()
+        for parent in set(self.overlap_since) - set(by_parent):
+            del self.overlap_since[parent]
+        for parent, holding in by_parent.items():
+            names = sorted(wl["metadata"]["name"] for wl in holding)
+            admitted = [wl["metadata"]["name"] for wl in holding if is_true(wl, "Admitted")]
             self.max_holders = max(self.max_holders, len(names))
-            if len(names) > 1:
-                self.violations.append(f"parent {parent}: {sorted(names)} hold quota at the same time")
+            if len(admitted) > 1:
+                self.violations.append(f"parent {parent}: {sorted(admitted)} admitted at the same time")
+            if admitted and len(names) > 1:
+                since = self.overlap_since.setdefault(parent, now)
+                if now - since > LOSER_RELEASE_GRACE:
+                    self.violations.append(
+                        f"parent {parent}: {names} hold quota next to the admitted {admitted[0]} "
+                        f"for more than {LOSER_RELEASE_GRACE}s"
+                    )
+            else:
+                self.overlap_since.pop(parent, None)
 
     def run(self) -> None:
         try:
@@ -142,12 +166,14 @@ class World:
         self.queues: dict[str, str] = {}  # LocalQueue -> ClusterQueue
 
     # flavors and queues
-    def flavors(self, *names: str) -> None:
+    def flavors(self, *names: str, nodes: bool = True) -> None:
+        """``nodes=False``: no node yet (an autoscaler provisions them)."""
         for name in names:
             actual = unique(name)
-            prefix = unique(f"n-{name}")[:40]
-            self.cluster.create_nodes(prefix, 1, labels={FLAVOR_LABEL: actual})
-            self.node_prefixes.append(prefix)
+            if nodes:
+                prefix = unique(f"n-{name}")[:40]
+                self.cluster.create_nodes(prefix, 1, labels={FLAVOR_LABEL: actual})
+                self.node_prefixes.append(prefix)
             self.kueue.create(ResourceFlavorBuilder(actual).node_labels(**{FLAVOR_LABEL: actual}).obj())
             self.flavor[name] = actual
 
@@ -228,10 +254,18 @@ class World:
                 result[by_actual.get(suffix, suffix)] = wl
         return result
 
+    def active_options(self, parent: dict[str, Any]) -> set[str]:
+        """Suffixes of the options not deactivated (removed options are deactivated, not deleted)."""
+        return {k for k, wl in self.options(parent).items() if (wl.get("spec") or {}).get("active", True)}
+
     def holder(self, parent: dict[str, Any]) -> str | None:
-        holding = [name for name, wl in self.options(parent).items() if holds_quota(wl)]
-        assert len(holding) <= 1, f"two options hold quota: {holding}"
+        """The option the Job follows: the Admitted one holding quota (the race's winner)."""
+        holding = [name for name, wl in self.options(parent).items() if holds_quota(wl) and is_true(wl, "Admitted")]
+        assert len(holding) <= 1, f"two options are admitted: {holding}"
         return holding[0] if holding else None
+
+    def reserving(self, parent: dict[str, Any]) -> set[str]:
+        return {name for name, wl in self.options(parent).items() if holds_quota(wl)}
 
     def running_on(self, job: str) -> str | None:
         """The story flavor all of the Job's live pods run on (None while none runs / mixed)."""
@@ -282,7 +316,9 @@ class World:
         statuses = self.option_statuses(parent)
         options = self.options(parent)
         for suffix, wl in options.items():
-            if holds_quota(wl):
+            if not (wl.get("spec") or {}).get("active", True):
+                want = "Evicted" if holds_quota(wl) else "Removed"
+            elif holds_quota(wl):
                 want = "Admitted" if is_true(wl, "Admitted") and not is_true(wl, "Evicted") else None
                 want = want or ("Evicted" if is_true(wl, "Evicted") else "QuotaReserved")
             else:
@@ -325,7 +361,7 @@ def world(
     assert watcher.error is None, f"the holder watcher failed: {watcher.error!r}"
     assert watcher.events_seen > 0, "the holder watcher saw no workload event at all"
     assert watcher.max_holders >= 1, "the holder watcher never saw an option holding quota"
-    assert not watcher.violations, "two options of one parent held quota:\n" + "\n".join(watcher.violations)
+    assert not watcher.violations, "options of one parent broke the race rules:\n" + "\n".join(watcher.violations)
 
 
 def _cpu(*flavors_and_quota: tuple[str, str]) -> dict[str, dict[str, str]]:
@@ -352,7 +388,14 @@ def test_story1_remove_lower_migrates_spot_to_on_demand_to_reservation(world: Wo
     world.set_quota("reservation", "cpu", "4")
     world.wait_running_on("train", "reservation")
     world.wait_option_statuses(parent, {"reservation": "Admitted", "on-demand": "Removed", "spot": "Removed"})
-    assert world.refresh(parent).get("status", {}).get("admission") is None, "the parent never holds quota"
+    # The parent mirrors its winner: kubectl get workloads shows the job admitted on Reservation.
+    winner = world.options(parent)["reservation"]
+    wait_for(
+        lambda: (world.refresh(parent).get("status") or {}).get("admission") == winner["status"]["admission"]
+        and is_true(world.refresh(parent), "Admitted"),
+        timeout=CONVERGE,
+        message="the parent shows the winner's admission",
+    )
 
 
 # --- Story 2: RemoveBelowTarget ----------------------------------------------------------------------
@@ -423,11 +466,12 @@ def test_story4_remove_other_first_admitted_option_wins_and_the_others_disappear
     world.wait_running_on("train", "1b")
     world.wait_option_statuses(parent, {"1a": "Removed", "1b": "Admitted", "1c": "Removed"})
     wait_for(
-        lambda: set(world.options(parent)) == {"1b"}, timeout=CONVERGE, message="only the winner is left"
+        lambda: world.active_options(parent) == {"1b"}, timeout=CONVERGE, message="only the winner is left active"
     )
+    assert set(world.options(parent)) == {"1a", "1b", "1c"}, "removed options are deactivated, not deleted"
     world.set_quota("1a", "cpu", "4")
     stays(
-        lambda: set(world.options(parent)) == {"1b"} and world.running_on("train") == "1b",
+        lambda: world.active_options(parent) == {"1b"} and world.running_on("train") == "1b",
         5,
         "RemoveOther never re-creates options or migrates while the winner runs",
     )
@@ -585,7 +629,7 @@ def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(
 # --- Story 8 (goal G2): racing admission checks ------------------------------------------------------
 
 
-def test_story8_racing_admission_checks_first_ready_wins(
+def test_story8_options_reserve_then_race_their_checks_first_ready_wins(
     world: World, kueue: KueueApi, namespace: str
 ) -> None:
     world.flavors("a", "b")
@@ -598,27 +642,34 @@ def test_story8_racing_admission_checks_first_ready_wins(
     world.job("train")
     parent = world.parent_of_job("train")
 
-    def pending_checks() -> dict[str, list[str]] | None:
+    def racing() -> dict[str, list[str]] | None:
         options = world.options(parent)
         states = {
-            k: [s["state"] for s in (wl.get("status") or {}).get("admissionChecks") or []]
+            k: [s["name"] + "=" + s["state"] for s in (wl.get("status") or {}).get("admissionChecks") or []]
             for k, wl in options.items()
+            if holds_quota(wl)
         }
-        return states if states == {"a": ["Pending"], "b": ["Pending"]} else None
+        want = {f: [f"{check_of[f]}=Pending"] for f in ("a", "b")}
+        return states if states == want else None
 
-    wait_for(pending_checks, timeout=CONVERGE, message="both options run their own check")
+    # Two-phase: both options reserve quota, and each runs the check of its assigned flavor only.
+    wait_for(racing, timeout=CONVERGE, message="both options reserve and run their own check")
+    world.wait_option_statuses(parent, {"a": "QuotaReserved", "b": "QuotaReserved"})
     stays(
         lambda: world.holder(parent) is None and world.running_on("train") is None,
         3,
-        "no option reserves quota before its check is Ready",
+        "no option is admitted (and the job does not start) before its check is Ready",
     )
 
     option_b = world.options(parent)["b"]["metadata"]["name"]
     kueue.set_check_state(namespace, option_b, check_of["b"], "Ready")  # re-reads and retries on 409
     world.wait_running_on("train", "b")
     world.wait_option_statuses(parent, {"a": "Removed", "b": "Admitted"})
+    # The loser is deactivated and its quota is back within seconds.
     wait_for(
-        lambda: set(world.options(parent)) == {"b"}, timeout=CONVERGE, message="the losing option is removed"
+        lambda: world.active_options(parent) == {"b"} and world.reserving(parent) == {"b"},
+        timeout=15,
+        message="the losing option is deactivated and gives its quota back",
     )
 
 

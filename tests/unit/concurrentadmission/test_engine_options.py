@@ -197,7 +197,7 @@ def test_migration_counts_the_siblings_own_usage_of_a_shared_flavor_as_free() ->
     assert res["metadata"]["name"] == "job-a-12345-option-res"
 
 
-def test_options_reserve_only_after_their_flavors_checks_are_ready() -> None:
+def _checked_queue_world() -> tuple[World, Obj]:
     cq = _queue()
     cq["spec"]["admissionChecksStrategy"] = {
         "admissionChecks": [
@@ -214,21 +214,38 @@ def test_options_reserve_only_after_their_flavors_checks_are_ready() -> None:
                 "status": {"conditions": [{"type": "Active", "status": "True"}]},
             }
         )
+    return world, cq
+
+
+def test_options_reserve_first_and_race_the_checks_of_their_assigned_flavors() -> None:
+    """Two-phase admission: every option reserves (none waits for a check), each reservation
+    carries only the checks of its own assigned flavor, and none is admitted yet."""
+    world, cq = _checked_queue_world()
     p = parent(queue="lq-cq")
-    options = _options(world, cq, p, "reservation", "spot")
-    result = world.cycle()
-    assert result.reservations == []
-    assert {pr.workload: pr.message for pr in result.pending}["ns/job-a-12345-option-spot"].startswith(
-        "Waiting for admission check(s) check-spot"
-    )
-    spot = options["spot"]
-    spot["status"] = {"admissionChecks": [{"name": "check-spot", "state": "Ready", "message": ""}]}
-    world.add(spot)
-    (reservation,) = world.cycle().reservations
-    assert reservation.workload == "ns/job-a-12345-option-spot"
-    assert reservation.admission_checks == ("check-spot",)
-    admission = world.engine.workloads[reservation.workload].admission
-    assert admission is not None and admission.admitted
+    _options(world, cq, p, "reservation", "spot")
+    reserved_now: dict[str, tuple[str, ...]] = {}
+    for _ in range(3):
+        for r in world.cycle().reservations:
+            reserved_now[r.workload] = r.admission_checks
+    assert reserved_now == {
+        "ns/job-a-12345-option-reservation": ("check-res",),
+        "ns/job-a-12345-option-spot": ("check-spot",),
+    }
+    for key in reserved_now:
+        admission = world.engine.workloads[key].admission
+        assert admission is not None and not admission.admitted
+
+
+def test_once_a_sibling_is_admitted_a_less_preferred_option_waits() -> None:
+    world, cq = _checked_queue_world()
+    p = parent(queue="lq-cq")
+    options = _options(world, cq, p, "reservation", "on-demand", "spot")
+    world.add(reserved(options["spot"], "spot", admitted=False))  # still checking
+    world.add(reserved(options["reservation"], "reservation", admitted=True))  # won the race
+    for _ in range(2):
+        assert world.cycle().reservations == []
+    reason = world.engine.last_pending_reason("ns/job-a-12345-option-on-demand")
+    assert reason is not None and "option job-a-12345-option-reservation" in reason[1]
 
 
 def test_only_one_option_of_a_parent_preempts_at_a_time() -> None:
@@ -291,3 +308,18 @@ def test_a_restarted_engine_rebuilds_the_holders_from_the_objects_alone() -> Non
         reservation.displaces is not None and reservation.displaces.workload == "ns/job-a-12345-option-spot"
     )
     assert world.usage("cq", "spot") == 0
+
+
+def test_siblings_are_options_of_the_same_parent_object_not_of_the_same_name() -> None:
+    """A parent deleted and re-created under the same name: an option of the old one that still
+    holds quota (the garbage collector has not taken it yet) does not block the new one's."""
+    cq = _queue("RemoveOther")
+    world = _world(cq)
+    old = parent(queue="lq-cq")
+    old["metadata"]["uid"] = "uid-old-parent"
+    (spot,) = _options(world, cq, old, "spot").values()
+    world.add(reserved(spot, "spot"))
+    new = parent(queue="lq-cq")
+    new["metadata"]["uid"] = "uid-new-parent"
+    _options(world, cq, new, "reservation")
+    assert [r.workload for r in world.cycle().reservations] == ["ns/job-a-12345-option-reservation"]

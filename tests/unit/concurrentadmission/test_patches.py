@@ -39,16 +39,17 @@ def test_migration_patch_is_a_no_op_once_the_sibling_holds_nothing() -> None:
     )
 
 
-def test_an_options_ready_checks_survive_its_reservation_and_admit_it_at_once() -> None:
+def test_an_option_is_two_phase_its_checks_start_pending_at_the_reservation() -> None:
+    """Options are ordinary workloads: a Ready state left from an earlier attempt does not admit
+    a new reservation; the checks of the assigned flavors run again after it."""
     wl = option(parent(), config_of(three_flavor_queue()), "spot")
     wl["status"] = {"admissionChecks": [{"name": "check-spot", "state": "Ready", "message": "provisioned"}]}
     built = reservation_patch(
         wl, uid="", admission=ADMISSION, admission_checks=("check-spot",), message="m", now=NOW
     )
     assert built is not None
-    checks = built.patch["status"].get("admissionChecks")
-    assert checks is None or checks[0]["state"] == "Ready"  # unchanged lists are not re-sent
-    assert _conditions(built.patch)["Admitted"] == ("True", "Admitted")
+    assert built.patch["status"]["admissionChecks"][0]["state"] == "Pending"
+    assert _conditions(built.patch)["Admitted"] == ("False", "UnsatisfiedAdmissionChecks")
 
 
 def test_a_regular_workloads_stale_ready_check_is_still_reset() -> None:
