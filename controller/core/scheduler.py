@@ -144,6 +144,9 @@ class SchedulerLoop:
         # admitted workload's pods are not ready ("sequential admission").
         self._block_admission = block_admission
         self._not_ready: set[str] = set()
+        # Migrations whose sibling eviction was written (pool threads add, the loop takes): if the
+        # reservation write then fails, the sibling's quota must not come back in the engine.
+        self._displacement_written: set[str] = set()
 
     # --- informer side (any thread) --------------------------------------------------------------
 
@@ -457,7 +460,13 @@ class SchedulerLoop:
         """Confirm or roll back. The informer may already have delivered our own write's echo:
         then the engine holds the written reservation and both calls leave it alone."""
         key = reservation.workload
+        displaced = key in self._displacement_written
+        self._displacement_written.discard(key)
         if not ok:
+            if displaced:
+                # The sibling is evicted and released in the API: keep it released here too (no
+                # ghost quota); the option is requeued and reserves again on a later cycle.
+                engine.displacement_written(key)
             engine.rollback(key)
             return
         engine.confirm(key)
@@ -547,8 +556,10 @@ class SchedulerLoop:
     def _reserve(self, reservation: Reservation, now: datetime) -> bool:
         """The reservation write (after the displaced sibling's eviction, for a migration)."""
         wl_before = self._informers["workloads"].store.get(reservation.workload)
-        if reservation.displaces is not None and not self._displace(reservation.displaces, now):
-            return False
+        if reservation.displaces is not None:
+            if not self._displace(reservation.displaces, now):
+                return False
+            self._displacement_written.add(reservation.workload)
         try:
             written = self._write(
                 reservation.workload,

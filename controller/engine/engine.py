@@ -304,6 +304,11 @@ class Engine:
         if displaced is not None and self.workloads.get(displaced.key) is displaced:
             self.restore(displaced)  # the migration did not happen: the sibling keeps its quota
 
+    def displacement_written(self, key: ObjectKey) -> None:
+        """The migration eviction that reservation ``key`` carried was written (the sibling no
+        longer holds quota in the API): a rollback of ``key`` must not restore the sibling."""
+        self.cache.options.displaced.pop(key, None)
+
     def eviction_failed(self, eviction: Eviction) -> None:
         """The write of a HoldAndDrain ``eviction`` failed: emit it again with the next cycle while
         the workload still holds quota (otherwise it would stay admitted in a draining queue)."""

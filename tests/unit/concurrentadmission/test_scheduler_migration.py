@@ -103,3 +103,29 @@ def test_a_failed_eviction_write_means_no_reservation_and_the_sibling_keeps_its_
     assert spot is not None, "the rollback gave the sibling its quota back"
     harness.step()
     assert harness.holders() == {RESERVATION}
+
+
+def test_a_failed_reservation_after_the_eviction_was_written_leaves_no_ghost_quota(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sibling's eviction (which clears its reservation) is written, the preferred option's
+    reservation write then fails: the engine must not give the evicted sibling its quota back
+    (the API no longer shows it), and the preferred option reserves on the next cycle."""
+    harness.step()
+    harness.free_reservation()
+    real_patch = harness.api.patch
+    failed: list[str] = []
+
+    def patch(res, name, body, namespace=None, **kw):  # type: ignore[no-untyped-def]
+        if name == RESERVATION and not failed:
+            failed.append(name)
+            raise ServerError(500, "InternalError", "etcd is sad")
+        return real_patch(res, name, body, namespace, **kw)
+
+    monkeypatch.setattr(harness.api, "patch", patch)
+    harness.step()
+    assert failed == [RESERVATION]
+    assert harness.holders() == set()
+    assert harness.engine.admitted_workload(f"ns/{SPOT}") is None, "ghost quota for the evicted sibling"
+    harness.step()
+    assert harness.holders() == {RESERVATION}
