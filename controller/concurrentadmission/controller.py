@@ -189,9 +189,37 @@ class OptionController:
             if config is not None and self._should_become_parent(wl):
                 self._make_parent(wl)
             return None
-        plan = plan_parent(wl, config, self.options_of(wl), self._clock())
-        self._apply(wl, plan, wv.name(cluster_queue) if cluster_queue is not None else "")
+        options = self.options_of(wl)
+        plan = plan_parent(wl, config, options, self._clock())
+        latest = self._apply(wl, plan, wv.name(cluster_queue) if cluster_queue is not None else "")
+        if config is None and not any(wv.has_reservation(o) for o in options):
+            self._revert_parent(latest)
+            return None
         return plan.requeue_after
+
+    def _revert_parent(self, wl: Mapping[str, Any]) -> None:
+        """The parent's ClusterQueue is gone or no longer has ``concurrentAdmission``, and none of
+        its options holds quota (their deletion is under way): it becomes an ordinary workload
+        again, so the engine queues it (pending "ClusterQueue ... doesn't exist", or admitted the
+        normal way) instead of leaving its Job suspended for ever. Should the queue come back
+        with ``concurrentAdmission``, it becomes a parent again."""
+        patch = {
+            "metadata": {
+                "resourceVersion": wv.meta(wl).get("resourceVersion"),
+                "labels": {c.CONCURRENT_ADMISSION_PARENT_LABEL: None},
+            },
+            "spec": {"workloadMode": None},
+        }
+        with contextlib.suppress(NotFound):
+            written = self._client.patch(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
+            if wv.status(written).get("options") is not None:
+                self._client.patch_status(
+                    WORKLOADS,
+                    wv.name(wl),
+                    {"metadata": {"resourceVersion": wv.meta(written).get("resourceVersion")}, "status": {"options": None}},
+                    wv.namespace(wl),
+                )
+        log.info("parent became an ordinary workload: its queue has no concurrentAdmission", extra={"workload": wv.key(wl)})
 
     @staticmethod
     def _should_become_parent(wl: Mapping[str, Any]) -> bool:
@@ -209,7 +237,8 @@ class OptionController:
         self._client.patch(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
         log.info("workload became a concurrent-admission parent", extra={"workload": wv.key(wl)})
 
-    def _apply(self, parent: dict[str, Any], plan: ParentPlan, cluster_queue: str) -> None:
+    def _apply(self, parent: dict[str, Any], plan: ParentPlan, cluster_queue: str) -> dict[str, Any]:
+        """Write ``plan``; returns the parent as last written (for a guarded follow-up write)."""
         namespace = wv.namespace(parent)
         now = self._clock()
         for option in plan.release:
@@ -282,7 +311,8 @@ class OptionController:
                 parent = self._client.patch_status(WORKLOADS, wv.name(parent), patch, namespace) or parent
         if plan.deactivate_parent is not None:
             # After the status write (which carries the message), guarded by its resourceVersion.
-            self._deactivate_parent(parent, plan.deactivate_parent)
+            parent = self._deactivate_parent(parent, plan.deactivate_parent, plan.deactivate_reason)
+        return parent
 
     def _set_active(self, option: Mapping[str, Any], active: bool, reason: str | None) -> None:
         """Flip ``spec.active`` and our removed-annotation in one resourceVersion-guarded write."""
@@ -296,15 +326,17 @@ class OptionController:
         with contextlib.suppress(NotFound):
             self._client.patch(WORKLOADS, wv.name(option), patch, wv.namespace(option))
 
-    def _deactivate_parent(self, parent: Mapping[str, Any], message: str) -> None:
+    def _deactivate_parent(self, parent: dict[str, Any], message: str, reason: str) -> dict[str, Any]:
         patch = {
             "metadata": {"resourceVersion": wv.meta(parent).get("resourceVersion")},
             "spec": {"active": False},
         }
+        written = parent
         with contextlib.suppress(NotFound):
-            self._client.patch(WORKLOADS, wv.name(parent), patch, wv.namespace(parent))
-        self._events.emit(parent, EventSpec(EVENT_WARNING, c.EVENT_OPTIONS_REJECTED, message))
-        log.info("parent deactivated: every option was rejected", extra={"workload": wv.key(parent)})
+            written = self._client.patch(WORKLOADS, wv.name(parent), patch, wv.namespace(parent)) or parent
+        self._events.emit(parent, EventSpec(EVENT_WARNING, reason, message))
+        log.info("parent deactivated", extra={"workload": wv.key(parent), "reason": reason})
+        return written
 
     def _name_taken(self, parent: Mapping[str, Any], name: str) -> None:
         """The create found an object of that name: ours (the cache is behind; the next event
@@ -352,6 +384,8 @@ def parent_status_patch(parent: Mapping[str, Any], plan: ParentPlan, now: dateti
             mirror.set_conditions.append(
                 ConditionSpec(c.COND_ADMITTED, "False", c.REASON_NO_RESERVATION, "No option of this workload is admitted")
             )
+    if plan.accumulated_seconds and wv.accumulated_execution_seconds(parent) != plan.accumulated_seconds:
+        mirror.accumulated_execution_seconds = plan.accumulated_seconds
     patch = workload_status_patch(parent, mirror, now) or {"status": {}}
     if wv.status(parent).get("options") != plan.options_status:
         patch["status"]["options"] = plan.options_status

@@ -43,9 +43,9 @@ from controller.concurrentadmission.naming import option_name
 from controller.concurrentadmission.option_specs import ConcurrentConfig, OptionSpec
 from controller.concurrentadmission.option_workloads import (
     allowed_flavors,
-    annotations_patch,
     matches_spec,
     option_rank,
+    sync_patch,
 )
 from controller.workload import view as wv
 from pykueue.api import constants as c
@@ -73,15 +73,20 @@ class Removal:
 class ParentPlan:
     create: list[tuple[str, OptionSpec]] = field(default_factory=list)  # (name, spec)
     delete: list[Removal] = field(default_factory=list)
-    annotate: list[tuple[Obj, dict[str, Any]]] = field(default_factory=list)  # (option, metadata patch)
+    # (option, patch): engine annotations and the parent's priority, one guarded write
+    annotate: list[tuple[Obj, dict[str, Any]]] = field(default_factory=list)
     deactivate: list[Removal] = field(default_factory=list)  # spec.active=false + removed annotation
     reactivate: list[Obj] = field(default_factory=list)  # spec.active=true, annotation dropped
     release: list[Obj] = field(default_factory=list)  # evicted options without pods: clear reservation
     options_status: list[dict[str, Any]] = field(default_factory=list)
     # The parent mirrors its winner: the winner (or None) whose admission the parent shows.
     winner: Obj | None = None
-    # Every option was rejected by its checks: deactivate the parent with this message.
+    # Deactivate the parent with this message (every option was rejected, or the parent's
+    # maximumExecutionTimeSeconds ran out), and the reason of the Event saying so.
     deactivate_parent: str | None = None
+    deactivate_reason: str = c.EVENT_OPTIONS_REJECTED
+    # status.accumulatedPastExexcutionTimeSeconds of the parent: the sum over its options.
+    accumulated_seconds: int = 0
     requeue_after: float | None = None
 
     def wake_in(self, seconds: float) -> None:
@@ -193,6 +198,30 @@ def _turn_off(plan: ParentPlan, option: Obj, reason: str, cause: str) -> None:
         plan.deactivate.append(Removal(option, f"{reason}; before: {refused}" if refused else reason, cause))
 
 
+def _seconds_admitted(option: Obj, now: datetime) -> int:
+    admitted = wv.condition(option, c.COND_ADMITTED) or {}
+    since = parse_time(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" else None
+    return max(0, int((now - since).total_seconds())) if since is not None else 0
+
+
+def _maximum_execution_time(
+    plan: ParentPlan, parent: Obj, options: Sequence[Obj], winner: Obj | None, now: datetime
+) -> None:
+    """``maximumExecutionTimeSeconds`` counts per parent, over every option the job ran on (a
+    migration does not give the job its time again). Options do not carry the limit; their
+    accumulated times add up on the parent, and past the limit the parent is deactivated."""
+    plan.accumulated_seconds = sum(wv.accumulated_execution_seconds(o) for o in options)
+    limit = wv.maximum_execution_seconds(parent)
+    if limit is None or winner is None or wv.is_evicted(winner) or not wv.is_active(parent):
+        return
+    used = plan.accumulated_seconds + _seconds_admitted(winner, now)
+    if used < limit:
+        plan.wake_in(limit - used)
+        return
+    plan.deactivate_parent = f"The workload exceeded its maximum execution time of {limit}s"
+    plan.deactivate_reason = c.REASON_MAXIMUM_EXECUTION_TIME_EXCEEDED
+
+
 def plan_parent(
     parent: Obj,
     config: ConcurrentConfig | None,
@@ -238,7 +267,7 @@ def plan_parent(
             plan.options_status.append(_entry(name, spec.allowed_flavors, c.OPTION_REMOVED, gone))
             continue
         if existing is not None:
-            patch = annotations_patch(existing, spec)
+            patch = sync_patch(existing, parent, spec)
             if patch is not None:
                 plan.annotate.append((existing, patch))
         if existing is not None and existing is winner:
@@ -341,8 +370,10 @@ def plan_parent(
             plan.delete.append(Removal(option, reason, cause))
         plan.options_status.append(_entry(name, allowed_flavors(option), c.OPTION_REMOVED, reason))
 
+    _maximum_execution_time(plan, parent, options, winner, now)
     if (
-        config is not None
+        plan.deactivate_parent is None
+        and config is not None
         and rejected
         and not still_possible
         and winner is None

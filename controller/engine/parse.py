@@ -13,7 +13,7 @@ from typing import Any
 
 from pykueue.api import constants as c
 from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
-from pykueue.api.objects import dict_or_empty, list_or_empty
+from pykueue.api.objects import dict_or_empty, list_or_empty, mapping_or_empty
 from pykueue.api.quantity import QuantityError, parse_quantity
 from pykueue.api.timestamps import parse_epoch
 
@@ -420,6 +420,10 @@ def parse_workload(
 
     evicted_cond = conditions.get(c.COND_EVICTED, {})
     queue_ts = creation
+    if mapping_or_empty(spec.get("workloadMode")).get("type") == c.WORKLOAD_MODE_OPTION:
+        # Concurrent admission: siblings share their parent's queue timestamp (preference decides).
+        annotations_raw = dict_or_empty(meta.get("annotations"))
+        queue_ts = parse_epoch(annotations_raw.get(c.OPTION_QUEUE_TIMESTAMP_ANNOTATION)) or creation
     evicted_by = evicted_cond.get("reason") if evicted_cond.get("status") == "True" else None
     if evicted_by == c.REASON_ADMISSION_CHECK or (
         evicted_by == c.REASON_PODS_READY_TIMEOUT and not pods_ready_requeue_by_creation

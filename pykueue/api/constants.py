@@ -71,6 +71,9 @@ OPTION_MIGRATION_TARGET_ANNOTATION: Final = "kueue.x-k8s.io/option-migration-tar
 # inactive parent), holding the reason; removed when it reactivates the option. An inactive
 # option without it was deactivated by someone else (a Rejected admission check) and stays off.
 OPTION_REMOVED_ANNOTATION: Final = "kueue.x-k8s.io/option-removed"
+# The parent's queue timestamp (its creationTimestamp), copied on every option: siblings share it,
+# so a delayed or re-created option is ordered by its preference, never behind a less preferred one.
+OPTION_QUEUE_TIMESTAMP_ANNOTATION: Final = "kueue.x-k8s.io/option-queue-timestamp"
 
 # --- Concurrent admission policies ---------------------------------------------------------------
 ON_SUCCESS_REMOVE_OTHER: Final = "RemoveOther"

@@ -323,3 +323,18 @@ def test_siblings_are_options_of_the_same_parent_object_not_of_the_same_name() -
     new["metadata"]["uid"] = "uid-new-parent"
     _options(world, cq, new, "reservation")
     assert [r.workload for r in world.cycle().reservations] == ["ns/job-a-12345-option-reservation"]
+
+
+def test_preference_is_compared_before_timestamps_among_siblings() -> None:
+    """A re-created (or delayed) option is younger than its siblings; it shares the parent's queue
+    timestamp, so it still comes before a less preferred sibling."""
+    cq = _queue("RemoveOther", free=("2", "2", "2"))
+    world = _world(cq)
+    p = parent(queue="lq-cq")
+    options = _options(world, cq, p, "reservation", "spot")
+    recreated = options["reservation"]
+    recreated["metadata"]["creationTimestamp"] = "2026-01-01T00:10:00Z"  # ten minutes later
+    world.add(recreated)
+    assert world.admit()[0] == "ns/job-a-12345-option-reservation"
+    info = world.engine.workloads["ns/job-a-12345-option-spot"]
+    assert info.queue_ts == world.engine.workloads["ns/job-a-12345-option-reservation"].queue_ts

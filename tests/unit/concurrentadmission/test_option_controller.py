@@ -239,3 +239,24 @@ def test_every_option_rejected_deactivates_the_parent_with_a_message_naming_each
     for flavor in ("reservation", "on-demand", "spot"):
         assert f"no {flavor} capacity" in reserved_cond["message"]
     assert "OptionsRejected" in world.events.reasons("ns/job-a-12345")
+
+
+def test_a_deleted_cluster_queue_turns_the_parent_back_into_an_ordinary_workload() -> None:
+    """Its options go, and the workload is queued the normal way (the engine reports the missing
+    ClusterQueue) instead of waiting for ever as a parent without options; when the queue comes
+    back with concurrentAdmission it becomes a parent again."""
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    cq = world.api.objects.pop(("clusterqueues", "cq"))
+    world.informers["clusterqueues"].store.delete("cq")
+    world.controller.reconcile("ns/job-a-12345")
+    assert {n for n in world.names() if "-option-" in n} == set()
+    wl = world.workload("job-a-12345")
+    assert "workloadMode" not in wl["spec"]
+    assert "kueue.x-k8s.io/concurrent-admission-parent" not in (wl["metadata"].get("labels") or {})
+    assert wl["status"].get("options") is None
+    world.api.put("clusterqueues", cq)
+    world.controller.reconcile("ns/job-a-12345")
+    assert world.workload("job-a-12345")["spec"]["workloadMode"] == {"type": "Parent"}

@@ -314,3 +314,38 @@ def test_a_rejected_option_stays_off_and_every_option_rejected_deactivates_the_p
     claimed = plan_parent(inactive, config, all_rejected, T0)
     assert _deactivated(claimed) == ["on-demand", "reservation", "spot"]
     assert claimed.deactivate_parent is None
+
+
+def test_a_priority_change_of_the_parent_reaches_its_options() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    options = [option(p, config, name) for name in ("reservation", "on-demand", "spot")]
+    p["spec"].update(priority=1000, priorityClassName="urgent", priorityClassSource="kueue.x-k8s.io/workloadpriorityclass")
+    plan = plan_parent(p, config, options, T0)
+    assert len(plan.annotate) == 3
+    for _option, patch in plan.annotate:
+        assert patch["spec"] == {
+            "priority": 1000,
+            "priorityClassName": "urgent",
+            "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+        }
+        assert patch["metadata"]["resourceVersion"] == "1"
+
+
+def test_maximum_execution_time_counts_per_parent_across_options() -> None:
+    """The job ran 60 s on spot before migrating to on-demand: its 100 s budget is spent 40 s
+    into the new option, not 100 s into it."""
+    config = config_of(three_flavor_queue("RemoveLower"))
+    p = parent()
+    p["spec"]["maximumExecutionTimeSeconds"] = 100
+    spot = evicted(option(p, config, "spot"), "FlavorMigration", "migrated")
+    spot["status"]["accumulatedPastExexcutionTimeSeconds"] = 60
+    assert "maximumExecutionTimeSeconds" not in spot["spec"], "options do not count on their own"
+    od = _admitted_at(option(p, config, "on-demand"), "on-demand", "2026-01-01T00:00:00Z")
+    res = option(p, config, "reservation")
+    early = plan_parent(p, config, [res, od, spot], T0 + timedelta(seconds=30))
+    assert early.deactivate_parent is None and early.requeue_after == 10.0
+    assert early.accumulated_seconds == 60
+    late = plan_parent(p, config, [res, od, spot], T0 + timedelta(seconds=40))
+    assert late.deactivate_parent == "The workload exceeded its maximum execution time of 100s"
+    assert late.deactivate_reason == "MaximumExecutionTimeExceeded"
