@@ -38,7 +38,7 @@ from tests.builders import (
     WorkloadBuilder,
     WorkloadPriorityClassBuilder,
 )
-from tests.e2e.helpers.kueue import GROUP, VERSION, KueueApi, holds_quota, is_true, unique
+from tests.e2e.helpers.kueue import GROUP, VERSION, KueueApi, condition, holds_quota, is_true, unique
 from tests.e2e.helpers.wait import wait_for
 
 FLAVOR_LABEL = "pykueue.dev/e2e-flavor"
@@ -164,6 +164,7 @@ class World:
         self.flavor: dict[str, str] = {}  # story name ("spot") -> ResourceFlavor name
         self.node_prefixes: list[str] = []
         self.queues: dict[str, str] = {}  # LocalQueue -> ClusterQueue
+        self.expects_holders = True  # a story where no option ever holds quota says so
 
     # flavors and queues
     def flavors(self, *names: str, nodes: bool = True) -> None:
@@ -360,7 +361,8 @@ def world(
         env.close()
     assert watcher.error is None, f"the holder watcher failed: {watcher.error!r}"
     assert watcher.events_seen > 0, "the holder watcher saw no workload event at all"
-    assert watcher.max_holders >= 1, "the holder watcher never saw an option holding quota"
+    if env.expects_holders:
+        assert watcher.max_holders >= 1, "the holder watcher never saw an option holding quota"
     assert not watcher.violations, "options of one parent broke the race rules:\n" + "\n".join(watcher.violations)
 
 
@@ -745,3 +747,80 @@ def test_only_one_option_of_a_parent_preempts(world: World, kueue: KueueApi) -> 
     stays(second_untouched, 5, "the second low-priority Job was preempted too")
     assert "Stopped" not in world.events("Job", "second")
     assert world.holder(second) == "b"
+
+
+# --- the parent's life: deactivation, priority, its queue going away ----------------------------------
+
+
+def test_a_deactivated_parent_stops_its_job_and_reactivating_it_brings_every_option_back(world: World) -> None:
+    world.flavors("a", "b")
+    world.cluster_queue("RemoveOther", _cpu(("a", "1"), ("b", "0")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "a")
+    world.wait_option_statuses(parent, {"a": "Admitted", "b": "Removed"})
+    name = parent["metadata"]["name"]
+    world.kueue.patch("Workload", name, {"spec": {"active": False}}, world.namespace)
+    wait_for(
+        lambda: world.batch.read_namespaced_job("train", world.namespace).spec.suspend
+        and not world.reserving(parent)
+        and not world.active_options(parent),
+        timeout=CONVERGE,
+        message="the Job stops, every option is deactivated and no quota is held",
+    )
+    world.kueue.patch("Workload", name, {"spec": {"active": True}}, world.namespace)
+    # The former winner comes back with the others (it was deactivated with its parent, not by
+    # a check) and wins again.
+    world.wait_running_on("train", "a")
+    world.wait_option_statuses(parent, {"a": "Admitted", "b": "Removed"})
+
+
+def test_a_job_priority_raised_while_its_options_race_reaches_every_option(
+    world: World, kueue: KueueApi, namespace: str
+) -> None:
+    world.flavors("a", "b")
+    low, high = unique("low"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(low, 1).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    checks = {unique("check-a"): "a", unique("check-b"): "b"}
+    for check in checks:  # no controller answers them: the options race for ever
+        kueue.create(AdmissionCheckBuilder(check).obj())
+        kueue.set_active_condition("AdmissionCheck", check, True)
+    world.cluster_queue("RemoveOther", _cpu(("a", "4"), ("b", "4")), checks=checks)
+    world.job("train", priority_class=low)
+    parent = world.parent_of_job("train")
+    world.wait_option_statuses(parent, {"a": "QuotaReserved", "b": "QuotaReserved"})
+    world.batch.patch_namespaced_job(
+        "train", namespace, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": high}}}
+    )
+
+    def priorities() -> dict[str, Any]:
+        return {k: (wl["spec"].get("priorityClassName"), wl["spec"].get("priority")) for k, wl in world.options(parent).items()}
+
+    wait_for(
+        lambda: priorities() == {"a": (high, 100), "b": (high, 100)},
+        timeout=CONVERGE,
+        message=f"every option follows the Job's new priority (now {priorities()})",
+    )
+
+
+def test_a_deleted_cluster_queue_returns_the_parent_to_an_ordinary_pending_workload(
+    world: World, kube: k8s.ApiClient
+) -> None:
+    world.flavors("a", "b")
+    world.expects_holders = False
+    name = world.cluster_queue("RemoveOther", _cpu(("a", "0"), ("b", "0")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_option_statuses(parent, {"a": "Pending", "b": "Pending"})
+    k8s.CustomObjectsApi(kube).delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
+
+    def ordinary() -> dict[str, Any] | None:
+        current = world.refresh(parent)
+        if (current["spec"].get("workloadMode") or {}).get("type") == "Parent" or world.options(parent):
+            return None
+        message = str((condition(current, "QuotaReserved") or {}).get("message") or "")
+        return current if f"ClusterQueue {name} doesn't exist" in message else None
+
+    wait_for(ordinary, timeout=CONVERGE, message="the parent is an ordinary workload, pending on the missing queue")
+    assert world.batch.read_namespaced_job("train", world.namespace).spec.suspend
