@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.concurrentadmission.option_specs import OptionSpec
-from controller.workload.view import workload_mode
+from controller.workload.view import has_reservation, is_active, workload_mode
 from pykueue.api import constants as c
 from pykueue.api.objects import mapping_or_empty
 
@@ -123,6 +123,9 @@ def sync_patch(option: Mapping[str, Any], parent: Mapping[str, Any], spec: Optio
     annotations = mapping_or_empty(mapping_or_empty(option.get("metadata")).get("annotations"))
     if stamp and annotations.get(c.OPTION_QUEUE_TIMESTAMP_ANNOTATION) != stamp:
         patch["metadata"].setdefault("annotations", {})[c.OPTION_QUEUE_TIMESTAMP_ANNOTATION] = stamp
+    if c.OPTION_PREEMPTION_GATE_ANNOTATION in annotations and (has_reservation(option) or not is_active(option)):
+        # The gate was used (the option reserved) or the option is out: pass it on.
+        patch["metadata"].setdefault("annotations", {})[c.OPTION_PREEMPTION_GATE_ANNOTATION] = None
     current = mapping_or_empty(option.get("spec"))
     wanted = mapping_or_empty(parent.get("spec"))
     changed = {k: copy.deepcopy(wanted.get(k)) for k in FOLLOWED_SPEC_FIELDS if current.get(k) != wanted.get(k)}

@@ -51,6 +51,7 @@ from controller.workload.scheduling_patches import (
 )
 from controller.workload.status_plan import EVENT_NORMAL, EventSpec
 from pykueue.api import constants as C
+from pykueue.api.timestamps import format_time
 from pykueue.kube.errors import ApiError, Conflict, NotFound
 from pykueue.kube.resources import WORKLOADS
 
@@ -424,6 +425,13 @@ class SchedulerLoop:
                 functools.partial(self._preempt, preemption, now),
                 functools.partial(self._preemption_done, engine, preemption.victim),
             )
+        for preemptor in self._gates_to_open(engine, result, now.timestamp()):
+            self.writes.submit(
+                pool,
+                (preemptor,),
+                functools.partial(self._open_gate, preemptor, now),
+                lambda ok: None,
+            )
         reservations = result.reservations
         if self._block_admission and len(reservations) > 1:
             # Sequential admission: keep the first decision, give the others back to the queue.
@@ -596,6 +604,33 @@ class SchedulerLoop:
                 "borrowing": reservation.borrowing,
             },
         )
+        return True
+
+    @staticmethod
+    def _gates_to_open(engine: Engine, result: CycleResult, now: float) -> list[str]:
+        """Options that issued preemptions in this cycle and do not hold their parent's
+        preemption gate yet (or whose gate lapsed)."""
+        keys = []
+        for preemptor in dict.fromkeys(p.preemptor for p in result.preemptions):
+            info = engine.workloads.get(preemptor)
+            option = info.option if info is not None else None
+            if option is None:
+                continue
+            opened = option.gate_opened
+            if opened is None or now - opened >= C.OPTION_PREEMPTION_GATE_SECONDS:
+                keys.append(preemptor)
+        return keys
+
+    def _open_gate(self, key: str, now: datetime) -> bool:
+        """Record in the API that option ``key`` preempts for its parent (see
+        ``controller.engine.options``): siblings hold back, across a restart too."""
+        namespace, name = key.split("/", 1)
+        patch = {"metadata": {"annotations": {C.OPTION_PREEMPTION_GATE_ANNOTATION: format_time(now)}}}
+        try:
+            self._client.patch(WORKLOADS, name, patch, namespace)
+        except ApiError as err:
+            log.warning("preemption gate not recorded", extra={"workload": key, "error": str(err)})
+            return False
         return True
 
     def _displace(self, eviction: Eviction, now: datetime) -> bool:

@@ -94,7 +94,7 @@ def run_cycle(
                 if info is None:
                     exhausted.add(name)
                     continue
-                entries.append(_nominate(cache, holdings, info, name))
+                entries.append(_nominate(cache, holdings, info, name, now))
             if not entries:
                 break
             result.heads_tried += len(entries)
@@ -106,7 +106,7 @@ def run_cycle(
             quota.remove_usage(node, usage)
 
 
-def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str) -> _Entry:
+def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, now: float) -> _Entry:
     spec = cache.cluster_queues[cluster_queue]
     node = cache.forest.cluster_queues[cluster_queue]
     holder = cache.option_holder(info) if info.option is not None else None
@@ -115,7 +115,7 @@ def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster
     assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
     targets: list[Target] = []
     if assignment.mode == PREEMPT:
-        if cache.option_preempting(info):
+        if cache.option_preempting(info, now):
             assignment = _blocked(assignment, "another option of the same parent is preempting workloads")
         else:
             targets = cache.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)

@@ -227,6 +227,7 @@ class Engine:
         info = parse_workload(obj, old, pods_ready_requeue_by_creation=self._requeue_by_creation)
         key = info.key
         info.arrival = self._arrivals.of(info)
+        self.cache.options.saw(info)
         if info.is_parent:
             # Concurrent admission: a parent is scheduled through its options only.
             self._forget(key)
@@ -379,6 +380,7 @@ class Engine:
         info = self.workloads.pop(key, None)
         if info is None:
             return
+        self.cache.options.forgot(info)
         self.cache.release(key, info)
         self.queue_manager.forget(info)
         self._unadmitted_version.pop(key, None)

@@ -20,7 +20,10 @@ explicit option) of a *parent*; the engine schedules options like any workload, 
   ``FlavorMigration``) and the scheduler writes that eviction before the reservation. A failed
   write rolls both back. A sibling that only holds a reservation (its checks still run) does
   not block anyone.
-* Only one option of a parent issues preemptions at a time.
+* Only one option of a parent issues preemptions at a time: not while a sibling's evictions are
+  in flight, nor while a sibling holds the parent's preemption gate recorded in the API
+  (``OPTION_PREEMPTION_GATE_ANNOTATION``, written by the scheduler when an option preempts; it
+  survives a restart and a leader change, and lapses after ``OPTION_PREEMPTION_GATE_SECONDS``).
 
 :class:`OptionBook` is the engine's index of which options of each parent hold quota (kept by
 the quota cache's hold/release paths) and of reservations that displaced a sibling.
@@ -33,6 +36,7 @@ from typing import Any
 
 from pykueue.api import constants as c
 from pykueue.api.objects import mapping_or_empty, namespaced_key
+from pykueue.api.timestamps import parse_epoch
 
 from .records import ClusterQueueSpec, ObjectKey, OptionInfo, WorkloadInfo
 
@@ -56,7 +60,8 @@ def parse_mode(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[bool, 
         rank = 0
     target = annotations.get(c.OPTION_MIGRATION_TARGET_ANNOTATION) == "true"
     key = namespaced_key(str(meta.get("namespace") or ""), parent)
-    return False, OptionInfo(key, max(rank, 0), target, family=f"{key}@{parent_uid}")
+    gate = parse_epoch(annotations.get(c.OPTION_PREEMPTION_GATE_ANNOTATION))
+    return False, OptionInfo(key, max(rank, 0), target, family=f"{key}@{parent_uid}", gate_opened=gate)
 
 
 def option_order_tiebreak(info_uid: str, option: OptionInfo | None) -> str:
@@ -82,6 +87,36 @@ class OptionBook:
     def __init__(self) -> None:
         self.holders: dict[str, set[ObjectKey]] = {}  # parent (family) -> options holding quota
         self.displaced: dict[ObjectKey, WorkloadInfo] = {}  # reserved option -> displaced sibling
+        # parent (family) -> option -> when it took the preemption gate (from its annotation)
+        self.gates: dict[str, dict[ObjectKey, float]] = {}
+
+    def saw(self, info: WorkloadInfo) -> None:
+        """Keep the gate index in line with the option's latest annotation."""
+        if info.option is None:
+            return
+        family = self.gates.get(info.option.family)
+        if info.option.gate_opened is not None:
+            self.gates.setdefault(info.option.family, {})[info.key] = info.option.gate_opened
+        elif family is not None:
+            family.pop(info.key, None)
+            if not family:
+                del self.gates[info.option.family]
+
+    def forgot(self, info: WorkloadInfo) -> None:
+        if info.option is not None and info.option.family in self.gates:
+            self.gates[info.option.family].pop(info.key, None)
+            if not self.gates[info.option.family]:
+                del self.gates[info.option.family]
+
+    def sibling_holds_gate(self, info: WorkloadInfo, now: float) -> bool:
+        """Whether another option of the same parent holds the preemption gate recorded in the
+        API, opened less than ``OPTION_PREEMPTION_GATE_SECONDS`` ago."""
+        if info.option is None:
+            return False
+        return any(
+            key != info.key and now - opened < c.OPTION_PREEMPTION_GATE_SECONDS
+            for key, opened in self.gates.get(info.option.family, {}).items()
+        )
 
     def held(self, info: WorkloadInfo) -> None:
         if info.option is not None:

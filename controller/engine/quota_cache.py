@@ -216,9 +216,12 @@ class QuotaCache:
         """Concurrent admission: the sibling of option ``info`` that holds quota, if any."""
         return self.options.sibling_holder(info, self.admitted_workload)
 
-    def option_preempting(self, info: WorkloadInfo) -> bool:
-        """Concurrent admission: whether another option of the same parent has evictions in flight."""
-        return OptionBook.sibling_preempting(info, self.being_evicted, self._workloads)
+    def option_preempting(self, info: WorkloadInfo, now: float) -> bool:
+        """Concurrent admission: whether another option of the same parent has evictions in flight
+        or holds the parent's preemption gate."""
+        return self.options.sibling_holds_gate(info, now) or OptionBook.sibling_preempting(
+            info, self.being_evicted, self._workloads
+        )
 
     def hold(self, info: WorkloadInfo, old: WorkloadInfo | None) -> bool:
         """Record that ``info`` holds the quota of its admission (replacing what ``old`` held).

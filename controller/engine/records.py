@@ -174,6 +174,8 @@ class OptionInfo:
     # deleted and re-created under the same name has other siblings (its old options may linger
     # until the garbage collector takes them).
     family: str = ""
+    # When this option took its parent's preemption gate (epoch seconds), if it holds it.
+    gate_opened: float | None = None
 
 
 @dataclass(slots=True)

@@ -74,6 +74,12 @@ OPTION_REMOVED_ANNOTATION: Final = "kueue.x-k8s.io/option-removed"
 # The parent's queue timestamp (its creationTimestamp), copied on every option: siblings share it,
 # so a delayed or re-created option is ordered by its preference, never behind a less preferred one.
 OPTION_QUEUE_TIMESTAMP_ANNOTATION: Final = "kueue.x-k8s.io/option-queue-timestamp"
+# The preemption gate of a parent: written by the scheduler on the option that issues
+# preemptions (value: when), so that no sibling preempts meanwhile, even across a restart or a
+# leader change; removed by the concurrent-admission controller once the option reserved or was
+# deactivated, and ignored by the engine once OPTION_PREEMPTION_GATE_SECONDS have passed.
+OPTION_PREEMPTION_GATE_ANNOTATION: Final = "kueue.x-k8s.io/option-preemption-gate"
+OPTION_PREEMPTION_GATE_SECONDS: Final = 120
 
 # --- Concurrent admission policies ---------------------------------------------------------------
 ON_SUCCESS_REMOVE_OTHER: Final = "RemoveOther"

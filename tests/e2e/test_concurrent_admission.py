@@ -38,6 +38,8 @@ from tests.builders import (
     WorkloadBuilder,
     WorkloadPriorityClassBuilder,
 )
+from tests.e2e.fixtures.controller import ControllerHandle
+from tests.e2e.helpers.invariants import check_cluster
 from tests.e2e.helpers.kueue import GROUP, VERSION, KueueApi, condition, holds_quota, is_true, unique
 from tests.e2e.helpers.wait import wait_for
 
@@ -824,3 +826,41 @@ def test_a_deleted_cluster_queue_returns_the_parent_to_an_ordinary_pending_workl
 
     wait_for(ordinary, timeout=CONVERGE, message="the parent is an ordinary workload, pending on the missing queue")
     assert world.batch.read_namespaced_job("train", world.namespace).spec.suspend
+
+
+def test_controller_killed_mid_migration_holds_no_quota_twice_and_runs_the_job_once(
+    world: World, kube: k8s.ApiClient, controller: ControllerHandle
+) -> None:
+    """SIGKILL right after the migration's eviction of the old winner is stored (the new
+    option's reservation and the Job's restart may or may not have happened): after the restart
+    the Job runs once, on the preferred flavor, and no quota is ever held twice."""
+    world.flavors("reservation", "spot")
+    world.cluster_queue("RemoveLower", _cpu(("reservation", "0"), ("spot", "4")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "spot")
+    spot = world.options(parent)["spot"]["metadata"]["name"]
+    world.set_quota("reservation", "cpu", "4")
+    wait_for(
+        lambda: (condition(world.kueue.workload(world.namespace, spot), "Evicted") or {}).get("reason")
+        == "FlavorMigration",
+        timeout=CONVERGE,
+        interval=0.05,
+        message="the migration evicts the spot option",
+    )
+    controller.kill()
+    violations = check_cluster(kube)
+    controller.start()
+    live_pods_seen: list[int] = []
+
+    def settled() -> bool:
+        violations.extend(check_cluster(kube))
+        pods = world.core.list_namespaced_pod(world.namespace, label_selector="batch.kubernetes.io/job-name=train").items
+        live_pods_seen.append(sum(1 for p in pods if p.status.phase in ("Pending", "Running") and not p.metadata.deletion_timestamp))
+        return world.running_on("train") == "reservation" and world.holder(parent) == "reservation"
+
+    wait_for(settled, timeout=CONVERGE, interval=0.3, message="the Job runs on reservation after the restart")
+    world.wait_option_statuses(parent, {"reservation": "Admitted", "spot": "Removed"})
+    assert not violations, violations[:5]
+    assert max(live_pods_seen) <= 1, "the Job ran twice at once"
+    assert world.reserving(parent) == {"reservation"}

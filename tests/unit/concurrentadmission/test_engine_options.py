@@ -338,3 +338,39 @@ def test_preference_is_compared_before_timestamps_among_siblings() -> None:
     assert world.admit()[0] == "ns/job-a-12345-option-reservation"
     info = world.engine.workloads["ns/job-a-12345-option-spot"]
     assert info.queue_ts == world.engine.workloads["ns/job-a-12345-option-reservation"].queue_ts
+
+
+def _gated(obj: Obj, when: str) -> Obj:
+    obj["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] = when
+    return obj
+
+
+def test_the_preemption_gate_recorded_in_the_api_holds_siblings_back_across_a_restart() -> None:
+    """A fresh engine (a restart, a new leader) knows nothing of evictions in flight; the gate that
+    the spot option recorded when it preempted still keeps its siblings from preempting, even the
+    more preferred ones, until it lapses."""
+    cq = _queue(preemption=True)
+    world = _world(cq)
+    for flavor in ("reservation", "on-demand", "spot"):
+        _blocker(world, flavor, "4", name=f"low-{flavor}", priority=-10)
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    world.add(option(p, config, "reservation"))
+    world.add(option(p, config, "on-demand"))
+    world.add(_gated(option(p, config, "spot"), "1970-01-01T00:16:30Z"))  # 10 s before the harness clock
+    victims = [pr.victim for pr in world.cycle().preemptions]
+    assert victims == ["ns/low-spot"], victims  # only the gate holder may preempt
+    reason = world.engine.last_pending_reason("ns/job-a-12345-option-reservation")
+    assert reason is not None and "another option of the same parent is preempting" in reason[1]
+
+
+def test_a_lapsed_preemption_gate_lets_a_sibling_preempt() -> None:
+    cq = _queue(preemption=True)
+    world = _world(cq)
+    for flavor in ("reservation", "on-demand", "spot"):
+        _blocker(world, flavor, "4", name=f"low-{flavor}", priority=-10)
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    world.add(_gated(option(p, config, "spot"), "1970-01-01T00:01:00Z"))  # long ago
+    world.add(option(p, config, "reservation"))
+    assert [pr.victim for pr in world.cycle().preemptions] == ["ns/low-reservation"]

@@ -349,3 +349,17 @@ def test_maximum_execution_time_counts_per_parent_across_options() -> None:
     late = plan_parent(p, config, [res, od, spot], T0 + timedelta(seconds=40))
     assert late.deactivate_parent == "The workload exceeded its maximum execution time of 100s"
     assert late.deactivate_reason == "MaximumExecutionTimeExceeded"
+
+
+def test_the_preemption_gate_is_passed_on_once_its_option_reserved() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    waiting = option(p, config, "spot")
+    waiting["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] = "2026-01-01T00:00:00Z"
+    assert plan_parent(p, config, [waiting], T0).annotate == [] or all(
+        "kueue.x-k8s.io/option-preemption-gate" not in (patch["metadata"].get("annotations") or {})
+        for _o, patch in plan_parent(p, config, [waiting], T0).annotate
+    )
+    used = reserved(waiting, "spot", admitted=False)
+    ((_, patch),) = [(o, pt) for o, pt in plan_parent(p, config, [used], T0).annotate if o is used]
+    assert patch["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] is None

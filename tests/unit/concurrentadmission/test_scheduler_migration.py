@@ -12,7 +12,12 @@ from controller.core.scheduler import KINDS, SchedulerLoop
 from controller.engine.results import CycleResult
 from controller.runtime.events import RecordingEvents
 from pykueue.kube.errors import ServerError
-from tests.builders import LocalQueueBuilder, ResourceFlavorBuilder, SeedClusterQueueBuilder
+from tests.builders import (
+    LocalQueueBuilder,
+    PlacementWorkloadBuilder,
+    ResourceFlavorBuilder,
+    SeedClusterQueueBuilder,
+)
 from tests.unit.concurrentadmission.helpers import config_of, option, parent
 from tests.unit.core.fakes import FakeApi, FakeInformer
 
@@ -129,3 +134,34 @@ def test_a_failed_reservation_after_the_eviction_was_written_leaves_no_ghost_quo
     assert harness.engine.admitted_workload(f"ns/{SPOT}") is None, "ghost quota for the evicted sibling"
     harness.step()
     assert harness.holders() == {RESERVATION}
+
+
+def test_an_option_that_preempts_records_the_preemption_gate_in_the_api() -> None:
+    informers = {kind: FakeInformer() for kind in KINDS}
+    api = FakeApi(informers)
+    api.put("namespaces", {"metadata": {"name": "ns", "labels": {}}})
+    api.put("resourceflavors", ResourceFlavorBuilder("spot").obj())
+    cq = SeedClusterQueueBuilder("cq").flavor("spot", cpu="1").concurrent("RemoveOther").preemption(
+        within_cluster_queue="LowerPriority"
+    ).obj()
+    api.put("clusterqueues", cq)
+    api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").obj())
+    api.put(
+        "workloads",
+        PlacementWorkloadBuilder("low", "ns").queue("lq").podset(cpu="1").priority(-10)
+        .reserved("cq", {"cpu": "spot"}, {"cpu": "1"}).admitted().obj(),
+    )
+    p = parent(queue="lq", cpu="1")
+    api.put("workloads", p)
+    api.put("workloads", option(p, config_of(cq), "spot"))
+    now = 1_800_000_000.0
+    loop = SchedulerLoop(api, informers, RecordingEvents(), clock=lambda: now)
+    pool = ThreadPoolExecutor(max_workers=2)
+    try:
+        engine = loop.start_engine()
+        loop.step(engine, pool)
+        assert loop.settle(5)
+    finally:
+        pool.shutdown()
+    gated = api.objects[("workloads", f"ns/{SPOT}")]
+    assert gated["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] == "2027-01-15T08:00:00Z"
