@@ -222,6 +222,46 @@ def _maximum_execution_time(
     plan.deactivate_reason = c.REASON_MAXIMUM_EXECUTION_TIME_EXCEEDED
 
 
+def _migrated_from(
+    parent_name: str, config: ConcurrentConfig | None, by_name: Mapping[str, Obj], now: datetime, created: datetime
+) -> Obj | None:
+    """The option a migration evicted, while the job is on its way to a more preferred option:
+    it holds no quota any more, and a more preferred migration target is still viable and has not
+    been admitted since. Until then that option and the less preferred ones stay off, so the job
+    does not come back on the flavor it is leaving before its target has had its chance."""
+    if config is None:
+        return None
+    migrated = []
+    for option in by_name.values():
+        cond = wv.condition(option, c.COND_EVICTED) or {}
+        if (
+            cond.get("status") == "True"
+            and cond.get("reason") == c.REASON_FLAVOR_MIGRATION
+            and not wv.has_reservation(option)
+            and not wv.is_finished(option)
+        ):
+            migrated.append((parse_time(cond.get("lastTransitionTime")) or now, option))
+    if not migrated:
+        return None
+    since, option = max(migrated, key=lambda pair: (pair[0], wv.name(pair[1])))
+    rank = option_rank(option)
+    for spec in config.options:
+        if rank is None or spec.rank >= rank or not spec.migration_target:
+            continue
+        create_at = created + timedelta(seconds=spec.create_delay_seconds)
+        if spec.delete_delay_seconds is not None and now >= create_at + timedelta(seconds=spec.delete_delay_seconds):
+            continue
+        target = by_name.get(option_name(parent_name, spec.suffix))
+        if target is None:
+            return option
+        if rejection(target) is not None or wv.meta(target).get("deletionTimestamp"):
+            continue
+        admitted = parse_time((wv.condition(target, c.COND_ADMITTED) or {}).get("lastTransitionTime"))
+        if admitted is None or admitted < since:
+            return option
+    return None
+
+
 def plan_parent(
     parent: Obj,
     config: ConcurrentConfig | None,
@@ -238,6 +278,8 @@ def plan_parent(
     inactive = not wv.is_active(parent)
     created = parse_time(wv.meta(parent).get("creationTimestamp")) or now
     winner_rank = option_rank(winner) if winner is not None else None
+    leaving = _migrated_from(parent_name, config, by_name, now, created) if winner is None else None
+    leaving_rank = option_rank(leaving) if leaving is not None else None
 
     # Evicted options hold quota for nobody: a loser never had pods, and a standalone parent has
     # no Job whose stop would release it. Only a winner with a Job waits for its pods.
@@ -291,6 +333,11 @@ def plan_parent(
                     "back and keeps queueing to migrate"
                 )
                 cause = CAUSE_RACE
+        elif leaving is not None and leaving_rank is not None and not (
+            spec.rank < leaving_rank and spec.migration_target
+        ):
+            reason = f"Migrating from option {wv.name(leaving)} to a more preferred option"
+            cause = CAUSE_POLICY
         if reason is None and discard_at is not None and now >= discard_at:
             reason = f"deleteDelaySeconds ({int(spec.delete_delay_seconds or 0)}) elapsed: no more migration to it"
             cause = CAUSE_WINDOW

@@ -43,7 +43,6 @@ from controller.workload.indexes import ApiClient, InformerLike, cached_keys
 from controller.workload.scheduling_patches import (
     CyclePatch,
     eviction_patch,
-    migration_patch,
     pending_patch,
     preemption_patch,
     queued_since,
@@ -145,9 +144,6 @@ class SchedulerLoop:
         # admitted workload's pods are not ready ("sequential admission").
         self._block_admission = block_admission
         self._not_ready: set[str] = set()
-        # Migrations whose sibling eviction was written (pool threads add, the loop takes): if the
-        # reservation write then fails, the sibling's quota must not come back in the engine.
-        self._displacement_written: set[str] = set()
 
     # --- informer side (any thread) --------------------------------------------------------------
 
@@ -408,8 +404,7 @@ class SchedulerLoop:
         """Hand the cycle's writes to ``pool``; their outcomes are applied by a later step.
 
         Order matters only per workload (a later write on the same workload waits for the earlier
-        one, :class:`InFlightWrites`); a concurrent-admission migration writes the displaced
-        sibling's eviction and then the preferred option's reservation inside one job."""
+        one, :class:`InFlightWrites`)."""
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
         for eviction in result.evictions:
             self.writes.submit(
@@ -441,8 +436,6 @@ class SchedulerLoop:
         for reservation in reservations:
             self.pending_reasons.discard(reservation.workload)
             keys: tuple[str, ...] = (reservation.workload,)
-            if reservation.displaces is not None:
-                keys += (reservation.displaces.workload,)
             self.writes.submit(
                 pool,
                 keys,
@@ -468,13 +461,7 @@ class SchedulerLoop:
         """Confirm or roll back. The informer may already have delivered our own write's echo:
         then the engine holds the written reservation and both calls leave it alone."""
         key = reservation.workload
-        displaced = key in self._displacement_written
-        self._displacement_written.discard(key)
         if not ok:
-            if displaced:
-                # The sibling is evicted and released in the API: keep it released here too (no
-                # ghost quota); the option is requeued and reserves again on a later cycle.
-                engine.displacement_written(key)
             engine.rollback(key)
             return
         engine.confirm(key)
@@ -562,12 +549,8 @@ class SchedulerLoop:
         return None
 
     def _reserve(self, reservation: Reservation, now: datetime) -> bool:
-        """The reservation write (after the displaced sibling's eviction, for a migration)."""
+        """The reservation write."""
         wl_before = self._informers["workloads"].store.get(reservation.workload)
-        if reservation.displaces is not None:
-            if not self._displace(reservation.displaces, now):
-                return False
-            self._displacement_written.add(reservation.workload)
         try:
             written = self._write(
                 reservation.workload,
@@ -631,30 +614,6 @@ class SchedulerLoop:
         except ApiError as err:
             log.warning("preemption gate not recorded", extra={"workload": key, "error": str(err)})
             return False
-        return True
-
-    def _displace(self, eviction: Eviction, now: datetime) -> bool:
-        """Concurrent-admission migration: evict the sibling option and clear its reservation
-        before the preferred option's reservation is written (never two holding quota)."""
-        before = self._informers["workloads"].store.get(eviction.workload)
-        try:
-            written = self._write(
-                eviction.workload,
-                lambda wl: migration_patch(wl, message=eviction.message, now=now),
-                kind="migration",
-                recheck=_may_hide_our_reservation,
-            )
-        except ApiError as err:
-            log.warning("migration eviction failed", extra={"workload": eviction.workload, "error": str(err)})
-            return False
-        if written is not None:
-            m.EVICTED_TOTAL.labels(
-                wv.admitted_cluster_queue(before or {}),
-                C.REASON_FLAVOR_MIGRATION,
-                "",
-                wv.priority_class_name(written),
-            ).inc()
-            log.info("option displaced by migration", extra={"workload": eviction.workload})
         return True
 
     def _preempt(self, preemption: Preemption, now: datetime) -> bool:

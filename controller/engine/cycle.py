@@ -34,7 +34,7 @@ from .preemption import Target, preemption_message
 from .queue_manager import QueueManager
 from .quota_cache import QuotaCache
 from .records import FlavorResource, ObjectKey, OrderKey, WorkloadInfo
-from .results import CycleResult, Eviction, Preemption, Reservation
+from .results import CycleResult, Preemption, Reservation
 
 
 class Holdings(Protocol):
@@ -112,6 +112,14 @@ def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster
     holder = cache.option_holder(info) if info.option is not None else None
     if holder is not None:
         return _nominate_migration(cache, holdings, info, cluster_queue, holder)
+    target = cache.migration_target_pending(info) if info.option is not None else None
+    if target is not None:
+        blocked = Assignment(
+            mode=NO_FIT,
+            reason=c.REASON_PENDING,
+            message=f"the job is migrating to option {target.name} of the same parent, which goes first",
+        )
+        return _Entry(info, cluster_queue, blocked, [])
     assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
     targets: list[Target] = []
     if assignment.mode == PREEMPT:
@@ -134,6 +142,13 @@ def _nominate_migration(
 
     The sibling's quota counts as free for it; migration never preempts other workloads.
     """
+    if holder.evicted:
+        blocked = Assignment(
+            mode=NO_FIT,
+            reason=c.REASON_PENDING,
+            message=f"waiting for option {holder.name} of the same parent to give its quota back",
+        )
+        return _Entry(info, cluster_queue, blocked, [])
     if not OptionBook.may_displace(info, holder):
         blocked = Assignment(
             mode=NO_FIT,
@@ -172,15 +187,16 @@ def _process(
     if assignment.mode == FIT:
         holder = entry.displace
         if holder is not None:
-            if cache.admitted_workload(holder.key) is not holder:
-                queues.requeue(info, name)  # the sibling changed during this cycle: decide again
-                exhausted.add(name)
-                return
-            holdings.displace(holder)
+            # Migration after admission: evict the winner (FlavorMigration) instead of reserving.
+            # Its quota comes back once its pods are gone, as for every eviction; this option
+            # reserves then (controller.engine.options).
+            if cache.admitted_workload(holder.key) is holder:
+                flavors = ", ".join(sorted({f for ps in assignment.podsets for f in ps.flavors.values()}))
+                cache.evict_for_migration(holder, migration_message(info, flavors), result.evictions)
+            queues.requeue(info, name)
+            return
         if not quota.fits(node, assignment.usage):
             # Another entry of this cycle took the room; try again next cycle, not parked.
-            if holder is not None:
-                holdings.restore(holder)
             queues.requeue(info, name)
             exhausted.add(name)
             return
@@ -190,12 +206,6 @@ def _process(
         holdings.assume(info, name, dict(assignment.usage), now, admitted=checks_passed)
         if queue.sticky == info.key:
             queue.sticky = None
-        displaces = None
-        if holder is not None:
-            cache.options.displaced[info.key] = holder
-            displaces = Eviction(
-                holder.key, c.REASON_FLAVOR_MIGRATION, migration_message(info, ", ".join(sorted(flavors_used)))
-            )
         result.reservations.append(
             Reservation(
                 workload=info.key,
@@ -205,7 +215,6 @@ def _process(
                 admission_checks=checks,
                 borrowing=assignment.borrows,
                 message=f"Quota reserved in ClusterQueue {name}",
-                displaces=displaces,
                 record_flavor_history=spec.fallbacks,
             )
         )

@@ -13,20 +13,20 @@ explicit option) of a *parent*; the engine schedules options like any workload, 
 * Options of one parent are ordered by preference (``order_tiebreak``: same priority and
   timestamp, the more preferred first), so the more preferred is tried first.
 * While a sibling is ``Admitted`` (the parent's winner, also while it is evicted and still holds
-  quota), an option may only reserve if it is more preferred and a migration target (the
-  ``onSuccess`` policy, annotated by the controller). Then the sibling's quota counts as free
-  for it, and if it fits *without preemption* the cycle releases the sibling's quota and
-  reserves the option in one decision: the reservation carries the sibling's eviction (reason
-  ``FlavorMigration``) and the scheduler writes that eviction before the reservation. A failed
-  write rolls both back. A sibling that only holds a reservation (its checks still run) does
-  not block anyone.
+  quota), an option may not reserve. If it is more preferred and a migration target (the
+  ``onSuccess`` policy, annotated by the controller), the winner's quota counts as free for it,
+  and if it would fit *without preemption* the cycle evicts the winner (reason
+  ``FlavorMigration``) instead of reserving: the Job stops, the winner's quota comes back once
+  its pods are gone (as for every eviction), and only then does the option reserve and run its
+  checks. Quota is never held twice once the parent is admitted. A sibling that only holds a
+  reservation (its checks still run) does not block anyone.
 * Only one option of a parent issues preemptions at a time: not while a sibling's evictions are
   in flight, nor while a sibling holds the parent's preemption gate recorded in the API
   (``OPTION_PREEMPTION_GATE_ANNOTATION``, written by the scheduler when an option preempts; it
   survives a restart and a leader change, and lapses after ``OPTION_PREEMPTION_GATE_SECONDS``).
 
 :class:`OptionBook` is the engine's index of which options of each parent hold quota (kept by
-the quota cache's hold/release paths) and of reservations that displaced a sibling.
+the quota cache's hold/release paths) and of the preemption gates.
 """
 
 from __future__ import annotations
@@ -82,18 +82,24 @@ def admission_blocker(info: WorkloadInfo, spec: ClusterQueueSpec) -> str | None:
 
 
 class OptionBook:
-    """Which options of each parent hold quota, and which reservations displaced a sibling."""
+    """Which options of each parent hold quota, and which hold their parent's preemption gate."""
 
     def __init__(self) -> None:
         self.holders: dict[str, set[ObjectKey]] = {}  # parent (family) -> options holding quota
-        self.displaced: dict[ObjectKey, WorkloadInfo] = {}  # reserved option -> displaced sibling
         # parent (family) -> option -> when it took the preemption gate (from its annotation)
         self.gates: dict[str, dict[ObjectKey, float]] = {}
+        # winners whose migration eviction was emitted and not seen written yet
+        self.migrating: set[ObjectKey] = set()
+        self.members: dict[str, set[ObjectKey]] = {}  # parent (family) -> its options the engine knows
 
     def saw(self, info: WorkloadInfo) -> None:
-        """Keep the gate index in line with the option's latest annotation."""
+        """Keep the gate index in line with the option's latest annotation; a winner seen evicted
+        or without quota is no longer waiting for its migration eviction."""
         if info.option is None:
             return
+        self.members.setdefault(info.option.family, set()).add(info.key)
+        if info.evicted or info.admission is None:
+            self.migrating.discard(info.key)
         family = self.gates.get(info.option.family)
         if info.option.gate_opened is not None:
             self.gates.setdefault(info.option.family, {})[info.key] = info.option.gate_opened
@@ -103,6 +109,11 @@ class OptionBook:
                 del self.gates[info.option.family]
 
     def forgot(self, info: WorkloadInfo) -> None:
+        self.migrating.discard(info.key)
+        if info.option is not None and info.option.family in self.members:
+            self.members[info.option.family].discard(info.key)
+            if not self.members[info.option.family]:
+                del self.members[info.option.family]
         if info.option is not None and info.option.family in self.gates:
             self.gates[info.option.family].pop(info.key, None)
             if not self.gates[info.option.family]:
@@ -149,6 +160,29 @@ class OptionBook:
         if not winners:
             return None
         return min(winners, key=lambda w: (w.option.rank if w.option is not None else 0, w.key))
+
+    def migration_target_pending(
+        self, info: WorkloadInfo, workloads: Mapping[ObjectKey, WorkloadInfo]
+    ) -> WorkloadInfo | None:
+        """For an option a migration evicted (``migrated_away``): a more preferred sibling that may
+        take over and is still pending, which goes first (so the job does not come back on the
+        flavor it is leaving while its target has not had its chance)."""
+        if info.option is None or not info.option.migrated_away:
+            return None
+        for key in self.members.get(info.option.family, ()):
+            other = workloads.get(key)
+            if (
+                other is not None
+                and other.key != info.key
+                and other.option is not None
+                and other.option.rank < info.option.rank
+                and other.option.migration_target
+                and other.admission is None
+                and other.active
+                and not other.finished
+            ):
+                return other
+        return None
 
     @staticmethod
     def may_displace(info: WorkloadInfo, holder: WorkloadInfo) -> bool:

@@ -7,6 +7,7 @@ marked invalid/inactive), so one malformed object cannot take the controller dow
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -454,6 +455,8 @@ def parse_workload(
     annotations = dict_or_empty(meta.get("annotations"))
     priority = spec.get("priority")
     is_parent, option = parse_mode(meta, spec)
+    if option is not None and evicted_by == c.REASON_FLAVOR_MIGRATION:
+        option = dataclasses.replace(option, migrated_away=True)
     excluded = _excluded_flavors(status, admission_raw)
     if excluded:
         # Equal requests no longer fit or fail together when one of them may not use some flavors.

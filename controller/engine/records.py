@@ -176,6 +176,9 @@ class OptionInfo:
     family: str = ""
     # When this option took its parent's preemption gate (epoch seconds), if it holds it.
     gate_opened: float | None = None
+    # Evicted by a migration (FlavorMigration) and not reserved since: it waits while a more
+    # preferred sibling that may take over is pending.
+    migrated_away: bool = False
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.builders import PlacementWorkloadBuilder, SeedClusterQueueBuilder
-from tests.unit.concurrentadmission.helpers import config_of, option, parent, reserved
+from tests.unit.concurrentadmission.helpers import config_of, evicted, option, parent, reserved
 from tests.unit.engine.harness import World
 
 Obj = dict[str, Any]
@@ -102,45 +102,51 @@ def _running_on_spot(
     return world, p, options
 
 
-def test_migration_evicts_the_sibling_and_reserves_in_one_decision() -> None:
-    world, _, _ = _running_on_spot()
+def _migration_evictions(result: Any) -> list[tuple[str, str]]:
+    return [(e.workload, e.reason) for e in result.evictions]
+
+
+def test_migration_evicts_the_winner_and_reserves_only_once_its_quota_is_back() -> None:
+    """Migration after admission: the winner is evicted (FlavorMigration) instead of reserving; its
+    quota stays until its pods are gone (the reservation is released by the Job integration), and
+    only then does the preferred option reserve. Quota is never held twice."""
+    world, _, options = _running_on_spot()
     world.finish("ns/blocker2")  # on-demand frees up
     result = world.cycle()
-    (reservation,) = result.reservations
-    assert reservation.workload == "ns/job-a-12345-option-on-demand"
-    assert reservation.displaces is not None
-    assert reservation.displaces.workload == "ns/job-a-12345-option-spot"
-    assert reservation.displaces.reason == "FlavorMigration"
-    # The engine already counts the quota on the new flavor only: never both at once.
-    assert world.usage("cq", "spot") == 0
-    assert world.usage("cq", "on-demand") == 2000
-
-
-def test_a_failed_migration_write_gives_the_sibling_its_quota_back() -> None:
-    world, _, _ = _running_on_spot()
-    world.finish("ns/blocker2")
-    (reservation,) = world.cycle().reservations
-    world.engine.rollback(reservation.workload)
-    assert world.usage("cq", "spot") == 2000
-    assert world.usage("cq", "on-demand") == 0
+    assert result.reservations == []
+    assert _migration_evictions(result) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
+    assert world.usage("cq", "spot") == 2000 and world.usage("cq", "on-demand") == 0
+    # Emitted once, not again on every cycle while the write is under way.
+    assert _migration_evictions(world.cycle(advance=5)) == []
+    # The eviction is written: the winner is evicted and still holds quota (pods going away).
+    world.add(evicted(options["spot"], "FlavorMigration", "migrating"))
+    assert world.cycle(advance=5).reservations == []
+    reason = world.engine.last_pending_reason("ns/job-a-12345-option-on-demand")
+    assert reason is not None and "to give its quota back" in reason[1]
+    # The pods are gone and the quota is released: on-demand reserves.
+    released = option(parent(queue="lq-cq"), config_of(_queue()), "spot")
+    released["status"] = {"conditions": evicted(released, "FlavorMigration", "migrating")["status"]["conditions"]}
+    world.add(released)
+    assert world.admit(advance=5) == ["ns/job-a-12345-option-on-demand"]
+    assert world.usage("cq", "spot") == 0 and world.usage("cq", "on-demand") == 2000
 
 
 def test_remove_other_never_migrates() -> None:
     world, _, _ = _running_on_spot("RemoveOther")
     world.finish("ns/blocker2")
     world.finish("ns/blocker")
-    assert world.cycle().reservations == []
+    result = world.cycle()
+    assert result.reservations == [] and result.evictions == []
     assert world.usage("cq", "spot") == 2000
 
 
 def test_remove_below_target_migrates_only_to_the_target() -> None:
     world, _, _ = _running_on_spot("RemoveBelowTarget", target="reservation")
     world.finish("ns/blocker2")
-    assert world.cycle().reservations == []  # on-demand is below the target
+    result = world.cycle()
+    assert result.reservations == [] and result.evictions == []  # on-demand is below the target
     world.finish("ns/blocker")
-    (reservation,) = world.cycle().reservations
-    assert reservation.workload == "ns/job-a-12345-option-reservation"
-    assert reservation.displaces is not None
+    assert _migration_evictions(world.cycle()) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
 
 
 def test_migration_counts_the_siblings_own_usage_of_a_shared_flavor_as_free() -> None:
@@ -190,9 +196,9 @@ def test_migration_counts_the_siblings_own_usage_of_a_shared_flavor_as_free() ->
     od["status"] = {"admission": first.admission, "conditions": reserved(od, "x")["status"]["conditions"]}
     world.add(od)
     world.finish("ns/gpu-blocker")
-    # default-cpu is full (2 of 2, held by the sibling) yet the migration fits.
-    (second,) = world.cycle().reservations
-    assert second.workload == "ns/job-a-12345-option-res" and second.displaces is not None
+    # default-cpu is full (2 of 2, held by the sibling) yet the migration fits: the sibling is
+    # evicted for it.
+    assert _migration_evictions(world.cycle()) == [("ns/job-a-12345-option-od", "FlavorMigration")]
     assert world.usage("cq", "default-cpu") == 2000
     assert res["metadata"]["name"] == "job-a-12345-option-res"
 
@@ -302,12 +308,10 @@ def test_a_restarted_engine_rebuilds_the_holders_from_the_objects_alone() -> Non
     world.add(option(p, config, "reservation"))
     world.add(reserved(option(p, config, "spot"), "spot"))
     assert world.usage("cq", "spot") == 2000
-    (reservation,) = world.cycle().reservations
-    assert reservation.workload == "ns/job-a-12345-option-reservation"
-    assert (
-        reservation.displaces is not None and reservation.displaces.workload == "ns/job-a-12345-option-spot"
-    )
-    assert world.usage("cq", "spot") == 0
+    result = world.cycle()
+    assert result.reservations == []
+    assert _migration_evictions(result) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
+    assert world.usage("cq", "spot") == 2000  # until its pods are gone
 
 
 def test_siblings_are_options_of_the_same_parent_object_not_of_the_same_name() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 
 from controller.concurrentadmission.parent_plan import ParentPlan, plan_parent
@@ -363,3 +364,46 @@ def test_the_preemption_gate_is_passed_on_once_its_option_reserved() -> None:
     used = reserved(waiting, "spot", admitted=False)
     ((_, patch),) = [(o, pt) for o, pt in plan_parent(p, config, [used], T0).annotate if o is used]
     assert patch["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] is None
+
+
+def _migrated(obj: dict, when: str = "2026-01-01T00:01:00Z") -> dict:
+    """Evicted by a migration and released (its pods are gone)."""
+    obj = copy.deepcopy(obj)
+    obj.setdefault("status", {})["conditions"] = [
+        {**condition("Evicted", True, "FlavorMigration", "migrating"), "lastTransitionTime": when},
+        condition("QuotaReserved", False, "Pending", "migrating"),
+    ]
+    return obj
+
+
+def test_while_migrating_only_the_more_preferred_targets_are_active() -> None:
+    """The winner (spot) was evicted to migrate to the reservation and its quota is back: the job
+    must not come back on spot (or on-demand, below the target) before the reservation had its
+    chance; if the reservation is rejected, every option races again."""
+    config = config_of(three_flavor_queue("RemoveBelowTarget", target="reservation"))
+    p = parent()
+    res = option(p, config, "reservation")
+    od = _off_by_us(option(p, config, "on-demand"), "RemoveBelowTarget: ...")
+    spot = _migrated(option(p, config, "spot"))
+    plan = plan_parent(p, config, [res, od, spot], T0 + timedelta(minutes=2))
+    assert _deactivated(plan) == ["spot"] and plan.reactivate == []
+    assert plan.deactivate[0].reason.startswith("Migrating from option job-a-12345-option-spot")
+    rejected = _rejected(option(p, config, "reservation"), "Admission check(s) rejected: no capacity")
+    spot_off = _off_by_us(_migrated(option(p, config, "spot")), "Migrating from option ...")
+    again = plan_parent(p, config, [rejected, od, spot_off], T0 + timedelta(minutes=3))
+    assert sorted(o["metadata"]["name"].rsplit("-option-", 1)[1] for o in again.reactivate) == ["on-demand", "spot"]
+
+
+def test_a_migration_is_over_once_its_target_was_admitted() -> None:
+    config = config_of(three_flavor_queue("RemoveBelowTarget", target="reservation"))
+    p = parent()
+    res = option(p, config, "reservation")
+    res["status"] = {
+        "conditions": [
+            {**condition("Admitted", False, "NoReservation", "preempted since"), "lastTransitionTime": "2026-01-01T00:05:00Z"}
+        ]
+    }
+    spot = _off_by_us(_migrated(option(p, config, "spot")), "Migrating from option ...")
+    od = _off_by_us(option(p, config, "on-demand"), "RemoveBelowTarget: ...")
+    plan = plan_parent(p, config, [res, od, spot], T0 + timedelta(minutes=6))
+    assert sorted(o["metadata"]["name"].rsplit("-option-", 1)[1] for o in plan.reactivate) == ["on-demand", "spot"]
