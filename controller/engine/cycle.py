@@ -111,7 +111,7 @@ def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster
     node = cache.forest.cluster_queues[cluster_queue]
     holder = cache.option_holder(info) if info.option is not None else None
     if holder is not None:
-        return _nominate_migration(cache, holdings, info, cluster_queue, holder)
+        return _nominate_migration(cache, holdings, info, cluster_queue, holder, now)
     target = cache.migration_target_pending(info) if info.option is not None else None
     if target is not None:
         blocked = Assignment(
@@ -136,11 +136,13 @@ def _blocked(assignment: Assignment, why: str) -> Assignment:
 
 
 def _nominate_migration(
-    cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, holder: WorkloadInfo
+    cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, holder: WorkloadInfo, now: float
 ) -> _Entry:
-    """An option whose sibling holds quota: a migration candidate (``controller.engine.options``).
+    """An option whose sibling is admitted: a migration candidate (``controller.engine.options``).
 
-    The sibling's quota counts as free for it; migration never preempts other workloads.
+    The sibling's quota counts as free for it. If it would fit only by preempting others (lower
+    priority, as the queue's policy allows), it preempts them first, holding its parent's
+    preemption gate; the winner is evicted once the migration fits.
     """
     if holder.evicted:
         blocked = Assignment(
@@ -158,14 +160,32 @@ def _nominate_migration(
         return _Entry(info, cluster_queue, blocked, [])
     spec = cache.cluster_queues[cluster_queue]
     node = cache.forest.cluster_queues[cluster_queue]
+    targets: list[Target] = []
     holdings.displace(holder)
     try:
         assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
+        if assignment.mode == PREEMPT:
+            if cache.option_preempting(info, now):
+                assignment = _blocked(assignment, "another option of the same parent is preempting workloads")
+            else:
+                # Counted with the winner's quota free: the winner itself is never a victim.
+                family = info.option.family if info.option is not None else ""
+                targets = [
+                    t
+                    for t in cache.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
+                    if t.victim.option is None or t.victim.option.family != family
+                ]
     finally:
         holdings.restore(holder)
-    if assignment.mode != FIT:
-        assignment = _blocked(assignment, f"migration from option {holder.name} only uses free quota")
-    return _Entry(info, cluster_queue, assignment, [], displace=holder)
+    if assignment.mode == FIT:
+        return _Entry(info, cluster_queue, assignment, [], displace=holder)
+    if assignment.mode == PREEMPT and targets:
+        # Preempt first (one option of the parent at a time, the gate); once the victims are gone
+        # the migration fits and the winner is evicted (rule 4 of the design note).
+        return _Entry(info, cluster_queue, assignment, targets)
+    if assignment.mode == PREEMPT:
+        assignment = _blocked(assignment, f"migration from option {holder.name} finds nothing to preempt")
+    return _Entry(info, cluster_queue, assignment, [])
 
 
 def _process(

@@ -864,3 +864,34 @@ def test_controller_killed_mid_migration_holds_no_quota_twice_and_runs_the_job_o
     assert not violations, violations[:5]
     assert max(live_pods_seen) <= 1, "the Job ran twice at once"
     assert world.reserving(parent) == {"reservation"}
+
+
+def test_a_migration_preempts_a_lower_priority_workload_to_reach_the_reservation(
+    world: World, kueue: KueueApi, namespace: str
+) -> None:
+    """Both Jobs start at the same priority: "other" holds the reservation, "train" runs on spot.
+    Raising train's priority lets its reservation option preempt "other" (a migration may
+    preempt, holding its parent's preemption gate); once other's pods are gone, train's spot
+    option is evicted (FlavorMigration) and train moves to the reservation."""
+    world.flavors("reservation", "spot")
+    mid, high = unique("mid"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(mid, 10).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    world.cluster_queue("RemoveLower", _cpu(("reservation", "1"), ("spot", "1")), preemption="LowerPriority")
+    world.job("other", priority_class=mid)
+    other = world.parent_of_job("other")
+    world.wait_running_on("other", "reservation")
+    world.job("train", priority_class=mid)
+    train = world.parent_of_job("train")
+    world.wait_running_on("train", "spot")
+    world.wait_option_statuses(train, {"reservation": "Pending", "spot": "Admitted"})
+    other_reservation = world.options(other)["reservation"]["metadata"]["name"]
+    train_spot = world.options(train)["spot"]["metadata"]["name"]
+
+    world.batch.patch_namespaced_job("train", namespace, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": high}}})
+    world.wait_running_on("train", "reservation")
+    world.wait_option_statuses(train, {"reservation": "Admitted", "spot": "Removed"})
+    assert "Preempted" in world.events("Workload", other_reservation)
+    assert "EvictedDueToFlavorMigration" in world.events("Workload", train_spot)
+    # The preempted Job comes back on the flavor the migration freed.
+    world.wait_running_on("other", "spot")

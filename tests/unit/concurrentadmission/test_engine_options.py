@@ -378,3 +378,23 @@ def test_a_lapsed_preemption_gate_lets_a_sibling_preempt() -> None:
     world.add(_gated(option(p, config, "spot"), "1970-01-01T00:01:00Z"))  # long ago
     world.add(option(p, config, "reservation"))
     assert [pr.victim for pr in world.cycle().preemptions] == ["ns/low-reservation"]
+
+
+def test_a_migration_preempts_a_lower_priority_workload_then_evicts_the_winner() -> None:
+    """The reservation is held by a lower-priority workload: the preferred option preempts it
+    (never its own sibling), and once the victim is gone the winner is evicted to migrate."""
+    cq = _queue("RemoveLower", free=("2", "0", "2"), preemption=True)
+    world = _world(cq)
+    _blocker(world, "reservation", "2", name="low", priority=-10)
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    world.add(reserved(option(p, config, "spot"), "spot"))  # the job runs on spot
+    world.add(option(p, config, "reservation"))
+    result = world.cycle()
+    assert [(pr.victim, pr.preemptor) for pr in result.preemptions] == [
+        ("ns/low", "ns/job-a-12345-option-reservation")
+    ]
+    assert result.evictions == [] and result.reservations == []
+    world.finish("ns/low")  # the victim's quota is back
+    result = world.cycle(advance=5)
+    assert _migration_evictions(result) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
