@@ -10,9 +10,12 @@ One reconcile of a parent key:
 1. A workload in a ClusterQueue with ``concurrentAdmission`` that is not yet a parent (and holds
    no quota) is turned into one: ``spec.workloadMode.type: Parent`` and the parent label. The
    engine never queues such a workload meanwhile (:mod:`controller.engine.options`).
-2. The plan is applied: reservations of evicted options of job-less parents cleared, the
-   holder of an inactive parent deactivated, options deleted / created / re-annotated.
-3. ``status.options`` written when it changed.
+2. The plan is applied: reservations of evicted options without pods released, options
+   deactivated (losers of the race, policy, window, inactive parent) or reactivated, deleted
+   (finished parent, changed queue) / created / re-annotated; a parent whose every option was
+   rejected is deactivated.
+3. The parent's status: ``status.options`` and the winner's admission mirrored
+   (:func:`parent_status_patch`), written when they changed.
 
 Writes of spec and metadata are resourceVersion-guarded; a conflict retries the key with backoff
 against the refreshed cache. Runs only on the leader.
@@ -21,6 +24,7 @@ against the refreshed cache. Runs only on the leader.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -35,6 +39,7 @@ from controller.concurrentadmission.option_workloads import (
     is_parent,
     option_by_parent_uid,
     parent_name,
+    parent_uid,
 )
 from controller.concurrentadmission.parent_plan import ParentPlan, plan_parent
 from controller.runtime.events import EventSink
@@ -45,13 +50,22 @@ from controller.workload import indexes
 from controller.workload import view as wv
 from controller.workload.decisions import clear_reservation
 from controller.workload.patches import workload_status_patch
-from controller.workload.status_plan import EVENT_NORMAL, EventSpec, WorkloadPlan
+from controller.workload.status_plan import (
+    EVENT_NORMAL,
+    EVENT_WARNING,
+    ConditionSpec,
+    EventSpec,
+    WorkloadPlan,
+)
 from pykueue.api import constants as c
 from pykueue.api.timestamps import utcnow
 from pykueue.kube.errors import AlreadyExists, NotFound
 from pykueue.kube.resources import WORKLOADS, Resource
 
 log = logging.getLogger(__name__)
+
+# Kueue's QuotaReserved=False reason for a deactivated workload.
+REASON_INACTIVE = "Inactive"
 
 
 class OptionWriter(Protocol):
@@ -68,6 +82,8 @@ class OptionWriter(Protocol):
     ) -> dict[str, Any]: ...
 
     def delete(self, res: Resource, name: str, namespace: str | None = None, **kw: Any) -> bool: ...
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None: ...
 
 
 class OptionController:
@@ -173,9 +189,37 @@ class OptionController:
             if config is not None and self._should_become_parent(wl):
                 self._make_parent(wl)
             return None
-        plan = plan_parent(wl, config, self.options_of(wl), self._clock())
-        self._apply(wl, plan, wv.name(cluster_queue) if cluster_queue is not None else "")
+        options = self.options_of(wl)
+        plan = plan_parent(wl, config, options, self._clock())
+        latest = self._apply(wl, plan, wv.name(cluster_queue) if cluster_queue is not None else "")
+        if config is None and not any(wv.has_reservation(o) for o in options):
+            self._revert_parent(latest)
+            return None
         return plan.requeue_after
+
+    def _revert_parent(self, wl: Mapping[str, Any]) -> None:
+        """The parent's ClusterQueue is gone or no longer has ``concurrentAdmission``, and none of
+        its options holds quota (their deletion is under way): it becomes an ordinary workload
+        again, so the engine queues it (pending "ClusterQueue ... doesn't exist", or admitted the
+        normal way) instead of leaving its Job suspended for ever. Should the queue come back
+        with ``concurrentAdmission``, it becomes a parent again."""
+        patch = {
+            "metadata": {
+                "resourceVersion": wv.meta(wl).get("resourceVersion"),
+                "labels": {c.CONCURRENT_ADMISSION_PARENT_LABEL: None},
+            },
+            "spec": {"workloadMode": None},
+        }
+        with contextlib.suppress(NotFound):
+            written = self._client.patch(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
+            if wv.status(written).get("options") is not None:
+                self._client.patch_status(
+                    WORKLOADS,
+                    wv.name(wl),
+                    {"metadata": {"resourceVersion": wv.meta(written).get("resourceVersion")}, "status": {"options": None}},
+                    wv.namespace(wl),
+                )
+        log.info("parent became an ordinary workload: its queue has no concurrentAdmission", extra={"workload": wv.key(wl)})
 
     @staticmethod
     def _should_become_parent(wl: Mapping[str, Any]) -> bool:
@@ -193,7 +237,8 @@ class OptionController:
         self._client.patch(WORKLOADS, wv.name(wl), patch, wv.namespace(wl))
         log.info("workload became a concurrent-admission parent", extra={"workload": wv.key(wl)})
 
-    def _apply(self, parent: dict[str, Any], plan: ParentPlan, cluster_queue: str) -> None:
+    def _apply(self, parent: dict[str, Any], plan: ParentPlan, cluster_queue: str) -> dict[str, Any]:
+        """Write ``plan``; returns the parent as last written (for a guarded follow-up write)."""
         namespace = wv.namespace(parent)
         now = self._clock()
         for option in plan.release:
@@ -203,22 +248,33 @@ class OptionController:
             if patch is not None:
                 with contextlib.suppress(NotFound):
                     self._client.patch_status(WORKLOADS, wv.name(option), patch, namespace)
-        for option in plan.deactivate:
-            with contextlib.suppress(NotFound):
-                self._client.patch(
-                    WORKLOADS,
-                    wv.name(option),
-                    {
-                        "metadata": {"resourceVersion": wv.meta(option).get("resourceVersion")},
-                        "spec": {"active": False},
-                    },
-                    namespace,
-                )
+        for removal in plan.deactivate:
+            self._set_active(removal.option, False, removal.reason)
+            self._events.emit(
+                parent,
+                EventSpec(
+                    EVENT_NORMAL,
+                    c.EVENT_REMOVED_OPTION,
+                    f"Deactivated option {wv.name(removal.option)}: {removal.reason}",
+                ),
+            )
+            metrics.OPTIONS_REMOVED.labels(cluster_queue, removal.cause).inc()
+            log.info("option deactivated", extra={"option": wv.name(removal.option), "reason": removal.reason})
+        for option in plan.reactivate:
+            self._set_active(option, True, None)
+            self._events.emit(
+                parent,
+                EventSpec(EVENT_NORMAL, c.EVENT_REACTIVATED_OPTION, f"Reactivated option {wv.name(option)}"),
+            )
+            log.info("option reactivated", extra={"option": wv.name(option)})
         for removal in plan.delete:
-            uid = wv.meta(removal.option).get("uid")
+            meta = wv.meta(removal.option)
+            # uid *and* resourceVersion: a plan made from a stale cache never deletes an option
+            # that changed since (it may just have become the winner).
+            preconditions = {k: str(meta[k]) for k in ("uid", "resourceVersion") if meta.get(k)}
             with contextlib.suppress(NotFound):
                 self._client.delete(
-                    WORKLOADS, wv.name(removal.option), namespace, preconditions={"uid": uid} if uid else None
+                    WORKLOADS, wv.name(removal.option), namespace, preconditions=preconditions or None
                 )
             self._events.emit(
                 parent,
@@ -234,7 +290,8 @@ class OptionController:
             try:
                 self._client.create(WORKLOADS, build_option(parent, spec, name), namespace)
             except AlreadyExists:
-                continue  # our cache is behind; the next event brings it in
+                self._name_taken(parent, name)
+                continue
             self._events.emit(
                 parent,
                 EventSpec(
@@ -245,22 +302,93 @@ class OptionController:
             )
             metrics.OPTIONS_CREATED.labels(cluster_queue).inc()
             log.info("option created", extra={"option": f"{namespace}/{name}", "rank": spec.rank})
-        for option, states in plan.init_checks:
-            with contextlib.suppress(NotFound):
-                self._client.patch_status(
-                    WORKLOADS,
-                    wv.name(option),
-                    {
-                        "metadata": {"resourceVersion": wv.meta(option).get("resourceVersion")},
-                        "status": {"admissionChecks": states},
-                    },
-                    namespace,
-                )
         for option, patch in plan.annotate:
             with contextlib.suppress(NotFound):
                 self._client.patch(WORKLOADS, wv.name(option), patch, namespace)
-        if wv.status(parent).get("options") != plan.options_status:
+        patch = parent_status_patch(parent, plan, now)
+        if patch is not None:
             with contextlib.suppress(NotFound):
-                self._client.patch_status(
-                    WORKLOADS, wv.name(parent), {"status": {"options": plan.options_status}}, namespace
-                )
+                parent = self._client.patch_status(WORKLOADS, wv.name(parent), patch, namespace) or parent
+        if plan.deactivate_parent is not None:
+            # After the status write (which carries the message), guarded by its resourceVersion.
+            parent = self._deactivate_parent(parent, plan.deactivate_parent, plan.deactivate_reason)
+        return parent
+
+    def _set_active(self, option: Mapping[str, Any], active: bool, reason: str | None) -> None:
+        """Flip ``spec.active`` and our removed-annotation in one resourceVersion-guarded write."""
+        patch = {
+            "metadata": {
+                "resourceVersion": wv.meta(option).get("resourceVersion"),
+                "annotations": {c.OPTION_REMOVED_ANNOTATION: reason},
+            },
+            "spec": {"active": active},
+        }
+        with contextlib.suppress(NotFound):
+            self._client.patch(WORKLOADS, wv.name(option), patch, wv.namespace(option))
+
+    def _deactivate_parent(self, parent: dict[str, Any], message: str, reason: str) -> dict[str, Any]:
+        patch = {
+            "metadata": {"resourceVersion": wv.meta(parent).get("resourceVersion")},
+            "spec": {"active": False},
+        }
+        written = parent
+        with contextlib.suppress(NotFound):
+            written = self._client.patch(WORKLOADS, wv.name(parent), patch, wv.namespace(parent)) or parent
+        self._events.emit(parent, EventSpec(EVENT_WARNING, reason, message))
+        log.info("parent deactivated", extra={"workload": wv.key(parent), "reason": reason})
+        return written
+
+    def _name_taken(self, parent: Mapping[str, Any], name: str) -> None:
+        """The create found an object of that name: ours (the cache is behind; the next event
+        brings it in) or a foreign one, which is reported and never adopted."""
+        existing = self._client.get(WORKLOADS, name, wv.namespace(parent))
+        if existing is None or parent_uid(existing) == wv.meta(parent).get("uid"):
+            return
+        message = f"Cannot create option {name}: a Workload of that name that is not an option of this workload exists"
+        self._events.emit(parent, EventSpec(EVENT_WARNING, c.EVENT_OPTION_NAME_TAKEN, message))
+        log.warning("option name taken by a foreign workload", extra={"option": f"{wv.namespace(parent)}/{name}"})
+
+
+def parent_status_patch(parent: Mapping[str, Any], plan: ParentPlan, now: datetime) -> dict[str, Any] | None:
+    """The parent's status patch: ``status.options``, and the winner's admission mirrored
+    (``QuotaReserved``, ``Admitted``, ``status.admission``) so that ``kubectl get workloads``
+    shows the job admitted; cleared when no option is admitted. None when nothing changes."""
+    mirror = WorkloadPlan()
+    winner = plan.winner
+    if winner is not None:
+        mirror.admission = copy.deepcopy(wv.admission(winner))
+        through = f"through option {wv.name(winner)}"
+        mirror.set_conditions.append(
+            ConditionSpec(
+                c.COND_QUOTA_RESERVED,
+                "True",
+                c.REASON_QUOTA_RESERVED,
+                f"Quota reserved in ClusterQueue {wv.admitted_cluster_queue(winner)} {through}",
+            )
+        )
+        mirror.set_conditions.append(
+            ConditionSpec(c.COND_ADMITTED, "True", c.REASON_ADMITTED, f"The workload is admitted {through}")
+        )
+    else:
+        if wv.status(parent).get("admission") is not None:
+            mirror.admission = None
+        if plan.deactivate_parent is not None:
+            mirror.set_conditions.append(
+                ConditionSpec(c.COND_QUOTA_RESERVED, "False", REASON_INACTIVE, plan.deactivate_parent)
+            )
+        elif wv.is_true(parent, c.COND_QUOTA_RESERVED):
+            mirror.set_conditions.append(
+                ConditionSpec(c.COND_QUOTA_RESERVED, "False", c.REASON_PENDING, "No option of this workload is admitted")
+            )
+        if wv.is_true(parent, c.COND_ADMITTED):
+            mirror.set_conditions.append(
+                ConditionSpec(c.COND_ADMITTED, "False", c.REASON_NO_RESERVATION, "No option of this workload is admitted")
+            )
+    if plan.accumulated_seconds and wv.accumulated_execution_seconds(parent) != plan.accumulated_seconds:
+        mirror.accumulated_execution_seconds = plan.accumulated_seconds
+    patch = workload_status_patch(parent, mirror, now) or {"status": {}}
+    if wv.status(parent).get("options") != plan.options_status:
+        patch["status"]["options"] = plan.options_status
+    if not patch["status"]:
+        return None
+    return patch

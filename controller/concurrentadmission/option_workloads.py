@@ -6,9 +6,10 @@ An option is a copy of its parent's spec (podSets, queue, priority) with:
 * every podSet's ``allowedResourceFlavors`` set to the option's flavors (the engine assigns only
   those);
 * a *controller* ownerReference to the parent (the garbage collector deletes options with it);
-* annotations the engine reads: preference rank and whether it is a migration target
-  (:data:`~pykueue.api.constants.OPTION_PREFERENCE_ANNOTATION`,
-  :data:`~pykueue.api.constants.OPTION_MIGRATION_TARGET_ANNOTATION`);
+* annotations the engine reads: preference rank, whether it is a migration target and the
+  parent's queue timestamp (:data:`~pykueue.api.constants.OPTION_PREFERENCE_ANNOTATION`,
+  :data:`~pykueue.api.constants.OPTION_MIGRATION_TARGET_ANNOTATION`,
+  :data:`~pykueue.api.constants.OPTION_QUEUE_TIMESTAMP_ANNOTATION`);
 * the parent's labels (so label selectors written for the job's workload find its options too),
   without the parent marker label.
 """
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.concurrentadmission.option_specs import OptionSpec
-from controller.workload.view import workload_mode
+from controller.workload.view import has_reservation, is_active, workload_mode
 from pykueue.api import constants as c
 from pykueue.api.objects import mapping_or_empty
 
@@ -107,6 +108,32 @@ def annotations_patch(option: Mapping[str, Any], spec: OptionSpec) -> Obj | None
     return {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": changed}}
 
 
+# Spec fields an option copies from its parent and keeps in line with it afterwards: a Job's
+# WorkloadPriorityClass label may change at any time, and the Job integration updates the parent.
+FOLLOWED_SPEC_FIELDS = ("priority", "priorityClassName", "priorityClassSource")
+
+
+def sync_patch(option: Mapping[str, Any], parent: Mapping[str, Any], spec: OptionSpec) -> Obj | None:
+    """One resourceVersion-guarded merge patch bringing the engine annotations and the priority
+    fields of ``option`` in line with ``spec`` and ``parent``, or ``None`` when nothing differs."""
+    patch = annotations_patch(option, spec) or {
+        "metadata": {"resourceVersion": mapping_or_empty(option.get("metadata")).get("resourceVersion")}
+    }
+    stamp = mapping_or_empty(parent.get("metadata")).get("creationTimestamp")
+    annotations = mapping_or_empty(mapping_or_empty(option.get("metadata")).get("annotations"))
+    if stamp and annotations.get(c.OPTION_QUEUE_TIMESTAMP_ANNOTATION) != stamp:
+        patch["metadata"].setdefault("annotations", {})[c.OPTION_QUEUE_TIMESTAMP_ANNOTATION] = stamp
+    if c.OPTION_PREEMPTION_GATE_ANNOTATION in annotations and (has_reservation(option) or not is_active(option)):
+        # The gate was used (the option reserved) or the option is out: pass it on.
+        patch["metadata"].setdefault("annotations", {})[c.OPTION_PREEMPTION_GATE_ANNOTATION] = None
+    current = mapping_or_empty(option.get("spec"))
+    wanted = mapping_or_empty(parent.get("spec"))
+    changed = {k: copy.deepcopy(wanted.get(k)) for k in FOLLOWED_SPEC_FIELDS if current.get(k) != wanted.get(k)}
+    if changed:
+        patch["spec"] = changed
+    return patch if "annotations" in patch["metadata"] or changed else None
+
+
 def _without_flavors(podsets: Any) -> list[Any]:
     return [
         {k: v for k, v in ps.items() if k != "allowedResourceFlavors"} if isinstance(ps, Mapping) else ps
@@ -146,8 +173,7 @@ def build_option(parent: Mapping[str, Any], spec: OptionSpec, name: str) -> Obj:
             "priority",
             "priorityClassName",
             "priorityClassSource",
-            "maximumExecutionTimeSeconds",
-        )
+        )  # not maximumExecutionTimeSeconds: it counts per parent (parent_plan)
     }
     option_spec.update(
         {
@@ -159,7 +185,14 @@ def build_option(parent: Mapping[str, Any], spec: OptionSpec, name: str) -> Obj:
     metadata: Obj = {
         "name": name,
         "namespace": meta.get("namespace"),
-        "annotations": engine_annotations(spec),
+        "annotations": {
+            **engine_annotations(spec),
+            **(
+                {c.OPTION_QUEUE_TIMESTAMP_ANNOTATION: str(meta["creationTimestamp"])}
+                if meta.get("creationTimestamp")
+                else {}
+            ),
+        },
         "ownerReferences": [
             {
                 "apiVersion": c.API_VERSION,

@@ -1,27 +1,35 @@
-"""What one parent's options must be right now, and what its ``status.options`` says.
+"""What one parent's options must be right now, and what the parent shows.
 
 :func:`plan_parent` is a pure function of the parent, its ClusterQueue's configuration, the
 option workloads that exist and the time. It is level-based: it does not remember what it did,
 it recomputes the desired set of options every time, so a missed event or a restart changes
-nothing.
+nothing (the only memory is in the API: which options *it* deactivated, in the
+``kueue.x-k8s.io/option-removed`` annotation).
 
-The desired set (see ``docs/design/concurrent-admission.md`` for the state machine):
+Options are ordinary workloads on Kueue's two-phase path: each reserves quota, then the checks
+of its assigned flavors run. The state machine (``docs/design/concurrent-admission.md``):
 
-* The **holder** is the most preferred option that holds quota. It is never removed by policy or
-  by time: the parent's Job runs on it.
-* Without a holder every configured option is wanted from ``parent creation + createDelaySeconds``
-  until ``that + deleteDelaySeconds`` (the migration window).
-* With a holder, only options that are *more preferred* than it and that the ``onSuccess`` policy
-  lets take over (``OptionSpec.migration_target``) stay; the others are removed. When the holder
-  loses its quota (preempted, finished checks failed...) nothing holds quota any more and every
-  option comes back: the parent is re-armed.
-* An existing option whose flavors no longer match the ClusterQueue (its flavors or options
-  changed) is replaced — unless it is the holder, which keeps running.
-* A finished, deleted or inactive parent wants no options; an inactive parent's holder is
-  deactivated instead of deleted, so its Job is stopped (and its quota released) the normal way.
-
-Removed options are deleted, not kept deactivated: re-arming simply creates them again, and
-``status.options`` keeps listing them as ``Removed`` with the reason.
+* The **winner** is the option that became ``Admitted`` first (it holds quota and
+  ``Admitted=True``; ties go to the more preferred). The Job runs on it and the parent mirrors
+  its admission (``QuotaReserved``, ``Admitted``, ``status.admission``). It stays the winner
+  while it is evicted and still holds quota (its pods are going away).
+* Without a winner every configured option is wanted, active, from ``parent creation +
+  createDelaySeconds`` until ``that + deleteDelaySeconds``: several may hold reservations and
+  race their checks.
+* With a winner, only options that are *more preferred* than it and that the ``onSuccess``
+  policy lets take over (``OptionSpec.migration_target``) stay active, and those must not hold
+  quota while the winner does; every other option is **deactivated** ("Removed"), and an
+  evicted loser's reservation is released at once (it never had pods).
+* A deactivated option comes back (reactivated) when the policy wants it again, e.g. after the
+  winner lost its quota. An option deactivated by someone else — a ``Rejected`` check — stays
+  off; when every option is off that way the parent itself is deactivated with a message that
+  names each rejection.
+* An inactive parent deactivates all its options (the winner too: its eviction stops the Job
+  the normal way); reactivating the parent brings them all back.
+* A finished or deleted parent deletes its options. An option whose flavors or podSets no
+  longer match (the ClusterQueue or the parent changed) is deleted and created again, and one the
+  queue no longer defines is deleted, unless it is the winner. Deletes are guarded by the
+  option's uid *and* resourceVersion, so a stale plan never deletes an option that changed since.
 """
 
 from __future__ import annotations
@@ -35,13 +43,13 @@ from controller.concurrentadmission.naming import option_name
 from controller.concurrentadmission.option_specs import ConcurrentConfig, OptionSpec
 from controller.concurrentadmission.option_workloads import (
     allowed_flavors,
-    annotations_patch,
     matches_spec,
     option_rank,
+    sync_patch,
 )
 from controller.workload import view as wv
-from controller.workload.admissionchecks import sync_check_states
 from pykueue.api import constants as c
+from pykueue.api.objects import mapping_or_empty
 from pykueue.api.timestamps import format_time, parse_time
 
 Obj = Mapping[str, Any]
@@ -51,25 +59,34 @@ CAUSE_POLICY = "policy"
 CAUSE_WINDOW = "window"
 CAUSE_CONFIG = "config"
 CAUSE_PARENT = "parent"
+CAUSE_RACE = "race"
 
 
 @dataclass(frozen=True, slots=True)
 class Removal:
     option: Obj
     reason: str
-    cause: str = CAUSE_POLICY  # for metrics: policy | window | config | parent
+    cause: str = CAUSE_POLICY  # for metrics: policy | window | config | parent | race
 
 
 @dataclass(slots=True)
 class ParentPlan:
     create: list[tuple[str, OptionSpec]] = field(default_factory=list)  # (name, spec)
     delete: list[Removal] = field(default_factory=list)
-    annotate: list[tuple[Obj, dict[str, Any]]] = field(default_factory=list)  # (option, metadata patch)
-    deactivate: list[Obj] = field(default_factory=list)
-    release: list[Obj] = field(default_factory=list)  # evicted options whose reservation we clear
-    # (option, status.admissionChecks): Pending entries for the checks a waiting option must pass
-    init_checks: list[tuple[Obj, list[dict[str, Any]]]] = field(default_factory=list)
+    # (option, patch): engine annotations and the parent's priority, one guarded write
+    annotate: list[tuple[Obj, dict[str, Any]]] = field(default_factory=list)
+    deactivate: list[Removal] = field(default_factory=list)  # spec.active=false + removed annotation
+    reactivate: list[Obj] = field(default_factory=list)  # spec.active=true, annotation dropped
+    release: list[Obj] = field(default_factory=list)  # evicted options without pods: clear reservation
     options_status: list[dict[str, Any]] = field(default_factory=list)
+    # The parent mirrors its winner: the winner (or None) whose admission the parent shows.
+    winner: Obj | None = None
+    # Deactivate the parent with this message (every option was rejected, or the parent's
+    # maximumExecutionTimeSeconds ran out), and the reason of the Event saying so.
+    deactivate_parent: str | None = None
+    deactivate_reason: str = c.EVENT_OPTIONS_REJECTED
+    # status.accumulatedPastExexcutionTimeSeconds of the parent: the sum over its options.
+    accumulated_seconds: int = 0
     requeue_after: float | None = None
 
     def wake_in(self, seconds: float) -> None:
@@ -82,6 +99,24 @@ def _message(cond: Mapping[str, Any] | None) -> str:
     return str((cond or {}).get("message") or "")
 
 
+def removed_by_us(option: Obj) -> str | None:
+    """The reason this controller recorded when it deactivated ``option``, if it did."""
+    annotations = mapping_or_empty(wv.meta(option).get("annotations"))
+    value = annotations.get(c.OPTION_REMOVED_ANNOTATION)
+    return str(value) if value is not None else None
+
+
+def rejection(option: Obj) -> str | None:
+    """Why an option deactivated by someone else (a Rejected check, a user) is off, or None."""
+    if wv.is_active(option) or removed_by_us(option) is not None:
+        return None
+    return (
+        _message(wv.condition(option, c.COND_DEACTIVATION_TARGET))
+        or _message(wv.condition(option, c.COND_EVICTED))
+        or "The option was deactivated"
+    )
+
+
 def observed_state(option: Obj) -> tuple[str, str]:
     """``(status, message)`` of an existing option for the parent's ``status.options``."""
     if wv.meta(option).get("deletionTimestamp"):
@@ -91,9 +126,10 @@ def observed_state(option: Obj) -> tuple[str, str]:
     reserved = wv.has_reservation(option)
     evicted = wv.is_evicted(option)
     if not wv.is_active(option):
+        why = removed_by_us(option) or rejection(option) or "The option is deactivated"
         if reserved:
-            return c.OPTION_EVICTED, "The option is deactivated and gives its quota back once its job stopped"
-        return c.OPTION_REMOVED, "The option is deactivated"
+            return c.OPTION_EVICTED, f"{why}; its quota is being released"
+        return c.OPTION_REMOVED, why
     if evicted and reserved:
         return c.OPTION_EVICTED, _message(wv.condition(option, c.COND_EVICTED))
     if reserved and wv.is_admitted(option):
@@ -112,37 +148,118 @@ def _entry(name: str, flavors: Sequence[str], status: str, message: str) -> dict
     return {"name": name, "resourceFlavors": list(flavors), "status": status, "message": message}
 
 
-def holder_of(options: Sequence[Obj]) -> Obj | None:
-    """The option the parent's Job follows: the most preferred one holding quota."""
-    holding = [o for o in options if wv.has_reservation(o) and not wv.is_finished(o)]
-    if not holding:
+def _rank_key(option: Obj) -> int:
+    rank = option_rank(option)
+    return rank if rank is not None else 1 << 30
+
+
+def winner_of(options: Sequence[Obj]) -> Obj | None:
+    """The option the parent's Job follows: the first to become ``Admitted`` that still holds
+    quota (its Admitted transition time, then preference, then name)."""
+    admitted = [
+        o
+        for o in options
+        if wv.has_reservation(o) and wv.is_admitted(o) and not wv.is_finished(o)
+    ]
+    if not admitted:
         return None
 
-    def preference(option: Obj) -> tuple[int, str]:
-        rank = option_rank(option)
-        return (rank if rank is not None else 1 << 30, wv.name(option))
+    def order(option: Obj) -> tuple[str, int, str]:
+        since = str((wv.condition(option, c.COND_ADMITTED) or {}).get("lastTransitionTime") or "")
+        return (since, _rank_key(option), wv.name(option))
 
-    return min(holding, key=preference)
-
-
-def _keep_holder(plan: ParentPlan, holder: Obj, name: str, flavors: Sequence[str], inactive: bool) -> None:
-    """The holder is never removed by policy, time or a queue change: the Job runs on it. An
-    inactive parent's holder is deactivated instead, so the Job is stopped the normal way."""
-    if inactive and wv.is_active(holder):
-        plan.deactivate.append(holder)
-    plan.options_status.append(_entry(name, flavors, *observed_state(holder)))
+    return min(admitted, key=order)
 
 
-def _policy_reason(config: ConcurrentConfig, holder: Obj) -> str:
-    name = wv.name(holder)
+
+
+def _policy_reason(config: ConcurrentConfig, winner: Obj) -> str:
+    name = wv.name(winner)
     if config.on_success == c.ON_SUCCESS_REMOVE_OTHER:
-        return f"RemoveOther: option {name} holds quota"
+        return f"RemoveOther: option {name} is admitted"
     if config.on_success == c.ON_SUCCESS_REMOVE_BELOW_TARGET:
         return (
-            f"RemoveBelowTarget: option {name} holds quota and this option is not more preferred "
+            f"RemoveBelowTarget: option {name} is admitted and this option is not more preferred "
             f"or is below the target flavor {config.target_flavor}"
         )
-    return f"RemoveLower: option {name} holds quota and this option is not more preferred"
+    return f"RemoveLower: option {name} is admitted and this option is not more preferred"
+
+
+def _turn_off(plan: ParentPlan, option: Obj, reason: str, cause: str) -> None:
+    """Deactivate ``option``, recording our reason. An option that is already off stays as it
+    is, except when the parent itself goes inactive: then an option a check rejected is claimed
+    too (our reason recorded), so that reactivating the parent gives every option a new chance."""
+    if wv.meta(option).get("deletionTimestamp"):
+        return
+    if wv.is_active(option):
+        plan.deactivate.append(Removal(option, reason, cause))
+    elif cause == CAUSE_PARENT and removed_by_us(option) is None:
+        refused = rejection(option)
+        plan.deactivate.append(Removal(option, f"{reason}; before: {refused}" if refused else reason, cause))
+
+
+def _seconds_admitted(option: Obj, now: datetime) -> int:
+    admitted = wv.condition(option, c.COND_ADMITTED) or {}
+    since = parse_time(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" else None
+    return max(0, int((now - since).total_seconds())) if since is not None else 0
+
+
+def _maximum_execution_time(
+    plan: ParentPlan, parent: Obj, options: Sequence[Obj], winner: Obj | None, now: datetime
+) -> None:
+    """``maximumExecutionTimeSeconds`` counts per parent, over every option the job ran on (a
+    migration does not give the job its time again). Options do not carry the limit; their
+    accumulated times add up on the parent, and past the limit the parent is deactivated."""
+    plan.accumulated_seconds = sum(wv.accumulated_execution_seconds(o) for o in options)
+    limit = wv.maximum_execution_seconds(parent)
+    if limit is None or winner is None or wv.is_evicted(winner) or not wv.is_active(parent):
+        return
+    used = plan.accumulated_seconds + _seconds_admitted(winner, now)
+    if used < limit:
+        plan.wake_in(limit - used)
+        return
+    plan.deactivate_parent = f"The workload exceeded its maximum execution time of {limit}s"
+    plan.deactivate_reason = c.REASON_MAXIMUM_EXECUTION_TIME_EXCEEDED
+
+
+def _migrated_from(
+    parent_name: str, config: ConcurrentConfig | None, by_name: Mapping[str, Obj], now: datetime, created: datetime
+) -> Obj | None:
+    """The option a migration evicted, while the job is on its way to a more preferred option:
+    it holds no quota any more, and a more preferred migration target is still viable and has not
+    been admitted since. Until then that option and the less preferred ones stay off, so the job
+    does not come back on the flavor it is leaving before its target has had its chance."""
+    if config is None:
+        return None
+    migrated = []
+    for option in by_name.values():
+        cond = wv.condition(option, c.COND_EVICTED) or {}
+        if (
+            cond.get("status") == "True"
+            and cond.get("reason") == c.REASON_FLAVOR_MIGRATION
+            and not wv.has_reservation(option)
+            and not wv.is_finished(option)
+        ):
+            migrated.append((parse_time(cond.get("lastTransitionTime")) or now, option))
+    if not migrated:
+        return None
+    since, option = max(migrated, key=lambda pair: (pair[0], wv.name(pair[1])))
+    rank = option_rank(option)
+    for spec in config.options:
+        if rank is None or spec.rank >= rank or not spec.migration_target:
+            continue
+        create_at = created + timedelta(seconds=spec.create_delay_seconds)
+        if spec.delete_delay_seconds is not None and now >= create_at + timedelta(seconds=spec.delete_delay_seconds):
+            continue
+        target = by_name.get(option_name(parent_name, spec.suffix))
+        if target is None:
+            return option
+        if rejection(target) is not None or wv.meta(target).get("deletionTimestamp"):
+            continue
+        admitted = parse_time((wv.condition(target, c.COND_ADMITTED) or {}).get("lastTransitionTime"))
+        if admitted is None or admitted < since:
+            return option
+    return None
 
 
 def plan_parent(
@@ -154,19 +271,26 @@ def plan_parent(
     """Decide the options of ``parent`` (see the module docstring). Never raises on bad input."""
     plan = ParentPlan()
     by_name = {wv.name(o): o for o in options}
-    holder = holder_of(options)
+    winner = winner_of(options)
+    plan.winner = winner
     parent_name = wv.name(parent)
     finished = wv.is_finished(parent) or bool(wv.meta(parent).get("deletionTimestamp"))
     inactive = not wv.is_active(parent)
     created = parse_time(wv.meta(parent).get("creationTimestamp")) or now
-    standalone = wv.is_standalone(parent)
+    winner_rank = option_rank(winner) if winner is not None else None
+    leaving = _migrated_from(parent_name, config, by_name, now, created) if winner is None else None
+    leaving_rank = option_rank(leaving) if leaving is not None else None
 
-    # Options of a standalone parent have no Job whose stop would release their quota.
+    # Evicted options hold quota for nobody: a loser never had pods, and a standalone parent has
+    # no Job whose stop would release it. Only a winner with a Job waits for its pods.
     for option in options:
-        if standalone and wv.has_reservation(option) and wv.is_evicted(option):
+        evicted_holding = wv.has_reservation(option) and wv.is_evicted(option) and not wv.is_finished(option)
+        if evicted_holding and (option is not winner or wv.is_standalone(parent)):
             plan.release.append(option)
 
     handled: set[str] = set()
+    rejected: list[str] = []
+    still_possible = False
     for spec in config.options if config is not None else ():
         name = option_name(parent_name, spec.suffix)
         handled.add(name)
@@ -178,37 +302,58 @@ def plan_parent(
             else None
         )
 
-        reason: str | None = None
-        cause = CAUSE_PARENT
         if finished:
-            reason = "The parent workload is finished"
-        elif inactive:
-            reason = "The parent workload is inactive"
-        elif holder is not None and existing is not holder:
-            holder_rank = option_rank(holder)
-            if not (holder_rank is not None and spec.rank < holder_rank and spec.migration_target):
-                reason, cause = (
-                    (_policy_reason(config, holder) if config is not None else "removed"),
-                    CAUSE_POLICY,
-                )
-        if reason is None and existing is not holder and discard_at is not None and now >= discard_at:
-            reason = (
-                f"deleteDelaySeconds ({int(spec.delete_delay_seconds or 0)}) elapsed: no more migration to it"
-            )
-            cause = CAUSE_WINDOW
-
-        if existing is not None and existing is holder and not finished:
-            patch = annotations_patch(existing, spec)
+            gone = "The parent workload is finished"
+            if existing is not None and not wv.meta(existing).get("deletionTimestamp"):
+                plan.delete.append(Removal(existing, gone, CAUSE_PARENT))
+            plan.options_status.append(_entry(name, spec.allowed_flavors, c.OPTION_REMOVED, gone))
+            continue
+        if existing is not None:
+            patch = sync_patch(existing, parent, spec)
             if patch is not None:
                 plan.annotate.append((existing, patch))
-            _keep_holder(plan, existing, name, spec.allowed_flavors, inactive)
+        if existing is not None and existing is winner:
+            if inactive:
+                _turn_off(plan, existing, "The parent workload is inactive", CAUSE_PARENT)
+            plan.options_status.append(_entry(name, spec.allowed_flavors, *observed_state(existing)))
             continue
+
+        reason: str | None = None
+        cause = CAUSE_PARENT
+        if inactive:
+            reason = "The parent workload is inactive"
+        elif winner is not None:
+            if not (winner_rank is not None and spec.rank < winner_rank and spec.migration_target):
+                reason = _policy_reason(config, winner) if config is not None else "removed"
+                cause = CAUSE_POLICY
+            elif existing is not None and wv.has_reservation(existing):
+                # Kept to migrate later, but quota is never held twice once the parent is admitted.
+                reason = (
+                    f"Option {wv.name(winner)} was admitted first; this option gives its reservation "
+                    "back and keeps queueing to migrate"
+                )
+                cause = CAUSE_RACE
+        elif leaving is not None and leaving_rank is not None and not (
+            spec.rank < leaving_rank and spec.migration_target
+        ):
+            reason = f"Migrating from option {wv.name(leaving)} to a more preferred option"
+            cause = CAUSE_POLICY
+        if reason is None and discard_at is not None and now >= discard_at:
+            reason = f"deleteDelaySeconds ({int(spec.delete_delay_seconds or 0)}) elapsed: no more migration to it"
+            cause = CAUSE_WINDOW
+
         if reason is not None:
-            if existing is not None and not wv.meta(existing).get("deletionTimestamp"):
-                plan.delete.append(Removal(existing, reason, cause))
-            plan.options_status.append(_entry(name, spec.allowed_flavors, c.OPTION_REMOVED, reason))
+            if existing is not None:
+                _turn_off(plan, existing, reason, cause)
+                status, message = observed_state(existing)
+                if status not in (c.OPTION_EVICTED,):
+                    status, message = c.OPTION_REMOVED, reason
+                plan.options_status.append(_entry(name, spec.allowed_flavors, status, message))
+            else:
+                plan.options_status.append(_entry(name, spec.allowed_flavors, c.OPTION_REMOVED, reason))
             continue
         if now < create_at:
+            still_possible = True
             plan.wake_in((create_at - now).total_seconds())
             plan.options_status.append(
                 _entry(
@@ -223,38 +368,47 @@ def plan_parent(
         if discard_at is not None:
             plan.wake_in((discard_at - now).total_seconds())
         if existing is None:
+            still_possible = True
             plan.create.append((name, spec))
             plan.options_status.append(_entry(name, spec.allowed_flavors, c.OPTION_PENDING, "Created"))
             continue
         if not matches_spec(existing, parent, spec):
-            plan.delete.append(
-                Removal(
-                    existing,
-                    "The option no longer matches its ClusterQueue or parent; replacing it",
-                    CAUSE_CONFIG,
+            still_possible = True
+            if not wv.meta(existing).get("deletionTimestamp"):
+                plan.delete.append(
+                    Removal(
+                        existing,
+                        "The option no longer matches its ClusterQueue or parent; replacing it",
+                        CAUSE_CONFIG,
+                    )
                 )
-            )
             plan.options_status.append(
                 _entry(
                     name, spec.allowed_flavors, c.OPTION_PENDING, "Being replaced after a ClusterQueue change"
                 )
             )
             continue
-        patch = annotations_patch(existing, spec)
-        if patch is not None:
-            plan.annotate.append((existing, patch))
-        if not wv.has_reservation(existing):
-            current = wv.status(existing).get("admissionChecks")
-            states = sync_check_states(current if isinstance(current, list) else None, spec.checks, now)
-            if states is not None:
-                plan.init_checks.append((existing, states))
+        refused = rejection(existing)
+        if refused is not None:
+            rejected.append(f"{name}: {refused}")
+            plan.options_status.append(_entry(name, spec.allowed_flavors, *observed_state(existing)))
+            continue
+        still_possible = True
+        if not wv.is_active(existing) and not wv.has_reservation(existing):
+            plan.reactivate.append(existing)
+            plan.options_status.append(
+                _entry(name, spec.allowed_flavors, c.OPTION_PENDING, "Reactivated: the policy allows it again")
+            )
+            continue
         plan.options_status.append(_entry(name, spec.allowed_flavors, *observed_state(existing)))
 
     # Options the ClusterQueue no longer defines (or the queue lost concurrentAdmission).
     for name in sorted(set(by_name) - handled):
         option = by_name[name]
-        if option is holder and not finished:
-            _keep_holder(plan, option, name, allowed_flavors(option), inactive)
+        if option is winner and not finished:
+            if inactive:
+                _turn_off(plan, option, "The parent workload is inactive", CAUSE_PARENT)
+            plan.options_status.append(_entry(name, allowed_flavors(option), *observed_state(option)))
             continue
         reason, cause = "The ClusterQueue no longer defines this option", CAUSE_CONFIG
         if finished:
@@ -262,4 +416,16 @@ def plan_parent(
         if not wv.meta(option).get("deletionTimestamp"):
             plan.delete.append(Removal(option, reason, cause))
         plan.options_status.append(_entry(name, allowed_flavors(option), c.OPTION_REMOVED, reason))
+
+    _maximum_execution_time(plan, parent, options, winner, now)
+    if (
+        plan.deactivate_parent is None
+        and config is not None
+        and rejected
+        and not still_possible
+        and winner is None
+        and not finished
+        and not inactive
+    ):
+        plan.deactivate_parent = "Every option was rejected: " + "; ".join(rejected)
     return plan

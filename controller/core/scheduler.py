@@ -44,7 +44,6 @@ from controller.workload.indexes import ApiClient, InformerLike, cached_keys
 from controller.workload.scheduling_patches import (
     CyclePatch,
     eviction_patch,
-    migration_patch,
     pending_patch,
     preemption_patch,
     queued_since,
@@ -52,6 +51,7 @@ from controller.workload.scheduling_patches import (
 )
 from controller.workload.status_plan import EVENT_NORMAL, EventSpec
 from pykueue.api import constants as C
+from pykueue.api.timestamps import format_time
 from pykueue.kube.errors import ApiError, Conflict, NotFound
 from pykueue.kube.resources import WORKLOADS
 
@@ -410,8 +410,7 @@ class SchedulerLoop:
         """Hand the cycle's writes to ``pool``; their outcomes are applied by a later step.
 
         Order matters only per workload (a later write on the same workload waits for the earlier
-        one, :class:`InFlightWrites`); a concurrent-admission migration writes the displaced
-        sibling's eviction and then the preferred option's reservation inside one job."""
+        one, :class:`InFlightWrites`)."""
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
         for eviction in result.evictions:
             self.writes.submit(
@@ -427,6 +426,13 @@ class SchedulerLoop:
                 functools.partial(self._preempt, preemption, now),
                 functools.partial(self._preemption_done, engine, preemption.victim),
             )
+        for preemptor in self._gates_to_open(engine, result, now.timestamp()):
+            self.writes.submit(
+                pool,
+                (preemptor,),
+                functools.partial(self._open_gate, preemptor, now),
+                lambda ok: None,
+            )
         reservations = result.reservations
         if self._block_admission and len(reservations) > 1:
             # Sequential admission: keep the first decision, give the others back to the queue.
@@ -436,8 +442,6 @@ class SchedulerLoop:
         for reservation in reservations:
             self.pending_reasons.discard(reservation.workload)
             keys: tuple[str, ...] = (reservation.workload,)
-            if reservation.displaces is not None:
-                keys += (reservation.displaces.workload,)
             self.writes.submit(
                 pool,
                 keys,
@@ -551,10 +555,8 @@ class SchedulerLoop:
         return None
 
     def _reserve(self, reservation: Reservation, now: datetime) -> bool:
-        """The reservation write (after the displaced sibling's eviction, for a migration)."""
+        """The reservation write."""
         wl_before = self._informers["workloads"].store.get(reservation.workload)
-        if reservation.displaces is not None and not self._displace(reservation.displaces, now):
-            return False
         try:
             written = self._write(
                 reservation.workload,
@@ -593,28 +595,31 @@ class SchedulerLoop:
         )
         return True
 
-    def _displace(self, eviction: Eviction, now: datetime) -> bool:
-        """Concurrent-admission migration: evict the sibling option and clear its reservation
-        before the preferred option's reservation is written (never two holding quota)."""
-        before = self._informers["workloads"].store.get(eviction.workload)
+    @staticmethod
+    def _gates_to_open(engine: Engine, result: CycleResult, now: float) -> list[str]:
+        """Options that issued preemptions in this cycle and do not hold their parent's
+        preemption gate yet (or whose gate lapsed)."""
+        keys = []
+        for preemptor in dict.fromkeys(p.preemptor for p in result.preemptions):
+            info = engine.workloads.get(preemptor)
+            option = info.option if info is not None else None
+            if option is None:
+                continue
+            opened = option.gate_opened
+            if opened is None or now - opened >= C.OPTION_PREEMPTION_GATE_SECONDS:
+                keys.append(preemptor)
+        return keys
+
+    def _open_gate(self, key: str, now: datetime) -> bool:
+        """Record in the API that option ``key`` preempts for its parent (see
+        ``controller.engine.options``): siblings hold back, across a restart too."""
+        namespace, name = key.split("/", 1)
+        patch = {"metadata": {"annotations": {C.OPTION_PREEMPTION_GATE_ANNOTATION: format_time(now)}}}
         try:
-            written = self._write(
-                eviction.workload,
-                lambda wl: migration_patch(wl, message=eviction.message, now=now),
-                kind="migration",
-                recheck=_may_hide_our_reservation,
-            )
+            self._client.patch(WORKLOADS, name, patch, namespace)
         except ApiError as err:
-            log.warning("migration eviction failed", extra={"workload": eviction.workload, "error": str(err)})
+            log.warning("preemption gate not recorded", extra={"workload": key, "error": str(err)})
             return False
-        if written is not None:
-            m.EVICTED_TOTAL.labels(
-                wv.admitted_cluster_queue(before or {}),
-                C.REASON_FLAVOR_MIGRATION,
-                "",
-                wv.priority_class_name(written),
-            ).inc()
-            log.info("option displaced by migration", extra={"workload": eviction.workload})
         return True
 
     def _preempt(self, preemption: Preemption, now: datetime) -> bool:

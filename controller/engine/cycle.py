@@ -35,7 +35,7 @@ from .preemption import Target, preemption_message
 from .queue_manager import QueueManager
 from .quota_cache import QuotaCache
 from .records import ClusterQueueSpec, FlavorResource, ObjectKey, OrderKey, WorkloadInfo
-from .results import CycleResult, Eviction, Preemption, Reservation
+from .results import CycleResult, Preemption, Reservation
 
 # Kueue's words for an entry passed over because an earlier entry of the same cycle took its room.
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
@@ -102,7 +102,7 @@ def run_cycle(
                 if info is None:
                     exhausted.add(name)
                     continue
-                entries.append(_nominate(cache, holdings, info, name))
+                entries.append(_nominate(cache, holdings, info, name, now))
             if not entries:
                 break
             result.heads_tried += len(entries)
@@ -115,17 +115,25 @@ def run_cycle(
         cache.preemptor.reserved_this_cycle.clear()
 
 
-def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str) -> _Entry:
+def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, now: float) -> _Entry:
     spec = cache.cluster_queues[cluster_queue]
     node = cache.forest.cluster_queues[cluster_queue]
     holder = cache.option_holder(info) if info.option is not None else None
     if holder is not None:
-        return _nominate_migration(cache, holdings, info, cluster_queue, holder)
+        return _nominate_migration(cache, holdings, info, cluster_queue, holder, now)
+    target = cache.migration_target_pending(info) if info.option is not None else None
+    if target is not None:
+        blocked = Assignment(
+            mode=NO_FIT,
+            reason=c.REASON_PENDING,
+            message=f"the job is migrating to option {target.name} of the same parent, which goes first",
+        )
+        return _Entry(info, cluster_queue, blocked, [])
     cache.preemptor.passed_over_fresh = False
     assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
     targets: list[Target] = []
     if assignment.mode == PREEMPT:
-        if cache.option_preempting(info):
+        if cache.option_preempting(info, now):
             assignment = _blocked(assignment, "another option of the same parent is preempting workloads")
         else:
             targets = cache.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
@@ -167,12 +175,21 @@ def _blocked(assignment: Assignment, why: str) -> Assignment:
 
 
 def _nominate_migration(
-    cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, holder: WorkloadInfo
+    cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, holder: WorkloadInfo, now: float
 ) -> _Entry:
-    """An option whose sibling holds quota: a migration candidate (``controller.engine.options``).
+    """An option whose sibling is admitted: a migration candidate (``controller.engine.options``).
 
-    The sibling's quota counts as free for it; migration never preempts other workloads.
+    The sibling's quota counts as free for it. If it would fit only by preempting others (lower
+    priority, as the queue's policy allows), it preempts them first, holding its parent's
+    preemption gate; the winner is evicted once the migration fits.
     """
+    if holder.evicted:
+        blocked = Assignment(
+            mode=NO_FIT,
+            reason=c.REASON_PENDING,
+            message=f"waiting for option {holder.name} of the same parent to give its quota back",
+        )
+        return _Entry(info, cluster_queue, blocked, [])
     if not OptionBook.may_displace(info, holder):
         blocked = Assignment(
             mode=NO_FIT,
@@ -182,14 +199,32 @@ def _nominate_migration(
         return _Entry(info, cluster_queue, blocked, [])
     spec = cache.cluster_queues[cluster_queue]
     node = cache.forest.cluster_queues[cluster_queue]
+    targets: list[Target] = []
     holdings.displace(holder)
     try:
         assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
+        if assignment.mode == PREEMPT:
+            if cache.option_preempting(info, now):
+                assignment = _blocked(assignment, "another option of the same parent is preempting workloads")
+            else:
+                # Counted with the winner's quota free: the winner itself is never a victim.
+                family = info.option.family if info.option is not None else ""
+                targets = [
+                    t
+                    for t in cache.preemptor.targets(info, spec, assignment.usage, assignment.needs_preemption)
+                    if t.victim.option is None or t.victim.option.family != family
+                ]
     finally:
         holdings.restore(holder)
-    if assignment.mode != FIT:
-        assignment = _blocked(assignment, f"migration from option {holder.name} only uses free quota")
-    return _Entry(info, cluster_queue, assignment, [], displace=holder)
+    if assignment.mode == FIT:
+        return _Entry(info, cluster_queue, assignment, [], displace=holder)
+    if assignment.mode == PREEMPT and targets:
+        # Preempt first (one option of the parent at a time, the gate); once the victims are gone
+        # the migration fits and the winner is evicted (rule 4 of the design note).
+        return _Entry(info, cluster_queue, assignment, targets)
+    if assignment.mode == PREEMPT:
+        assignment = _blocked(assignment, f"migration from option {holder.name} finds nothing to preempt")
+    return _Entry(info, cluster_queue, assignment, [])
 
 
 def _process(
@@ -211,33 +246,27 @@ def _process(
     if assignment.mode == FIT:
         holder = entry.displace
         if holder is not None:
-            if cache.admitted_workload(holder.key) is not holder:
-                queues.requeue(info, name)  # the sibling changed during this cycle: decide again
-                exhausted.add(name)
-                return
-            holdings.displace(holder)
+            # Migration after admission: evict the winner (FlavorMigration) instead of reserving.
+            # Its quota comes back once its pods are gone, as for every eviction; this option
+            # reserves then (controller.engine.options).
+            if cache.admitted_workload(holder.key) is holder:
+                flavors = ", ".join(sorted({f for ps in assignment.podsets for f in ps.flavors.values()}))
+                cache.evict_for_migration(holder, migration_message(info, flavors), result.evictions)
+            queues.requeue(info, name)
+            return
         if not quota.fits(node, assignment.usage):
             # Another entry of this cycle took the room; try again next cycle, not parked.
-            if holder is not None:
-                holdings.restore(holder)
             queues.requeue(info, name)
             exhausted.add(name)
             queues.emit_reason(result, info.key, c.REASON_PENDING, NO_LONGER_FITS)
             return
         flavors_used = {f for ps in assignment.podsets for f in ps.flavors.values()}
         checks = tuple(r.name for r in spec.checks if not r.on_flavors or r.on_flavors & flavors_used)
-        # Options run their checks before reserving (controller.engine.options): Ready already.
-        checks_passed = not checks or (info.option is not None and info.ready_checks.issuperset(checks))
+        checks_passed = not checks  # two-phase: the checks run after the reservation
         holdings.assume(info, name, dict(assignment.usage), now, admitted=checks_passed)
         cache.preemptor.reserved_this_cycle.add(info.key)
         if queue.sticky == info.key:
             queue.sticky = None
-        displaces = None
-        if holder is not None:
-            cache.options.displaced[info.key] = holder
-            displaces = Eviction(
-                holder.key, c.REASON_FLAVOR_MIGRATION, migration_message(info, ", ".join(sorted(flavors_used)))
-            )
         result.reservations.append(
             Reservation(
                 workload=info.key,
@@ -247,7 +276,6 @@ def _process(
                 admission_checks=checks,
                 borrowing=assignment.borrows,
                 message=f"Quota reserved in ClusterQueue {name}",
-                displaces=displaces,
                 record_flavor_history=spec.fallbacks,
             )
         )

@@ -228,6 +228,7 @@ class Engine:
         info = parse_workload(obj, old, pods_ready_requeue_by_creation=self._requeue_by_creation)
         key = info.key
         info.arrival = self._arrivals.of(info)
+        self.cache.options.saw(info)
         if info.is_parent:
             # Concurrent admission: a parent is scheduled through its options only.
             self._forget(key)
@@ -284,7 +285,6 @@ class Engine:
 
     def confirm(self, key: ObjectKey) -> None:
         """The admission write for ``key`` succeeded (its echo will arrive through the informer)."""
-        self.cache.options.displaced.pop(key, None)
         info = self.workloads.get(key)
         if info is not None and info.admission is not None and info.admission.assumed:
             info.admission.write_confirmed = True
@@ -301,9 +301,6 @@ class Engine:
         else:
             info.admission = None
         self.queue_manager.route(info, fresh=True)
-        displaced = self.cache.options.displaced.pop(key, None)
-        if displaced is not None and self.workloads.get(displaced.key) is displaced:
-            self.restore(displaced)  # the migration did not happen: the sibling keeps its quota
 
     def eviction_failed(self, eviction: Eviction) -> None:
         """The write of a HoldAndDrain ``eviction`` failed: emit it again with the next cycle while
@@ -350,12 +347,12 @@ class Engine:
         self.queue_manager.admitted(info)
 
     def displace(self, holder: WorkloadInfo) -> None:
-        """Release a sibling option's quota for a migration decided in this cycle (its eviction
-        is written before the preferred option's reservation; :meth:`rollback` restores it)."""
+        """Count a sibling option's quota as free while deciding whether a migration would fit
+        (always undone by :meth:`restore` within the same decision)."""
         self.cache.release(holder.key, holder, requeue_tree=False)
 
     def restore(self, holder: WorkloadInfo) -> None:
-        """Undo :meth:`displace` when the migration did not go ahead."""
+        """Undo :meth:`displace`."""
         if holder.admission is not None:
             self._hold_quota(holder, None)
 
@@ -375,6 +372,7 @@ class Engine:
         info = self.workloads.pop(key, None)
         if info is None:
             return
+        self.cache.options.forgot(info)
         self.cache.release(key, info)
         self.queue_manager.forget(info)
         self._unadmitted_version.pop(key, None)

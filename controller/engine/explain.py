@@ -13,6 +13,7 @@ that would admit it now.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -116,7 +117,7 @@ def explain(
 def _dry_run(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str,
              result: Explanation) -> None:
     cache.ensure_forest()
-    entry = _nominate(cache, holdings, info, cluster_queue)
+    entry = _nominate(cache, holdings, info, cluster_queue, time.time())
     assignment = entry.assignment
     result.outcome = OUTCOMES.get(assignment.mode, str(assignment.mode))
     result.reason, result.message = assignment.reason, assignment.message

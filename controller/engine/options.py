@@ -6,21 +6,27 @@ explicit option) of a *parent*; the engine schedules options like any workload, 
 
 * A parent is never queued and never holds quota. A workload of a ClusterQueue with
   ``concurrentAdmission`` that is not an option waits (it is about to become a parent).
-* An option reserves quota only once every admission check of its flavors is ``Ready``: options
-  race their checks *before* reserving, so that at most one option of a parent holds quota at
-  any instant while long-running checks on several flavors still run concurrently.
+* An option is an ordinary workload on Kueue's two-phase path: it reserves quota, then the
+  admission checks of its *assigned* flavors run (``onFlavors``). While no option of a parent is
+  ``Admitted``, several options may hold reservations at once: their checks race, and the first
+  to become ``Admitted`` wins (the option controller then removes the others).
 * Options of one parent are ordered by preference (``order_tiebreak``: same priority and
   timestamp, the more preferred first), so the more preferred is tried first.
-* While a sibling holds quota, an option may only be admitted if it is more preferred and a
-  migration target (the ``onSuccess`` policy, annotated by the controller). Then the sibling's
-  quota counts as free for it, and if it fits *without preemption* the cycle releases the
-  sibling's quota and reserves the option in one decision: the reservation carries the
-  sibling's eviction (reason ``FlavorMigration``) and the scheduler writes that eviction before
-  the reservation. A failed write rolls both back.
-* Only one option of a parent issues preemptions at a time.
+* While a sibling is ``Admitted`` (the parent's winner, also while it is evicted and still holds
+  quota), an option may not reserve. If it is more preferred and a migration target (the
+  ``onSuccess`` policy, annotated by the controller), the winner's quota counts as free for it,
+  and if it would fit *without preemption* the cycle evicts the winner (reason
+  ``FlavorMigration``) instead of reserving: the Job stops, the winner's quota comes back once
+  its pods are gone (as for every eviction), and only then does the option reserve and run its
+  checks. Quota is never held twice once the parent is admitted. A sibling that only holds a
+  reservation (its checks still run) does not block anyone.
+* Only one option of a parent issues preemptions at a time: not while a sibling's evictions are
+  in flight, nor while a sibling holds the parent's preemption gate recorded in the API
+  (``OPTION_PREEMPTION_GATE_ANNOTATION``, written by the scheduler when an option preempts; it
+  survives a restart and a leader change, and lapses after ``OPTION_PREEMPTION_GATE_SECONDS``).
 
-:class:`OptionBook` is the engine's index of which option of each parent holds quota (kept by
-the quota cache's hold/release paths) and of reservations that displaced a sibling.
+:class:`OptionBook` is the engine's index of which options of each parent hold quota (kept by
+the quota cache's hold/release paths) and of the preemption gates.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 
 from pykueue.api import constants as c
 from pykueue.api.objects import mapping_or_empty, namespaced_key
+from pykueue.api.timestamps import parse_epoch
 
 from .records import ClusterQueueSpec, ObjectKey, OptionInfo, WorkloadInfo
 
@@ -42,75 +49,140 @@ def parse_mode(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[bool, 
         return True, None
     if mode != c.WORKLOAD_MODE_OPTION:
         return False, None
-    parent = ""
+    parent, parent_uid = "", ""
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == "Workload":
-            parent = str(ref.get("name") or "")
+            parent, parent_uid = str(ref.get("name") or ""), str(ref.get("uid") or "")
     annotations = mapping_or_empty(meta.get("annotations"))
     try:
         rank = int(annotations.get(c.OPTION_PREFERENCE_ANNOTATION, 0))
     except (TypeError, ValueError):
         rank = 0
     target = annotations.get(c.OPTION_MIGRATION_TARGET_ANNOTATION) == "true"
-    return False, OptionInfo(namespaced_key(str(meta.get("namespace") or ""), parent), max(rank, 0), target)
-
-
-def ready_checks(status: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset(
-        str(s.get("name"))
-        for s in status.get("admissionChecks") or []
-        if isinstance(s, Mapping) and s.get("state") == c.CHECK_READY
-    )
+    key = namespaced_key(str(meta.get("namespace") or ""), parent)
+    gate = parse_epoch(annotations.get(c.OPTION_PREEMPTION_GATE_ANNOTATION))
+    return False, OptionInfo(key, max(rank, 0), target, family=f"{key}@{parent_uid}", gate_opened=gate)
 
 
 def option_order_tiebreak(info_uid: str, option: OptionInfo | None) -> str:
     """Queue tiebreak after priority and timestamp: siblings sort by preference rank."""
-    return f"{option.parent}#{option.rank:04d}" if option is not None else info_uid
+    return f"{option.family}#{option.rank:04d}" if option is not None else info_uid
 
 
 def admission_blocker(info: WorkloadInfo, spec: ClusterQueueSpec) -> str | None:
-    """Why a pending workload of ``spec`` must not be queued yet ("" = wait silently), or None."""
+    """Why a pending workload of ``spec`` must not be queued yet ("" = wait silently), or None.
+
+    Options queue like any workload (their checks run after the reservation); a workload of a
+    concurrent-admission queue that is not an option is about to become a parent and waits."""
     if not spec.concurrent_admission:
         return None
     if info.option is None:
         return ""  # about to become a parent
-    flavors = {f for ps in info.podsets for f in (ps.allowed_flavors or ())}
-    missing = [
-        rule.name
-        for rule in spec.checks
-        if (not rule.on_flavors or rule.on_flavors & flavors) and rule.name not in info.ready_checks
-    ]
-    if missing:
-        return f"Waiting for admission check(s) {', '.join(sorted(missing))} to be Ready before reserving quota"
     return None
 
 
 class OptionBook:
-    """Which option of each parent holds quota, and which reservations displaced a sibling."""
+    """Which options of each parent hold quota, and which hold their parent's preemption gate."""
 
     def __init__(self) -> None:
-        self.holders: dict[ObjectKey, ObjectKey] = {}  # parent -> option holding quota
-        self.displaced: dict[ObjectKey, WorkloadInfo] = {}  # reserved option -> displaced sibling
+        self.holders: dict[str, set[ObjectKey]] = {}  # parent (family) -> options holding quota
+        # parent (family) -> option -> when it took the preemption gate (from its annotation)
+        self.gates: dict[str, dict[ObjectKey, float]] = {}
+        # winners whose migration eviction was emitted and not seen written yet
+        self.migrating: set[ObjectKey] = set()
+        self.members: dict[str, set[ObjectKey]] = {}  # parent (family) -> its options the engine knows
+
+    def saw(self, info: WorkloadInfo) -> None:
+        """Keep the gate index in line with the option's latest annotation; a winner seen evicted
+        or without quota is no longer waiting for its migration eviction."""
+        if info.option is None:
+            return
+        self.members.setdefault(info.option.family, set()).add(info.key)
+        if info.evicted or info.admission is None:
+            self.migrating.discard(info.key)
+        family = self.gates.get(info.option.family)
+        if info.option.gate_opened is not None:
+            self.gates.setdefault(info.option.family, {})[info.key] = info.option.gate_opened
+        elif family is not None:
+            family.pop(info.key, None)
+            if not family:
+                del self.gates[info.option.family]
+
+    def forgot(self, info: WorkloadInfo) -> None:
+        self.migrating.discard(info.key)
+        if info.option is not None and info.option.family in self.members:
+            self.members[info.option.family].discard(info.key)
+            if not self.members[info.option.family]:
+                del self.members[info.option.family]
+        if info.option is not None and info.option.family in self.gates:
+            self.gates[info.option.family].pop(info.key, None)
+            if not self.gates[info.option.family]:
+                del self.gates[info.option.family]
+
+    def sibling_holds_gate(self, info: WorkloadInfo, now: float) -> bool:
+        """Whether another option of the same parent holds the preemption gate recorded in the
+        API, opened less than ``OPTION_PREEMPTION_GATE_SECONDS`` ago."""
+        if info.option is None:
+            return False
+        return any(
+            key != info.key and now - opened < c.OPTION_PREEMPTION_GATE_SECONDS
+            for key, opened in self.gates.get(info.option.family, {}).items()
+        )
 
     def held(self, info: WorkloadInfo) -> None:
         if info.option is not None:
-            self.holders[info.option.parent] = info.key
+            self.holders.setdefault(info.option.family, set()).add(info.key)
 
     def released(self, info: WorkloadInfo) -> None:
-        if info.option is not None and self.holders.get(info.option.parent) == info.key:
-            del self.holders[info.option.parent]
+        if info.option is None:
+            return
+        keys = self.holders.get(info.option.family)
+        if keys is not None:
+            keys.discard(info.key)
+            if not keys:
+                del self.holders[info.option.family]
 
     def sibling_holder(
         self, info: WorkloadInfo, admitted_workload: Callable[[ObjectKey], WorkloadInfo | None]
     ) -> WorkloadInfo | None:
-        """The sibling of option ``info`` that holds quota, if any (``admitted_workload``: the
-        quota cache's record of a workload holding quota)."""
+        """The sibling of option ``info`` that is ``Admitted`` and holds quota (the parent's
+        winner), if any; ``admitted_workload`` is the quota cache's record of a workload holding
+        quota. Siblings that only reserved (their checks still run) are not returned: they race."""
         if info.option is None:
             return None
-        key = self.holders.get(info.option.parent)
-        if key is None or key == info.key:
+        winners = []
+        for key in self.holders.get(info.option.family, ()):
+            if key == info.key:
+                continue
+            other = admitted_workload(key)
+            if other is not None and other.admission is not None and other.admission.admitted:
+                winners.append(other)
+        if not winners:
             return None
-        return admitted_workload(key)
+        return min(winners, key=lambda w: (w.option.rank if w.option is not None else 0, w.key))
+
+    def migration_target_pending(
+        self, info: WorkloadInfo, workloads: Mapping[ObjectKey, WorkloadInfo]
+    ) -> WorkloadInfo | None:
+        """For an option a migration evicted (``migrated_away``): a more preferred sibling that may
+        take over and is still pending, which goes first (so the job does not come back on the
+        flavor it is leaving while its target has not had its chance)."""
+        if info.option is None or not info.option.migrated_away:
+            return None
+        for key in self.members.get(info.option.family, ()):
+            other = workloads.get(key)
+            if (
+                other is not None
+                and other.key != info.key
+                and other.option is not None
+                and other.option.rank < info.option.rank
+                and other.option.migration_target
+                and other.admission is None
+                and other.active
+                and not other.finished
+            ):
+                return other
+        return None
 
     @staticmethod
     def may_displace(info: WorkloadInfo, holder: WorkloadInfo) -> bool:
@@ -133,7 +205,7 @@ class OptionBook:
                 other is not None
                 and other.key != info.key
                 and other.option is not None
-                and other.option.parent == info.option.parent
+                and other.option.family == info.option.family
             ):
                 return True
         return False

@@ -7,17 +7,18 @@ marked invalid/inactive), so one malformed object cannot take the controller dow
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from pykueue.api import constants as c
 from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
-from pykueue.api.objects import dict_or_empty, list_or_empty
+from pykueue.api.objects import dict_or_empty, list_or_empty, mapping_or_empty
 from pykueue.api.quantity import QuantityError, parse_quantity
 from pykueue.api.timestamps import parse_epoch
 
-from .options import option_order_tiebreak, parse_mode, ready_checks
+from .options import option_order_tiebreak, parse_mode
 from .records import (
     AdmissionInfo,
     CheckRule,
@@ -429,6 +430,10 @@ def parse_workload(
 
     evicted_cond = conditions.get(c.COND_EVICTED, {})
     queue_ts = creation
+    if mapping_or_empty(spec.get("workloadMode")).get("type") == c.WORKLOAD_MODE_OPTION:
+        # Concurrent admission: siblings share their parent's queue timestamp (preference decides).
+        annotations_raw = dict_or_empty(meta.get("annotations"))
+        queue_ts = parse_epoch(annotations_raw.get(c.OPTION_QUEUE_TIMESTAMP_ANNOTATION)) or creation
     evicted_by = evicted_cond.get("reason") if evicted_cond.get("status") == "True" else None
     if evicted_by == c.REASON_ADMISSION_CHECK or (
         evicted_by == c.REASON_PODS_READY_TIMEOUT and not pods_ready_requeue_by_creation
@@ -459,6 +464,8 @@ def parse_workload(
     annotations = dict_or_empty(meta.get("annotations"))
     priority = spec.get("priority")
     is_parent, option = parse_mode(meta, spec)
+    if option is not None and evicted_by == c.REASON_FLAVOR_MIGRATION:
+        option = dataclasses.replace(option, migrated_away=True)
     excluded = _excluded_flavors(status, admission_raw)
     if excluded:
         # Equal requests no longer fit or fail together when one of them may not use some flavors.
@@ -477,7 +484,7 @@ def parse_workload(
         queue_ts=queue_ts,
         podsets=podsets,
         # Options are never shape-equivalent across parents: a sibling holding quota changes the outcome.
-        shape=shape if option is None else hash((shape, option.parent)),
+        shape=shape if option is None else hash((shape, option.family)),
         job_uid=_str(dict_or_empty(meta.get("labels")).get(c.JOB_UID_LABEL)),
         active=spec.get("active", True) is not False,
         finished=conditions.get(c.COND_FINISHED, {}).get("status") == "True",
@@ -493,7 +500,6 @@ def parse_workload(
         gated=bool(annotations.get(c.ADMISSION_GATED_BY_ANNOTATION)),
         is_parent=is_parent,
         option=option,
-        ready_checks=ready_checks(status) if option is not None else frozenset(),
         excluded_flavors=excluded,
         order_tiebreak=option_order_tiebreak(uid, option) if option is not None else "",
     )

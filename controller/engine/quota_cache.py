@@ -216,9 +216,16 @@ class QuotaCache:
         """Concurrent admission: the sibling of option ``info`` that holds quota, if any."""
         return self.options.sibling_holder(info, self.admitted_workload)
 
-    def option_preempting(self, info: WorkloadInfo) -> bool:
-        """Concurrent admission: whether another option of the same parent has evictions in flight."""
-        return OptionBook.sibling_preempting(info, self.being_evicted, self._workloads)
+    def migration_target_pending(self, info: WorkloadInfo) -> WorkloadInfo | None:
+        """Concurrent admission: see :meth:`OptionBook.migration_target_pending`."""
+        return self.options.migration_target_pending(info, self._workloads)
+
+    def option_preempting(self, info: WorkloadInfo, now: float) -> bool:
+        """Concurrent admission: whether another option of the same parent has evictions in flight
+        or holds the parent's preemption gate."""
+        return self.options.sibling_holds_gate(info, now) or OptionBook.sibling_preempting(
+            info, self.being_evicted, self._workloads
+        )
 
     def hold(self, info: WorkloadInfo, old: WorkloadInfo | None) -> bool:
         """Record that ``info`` holds the quota of its admission (replacing what ``old`` held).
@@ -308,8 +315,21 @@ class QuotaCache:
         self._drained.add(info.key)
         self._evictions_to_emit.append(Eviction(info.key, reason, message))
 
+    def evict_for_migration(self, holder: WorkloadInfo, message: str, out: list[Eviction]) -> None:
+        """Concurrent admission: evict the admitted option ``holder`` so that a more preferred
+        sibling can take its place, once (like a HoldAndDrain eviction: a failed write emits it
+        again while it still holds quota)."""
+        if holder.evicted or holder.key in self.options.migrating:
+            return
+        self.options.migrating.add(holder.key)
+        out.append(Eviction(holder.key, c.REASON_FLAVOR_MIGRATION, message))
+
     def eviction_failed(self, eviction: Eviction) -> None:
-        """Emit ``eviction`` again with the next cycle while the workload still holds quota."""
+        """Emit ``eviction`` again with the next cycle while the workload still holds quota; a
+        migration eviction is decided again by the next cycle instead."""
+        if eviction.reason == c.REASON_FLAVOR_MIGRATION:
+            self.options.migrating.discard(eviction.workload)
+            return
         if self.admitted_workload(eviction.workload) is not None:
             self._evictions_to_emit.append(eviction)
 

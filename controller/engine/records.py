@@ -178,6 +178,15 @@ class OptionInfo:
     parent: ObjectKey
     rank: int  # preference among its siblings, 0 = most preferred
     migration_target: bool  # may take over from a less preferred sibling holding quota
+    # The parent's identity: its key and uid. Siblings are options of the same *object*: a parent
+    # deleted and re-created under the same name has other siblings (its old options may linger
+    # until the garbage collector takes them).
+    family: str = ""
+    # When this option took its parent's preemption gate (epoch seconds), if it holds it.
+    gate_opened: float | None = None
+    # Evicted by a migration (FlavorMigration) and not reserved since: it waits while a more
+    # preferred sibling that may take over is pending.
+    migrated_away: bool = False
 
 
 @dataclass(slots=True)
@@ -225,10 +234,9 @@ class WorkloadInfo:
     priority_class_source: str = ""
     has_priority: bool = True
     # Concurrent admission (docs/design/concurrent-admission.md): parents are never scheduled;
-    # options carry their parent, preference and the admission checks already Ready (options check before reserving).
+    # options carry their parent and preference.
     is_parent: bool = False
     option: OptionInfo | None = None
-    ready_checks: frozenset[str] = frozenset()
     # ResourceFlavor fallbacks: flavors in status.flavorAssignmentHistory that the workload does not
     # hold, i.e. whose attempt failed (controller.workload.fallbacks); honoured only in a
     # ClusterQueue with a fallback strategy.

@@ -24,10 +24,6 @@ class Reservation:
     admission_checks: tuple[str, ...]  # AdmissionCheckStates to add as Pending
     borrowing: bool
     message: str  # QuotaReserved=True message ("Quota reserved in ClusterQueue <cq>")
-    # Concurrent admission migration: a sibling option whose quota this reservation takes over.
-    # Its eviction (reason FlavorMigration, reservation cleared) must be written first; if that
-    # write fails the reservation is not written and is rolled back (which restores the sibling).
-    displaces: Eviction | None = None
     # The ClusterQueue has a fallback strategy: the reservation also records the assigned flavors'
     # assignment time in status.flavorAssignmentHistory (docs/design/fallbacks.md).
     record_flavor_history: bool = False

@@ -133,6 +133,10 @@ def plan_workload(wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime) ->
     plan = WorkloadPlan()
     if wv.is_finished(wl) or wv.meta(wl).get("deletionTimestamp"):
         return plan
+    if wv.workload_mode(wl) == C.WORKLOAD_MODE_PARENT:
+        # Concurrent admission: a parent only mirrors its winning option's admission; the option
+        # controller owns its status (docs/design/concurrent-admission.md).
+        return plan
     reserved = wv.has_reservation(wl)
     evicted = wv.is_evicted(wl)
     active = wv.is_active(wl)

@@ -50,27 +50,6 @@ def _schedulable(wl: Mapping[str, Any], uid: str) -> bool:
     )
 
 
-def _is_option(wl: Mapping[str, Any]) -> bool:
-    mode = wv.spec(wl).get("workloadMode")
-    return isinstance(mode, Mapping) and mode.get("type") == C.WORKLOAD_MODE_OPTION
-
-
-def migration_patch(wl: Mapping[str, Any], *, message: str, now: datetime) -> CyclePatch | None:
-    """Concurrent admission: evict a sibling option (reason ``FlavorMigration``) *and* clear its
-    reservation in one write, so that the preferred option's reservation written next never
-    coexists with it. ``None`` when it no longer holds quota."""
-    if not wv.has_reservation(wl) or wv.is_finished(wl):
-        return None
-    plan = WorkloadPlan()
-    evict(plan, wl, C.REASON_FLAVOR_MIGRATION, message, now)
-    plan.admission = None
-    plan.set_conditions.append(ConditionSpec(C.COND_QUOTA_RESERVED, "False", C.REASON_PENDING, message))
-    if wv.condition(wl, C.COND_ADMITTED) is not None:
-        plan.set_conditions.append(ConditionSpec(C.COND_ADMITTED, "False", C.REASON_NO_RESERVATION, message))
-    patch = workload_status_patch(wl, plan, now)
-    return CyclePatch(patch, plan.events) if patch is not None else None
-
-
 def queued_since(wl: Mapping[str, Any]) -> datetime | None:
     """Creation time, or the last requeue (Kueue measures wait time from there)."""
     since = parse_time(wv.meta(wl).get("creationTimestamp"))
@@ -121,8 +100,7 @@ def reservation_patch(
             for s in wv.as_list(wv.status(wl).get("admissionChecks"))
             if isinstance(s, Mapping)
         }
-        # Concurrent-admission options run their checks before reserving: keep their Ready states.
-        kept = (C.CHECK_PENDING, C.CHECK_READY) if _is_option(wl) else (C.CHECK_PENDING,)
+        kept = (C.CHECK_PENDING,)
         plan.admission_checks = [
             dict(existing[name])
             if name in existing and existing[name].get("state") in kept

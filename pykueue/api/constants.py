@@ -76,6 +76,19 @@ OPTION_NAME_INFIX: Final = "-option-"
 # it take over from a less preferred sibling that holds quota (migration).
 OPTION_PREFERENCE_ANNOTATION: Final = "kueue.x-k8s.io/option-preference"
 OPTION_MIGRATION_TARGET_ANNOTATION: Final = "kueue.x-k8s.io/option-migration-target"
+# Set by the concurrent-admission controller when *it* deactivates an option (policy, window,
+# inactive parent), holding the reason; removed when it reactivates the option. An inactive
+# option without it was deactivated by someone else (a Rejected admission check) and stays off.
+OPTION_REMOVED_ANNOTATION: Final = "kueue.x-k8s.io/option-removed"
+# The parent's queue timestamp (its creationTimestamp), copied on every option: siblings share it,
+# so a delayed or re-created option is ordered by its preference, never behind a less preferred one.
+OPTION_QUEUE_TIMESTAMP_ANNOTATION: Final = "kueue.x-k8s.io/option-queue-timestamp"
+# The preemption gate of a parent: written by the scheduler on the option that issues
+# preemptions (value: when), so that no sibling preempts meanwhile, even across a restart or a
+# leader change; removed by the concurrent-admission controller once the option reserved or was
+# deactivated, and ignored by the engine once OPTION_PREEMPTION_GATE_SECONDS have passed.
+OPTION_PREEMPTION_GATE_ANNOTATION: Final = "kueue.x-k8s.io/option-preemption-gate"
+OPTION_PREEMPTION_GATE_SECONDS: Final = 120
 
 # --- Concurrent admission policies ---------------------------------------------------------------
 ON_SUCCESS_REMOVE_OTHER: Final = "RemoveOther"
@@ -217,6 +230,9 @@ EVENT_ERR_WORKLOAD_COMPOSE: Final = "ErrWorkloadCompose"
 EVENT_PRIORITY_CLASS_NOT_FOUND: Final = "WorkloadPriorityClassNotFound"
 EVENT_CREATED_OPTION: Final = "CreatedOption"
 EVENT_REMOVED_OPTION: Final = "RemovedOption"
+EVENT_REACTIVATED_OPTION: Final = "ReactivatedOption"
+EVENT_OPTIONS_REJECTED: Final = "OptionsRejected"
+EVENT_OPTION_NAME_TAKEN: Final = "OptionNameTaken"
 
 
 def evicted_event_reason(reason: str) -> str:

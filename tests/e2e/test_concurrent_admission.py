@@ -8,7 +8,10 @@ each story to the one job it is about.
 
 Throughout every test a watcher follows the namespace's Workloads through a watch stream (so it
 sees every state the apiserver stored, in order) and records any moment at which two options of
-one parent held quota; the test fails if it saw one. After every test the admission invariants
+one parent were Admitted, and any sibling that kept a reservation next to an admitted option for
+longer than the few seconds the option controller needs to take it back (options reserve quota
+and race their checks; the first to be Admitted wins and the others give their quota back); the
+test fails if it saw one. After every test the admission invariants
 are checked by the shared fixture, and each story checks that the parent's ``status.options``
 agrees with the options themselves.
 """
@@ -35,7 +38,9 @@ from tests.builders import (
     WorkloadBuilder,
     WorkloadPriorityClassBuilder,
 )
-from tests.e2e.helpers.kueue import GROUP, VERSION, KueueApi, holds_quota, is_true, unique
+from tests.e2e.fixtures.controller import ControllerHandle
+from tests.e2e.helpers.invariants import check_cluster
+from tests.e2e.helpers.kueue import GROUP, VERSION, KueueApi, condition, holds_quota, is_true, unique
 from tests.e2e.helpers.wait import wait_for
 
 FLAVOR_LABEL = "pykueue.dev/e2e-flavor"
@@ -53,8 +58,14 @@ def _controller_workload_owner(wl: dict[str, Any]) -> str | None:
     return None
 
 
+# A loser of the race is deactivated, evicted and released by three quick writes after the winner
+# is admitted; longer than this next to an admitted sibling is a violation.
+LOSER_RELEASE_GRACE = 10.0
+
+
 class HolderWatcher(threading.Thread):
-    """Follows every Workload of a namespace; records each moment two options of a parent hold quota."""
+    """Follows every Workload of a namespace; records each moment two options of a parent are
+    Admitted, and each sibling reservation left next to an admitted option past the grace."""
 
     def __init__(self, kube: k8s.ApiClient, namespace: str) -> None:
         super().__init__(name=f"holder-watcher-{namespace}", daemon=True)
@@ -65,18 +76,33 @@ class HolderWatcher(threading.Thread):
         self.violations: list[str] = []
         self.events_seen = 0
         self.max_holders = 0
+        self.overlap_since: dict[str, float] = {}  # parent -> when a sibling held quota next to its winner
         self.error: BaseException | None = None
 
     def _check(self) -> None:
-        by_parent: dict[str, list[str]] = {}
+        by_parent: dict[str, list[dict[str, Any]]] = {}
         for wl in self.objects.values():
             parent = _controller_workload_owner(wl)
             if parent and holds_quota(wl) and not is_true(wl, "Finished"):
-                by_parent.setdefault(parent, []).append(wl["metadata"]["name"])
-        for parent, names in by_parent.items():
+                by_parent.setdefault(parent, []).append(wl)
+        now = time.monotonic()
+        for parent in set(self.overlap_since) - set(by_parent):
+            del self.overlap_since[parent]
+        for parent, holding in by_parent.items():
+            names = sorted(wl["metadata"]["name"] for wl in holding)
+            admitted = [wl["metadata"]["name"] for wl in holding if is_true(wl, "Admitted")]
             self.max_holders = max(self.max_holders, len(names))
-            if len(names) > 1:
-                self.violations.append(f"parent {parent}: {sorted(names)} hold quota at the same time")
+            if len(admitted) > 1:
+                self.violations.append(f"parent {parent}: {sorted(admitted)} admitted at the same time")
+            if admitted and len(names) > 1:
+                since = self.overlap_since.setdefault(parent, now)
+                if now - since > LOSER_RELEASE_GRACE:
+                    self.violations.append(
+                        f"parent {parent}: {names} hold quota next to the admitted {admitted[0]} "
+                        f"for more than {LOSER_RELEASE_GRACE}s"
+                    )
+            else:
+                self.overlap_since.pop(parent, None)
 
     def run(self) -> None:
         try:
@@ -140,14 +166,17 @@ class World:
         self.flavor: dict[str, str] = {}  # story name ("spot") -> ResourceFlavor name
         self.node_prefixes: list[str] = []
         self.queues: dict[str, str] = {}  # LocalQueue -> ClusterQueue
+        self.expects_holders = True  # a story where no option ever holds quota says so
 
     # flavors and queues
-    def flavors(self, *names: str) -> None:
+    def flavors(self, *names: str, nodes: bool = True) -> None:
+        """``nodes=False``: no node yet (an autoscaler provisions them)."""
         for name in names:
             actual = unique(name)
-            prefix = unique(f"n-{name}")[:40]
-            self.cluster.create_nodes(prefix, 1, labels={FLAVOR_LABEL: actual})
-            self.node_prefixes.append(prefix)
+            if nodes:
+                prefix = unique(f"n-{name}")[:40]
+                self.cluster.create_nodes(prefix, 1, labels={FLAVOR_LABEL: actual})
+                self.node_prefixes.append(prefix)
             self.kueue.create(ResourceFlavorBuilder(actual).node_labels(**{FLAVOR_LABEL: actual}).obj())
             self.flavor[name] = actual
 
@@ -228,10 +257,18 @@ class World:
                 result[by_actual.get(suffix, suffix)] = wl
         return result
 
+    def active_options(self, parent: dict[str, Any]) -> set[str]:
+        """Suffixes of the options not deactivated (removed options are deactivated, not deleted)."""
+        return {k for k, wl in self.options(parent).items() if (wl.get("spec") or {}).get("active", True)}
+
     def holder(self, parent: dict[str, Any]) -> str | None:
-        holding = [name for name, wl in self.options(parent).items() if holds_quota(wl)]
-        assert len(holding) <= 1, f"two options hold quota: {holding}"
+        """The option the Job follows: the Admitted one holding quota (the race's winner)."""
+        holding = [name for name, wl in self.options(parent).items() if holds_quota(wl) and is_true(wl, "Admitted")]
+        assert len(holding) <= 1, f"two options are admitted: {holding}"
         return holding[0] if holding else None
+
+    def reserving(self, parent: dict[str, Any]) -> set[str]:
+        return {name for name, wl in self.options(parent).items() if holds_quota(wl)}
 
     def running_on(self, job: str) -> str | None:
         """The story flavor all of the Job's live pods run on (None while none runs / mixed)."""
@@ -282,7 +319,9 @@ class World:
         statuses = self.option_statuses(parent)
         options = self.options(parent)
         for suffix, wl in options.items():
-            if holds_quota(wl):
+            if not (wl.get("spec") or {}).get("active", True):
+                want = "Evicted" if holds_quota(wl) else "Removed"
+            elif holds_quota(wl):
                 want = "Admitted" if is_true(wl, "Admitted") and not is_true(wl, "Evicted") else None
                 want = want or ("Evicted" if is_true(wl, "Evicted") else "QuotaReserved")
             else:
@@ -324,8 +363,9 @@ def world(
         env.close()
     assert watcher.error is None, f"the holder watcher failed: {watcher.error!r}"
     assert watcher.events_seen > 0, "the holder watcher saw no workload event at all"
-    assert watcher.max_holders >= 1, "the holder watcher never saw an option holding quota"
-    assert not watcher.violations, "two options of one parent held quota:\n" + "\n".join(watcher.violations)
+    if env.expects_holders:
+        assert watcher.max_holders >= 1, "the holder watcher never saw an option holding quota"
+    assert not watcher.violations, "options of one parent broke the race rules:\n" + "\n".join(watcher.violations)
 
 
 def _cpu(*flavors_and_quota: tuple[str, str]) -> dict[str, dict[str, str]]:
@@ -352,7 +392,14 @@ def test_story1_remove_lower_migrates_spot_to_on_demand_to_reservation(world: Wo
     world.set_quota("reservation", "cpu", "4")
     world.wait_running_on("train", "reservation")
     world.wait_option_statuses(parent, {"reservation": "Admitted", "on-demand": "Removed", "spot": "Removed"})
-    assert world.refresh(parent).get("status", {}).get("admission") is None, "the parent never holds quota"
+    # The parent mirrors its winner: kubectl get workloads shows the job admitted on Reservation.
+    winner = world.options(parent)["reservation"]
+    wait_for(
+        lambda: (world.refresh(parent).get("status") or {}).get("admission") == winner["status"]["admission"]
+        and is_true(world.refresh(parent), "Admitted"),
+        timeout=CONVERGE,
+        message="the parent shows the winner's admission",
+    )
 
 
 # --- Story 2: RemoveBelowTarget ----------------------------------------------------------------------
@@ -423,11 +470,12 @@ def test_story4_remove_other_first_admitted_option_wins_and_the_others_disappear
     world.wait_running_on("train", "1b")
     world.wait_option_statuses(parent, {"1a": "Removed", "1b": "Admitted", "1c": "Removed"})
     wait_for(
-        lambda: set(world.options(parent)) == {"1b"}, timeout=CONVERGE, message="only the winner is left"
+        lambda: world.active_options(parent) == {"1b"}, timeout=CONVERGE, message="only the winner is left active"
     )
+    assert set(world.options(parent)) == {"1a", "1b", "1c"}, "removed options are deactivated, not deleted"
     world.set_quota("1a", "cpu", "4")
     stays(
-        lambda: set(world.options(parent)) == {"1b"} and world.running_on("train") == "1b",
+        lambda: world.active_options(parent) == {"1b"} and world.running_on("train") == "1b",
         5,
         "RemoveOther never re-creates options or migrates while the winner runs",
     )
@@ -585,7 +633,7 @@ def test_story7_two_podsets_gpu_and_cpu_with_explicit_options(
 # --- Story 8 (goal G2): racing admission checks ------------------------------------------------------
 
 
-def test_story8_racing_admission_checks_first_ready_wins(
+def test_story8_options_reserve_then_race_their_checks_first_ready_wins(
     world: World, kueue: KueueApi, namespace: str
 ) -> None:
     world.flavors("a", "b")
@@ -598,27 +646,34 @@ def test_story8_racing_admission_checks_first_ready_wins(
     world.job("train")
     parent = world.parent_of_job("train")
 
-    def pending_checks() -> dict[str, list[str]] | None:
+    def racing() -> dict[str, list[str]] | None:
         options = world.options(parent)
         states = {
-            k: [s["state"] for s in (wl.get("status") or {}).get("admissionChecks") or []]
+            k: [s["name"] + "=" + s["state"] for s in (wl.get("status") or {}).get("admissionChecks") or []]
             for k, wl in options.items()
+            if holds_quota(wl)
         }
-        return states if states == {"a": ["Pending"], "b": ["Pending"]} else None
+        want = {f: [f"{check_of[f]}=Pending"] for f in ("a", "b")}
+        return states if states == want else None
 
-    wait_for(pending_checks, timeout=CONVERGE, message="both options run their own check")
+    # Two-phase: both options reserve quota, and each runs the check of its assigned flavor only.
+    wait_for(racing, timeout=CONVERGE, message="both options reserve and run their own check")
+    world.wait_option_statuses(parent, {"a": "QuotaReserved", "b": "QuotaReserved"})
     stays(
         lambda: world.holder(parent) is None and world.running_on("train") is None,
         3,
-        "no option reserves quota before its check is Ready",
+        "no option is admitted (and the job does not start) before its check is Ready",
     )
 
     option_b = world.options(parent)["b"]["metadata"]["name"]
     kueue.set_check_state(namespace, option_b, check_of["b"], "Ready")  # re-reads and retries on 409
     world.wait_running_on("train", "b")
     world.wait_option_statuses(parent, {"a": "Removed", "b": "Admitted"})
+    # The loser is deactivated and its quota is back within seconds.
     wait_for(
-        lambda: set(world.options(parent)) == {"b"}, timeout=CONVERGE, message="the losing option is removed"
+        lambda: world.active_options(parent) == {"b"} and world.reserving(parent) == {"b"},
+        timeout=15,
+        message="the losing option is deactivated and gives its quota back",
     )
 
 
@@ -694,3 +749,149 @@ def test_only_one_option_of_a_parent_preempts(world: World, kueue: KueueApi) -> 
     stays(second_untouched, 5, "the second low-priority Job was preempted too")
     assert "Stopped" not in world.events("Job", "second")
     assert world.holder(second) == "b"
+
+
+# --- the parent's life: deactivation, priority, its queue going away ----------------------------------
+
+
+def test_a_deactivated_parent_stops_its_job_and_reactivating_it_brings_every_option_back(world: World) -> None:
+    world.flavors("a", "b")
+    world.cluster_queue("RemoveOther", _cpu(("a", "1"), ("b", "0")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "a")
+    world.wait_option_statuses(parent, {"a": "Admitted", "b": "Removed"})
+    name = parent["metadata"]["name"]
+    world.kueue.patch("Workload", name, {"spec": {"active": False}}, world.namespace)
+    wait_for(
+        lambda: world.batch.read_namespaced_job("train", world.namespace).spec.suspend
+        and not world.reserving(parent)
+        and not world.active_options(parent),
+        timeout=CONVERGE,
+        message="the Job stops, every option is deactivated and no quota is held",
+    )
+    world.kueue.patch("Workload", name, {"spec": {"active": True}}, world.namespace)
+    # The former winner comes back with the others (it was deactivated with its parent, not by
+    # a check) and wins again.
+    world.wait_running_on("train", "a")
+    world.wait_option_statuses(parent, {"a": "Admitted", "b": "Removed"})
+
+
+def test_a_job_priority_raised_while_its_options_race_reaches_every_option(
+    world: World, kueue: KueueApi, namespace: str
+) -> None:
+    world.flavors("a", "b")
+    low, high = unique("low"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(low, 1).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    checks = {unique("check-a"): "a", unique("check-b"): "b"}
+    for check in checks:  # no controller answers them: the options race for ever
+        kueue.create(AdmissionCheckBuilder(check).obj())
+        kueue.set_active_condition("AdmissionCheck", check, True)
+    world.cluster_queue("RemoveOther", _cpu(("a", "4"), ("b", "4")), checks=checks)
+    world.job("train", priority_class=low)
+    parent = world.parent_of_job("train")
+    world.wait_option_statuses(parent, {"a": "QuotaReserved", "b": "QuotaReserved"})
+    world.batch.patch_namespaced_job(
+        "train", namespace, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": high}}}
+    )
+
+    def priorities() -> dict[str, Any]:
+        return {k: (wl["spec"].get("priorityClassName"), wl["spec"].get("priority")) for k, wl in world.options(parent).items()}
+
+    wait_for(
+        lambda: priorities() == {"a": (high, 100), "b": (high, 100)},
+        timeout=CONVERGE,
+        message=f"every option follows the Job's new priority (now {priorities()})",
+    )
+
+
+def test_a_deleted_cluster_queue_returns_the_parent_to_an_ordinary_pending_workload(
+    world: World, kube: k8s.ApiClient
+) -> None:
+    world.flavors("a", "b")
+    world.expects_holders = False
+    name = world.cluster_queue("RemoveOther", _cpu(("a", "0"), ("b", "0")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_option_statuses(parent, {"a": "Pending", "b": "Pending"})
+    k8s.CustomObjectsApi(kube).delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
+
+    def ordinary() -> dict[str, Any] | None:
+        current = world.refresh(parent)
+        if (current["spec"].get("workloadMode") or {}).get("type") == "Parent" or world.options(parent):
+            return None
+        message = str((condition(current, "QuotaReserved") or {}).get("message") or "")
+        return current if f"ClusterQueue {name} doesn't exist" in message else None
+
+    wait_for(ordinary, timeout=CONVERGE, message="the parent is an ordinary workload, pending on the missing queue")
+    assert world.batch.read_namespaced_job("train", world.namespace).spec.suspend
+
+
+def test_controller_killed_mid_migration_holds_no_quota_twice_and_runs_the_job_once(
+    world: World, kube: k8s.ApiClient, controller: ControllerHandle
+) -> None:
+    """SIGKILL right after the migration's eviction of the old winner is stored (the new
+    option's reservation and the Job's restart may or may not have happened): after the restart
+    the Job runs once, on the preferred flavor, and no quota is ever held twice."""
+    world.flavors("reservation", "spot")
+    world.cluster_queue("RemoveLower", _cpu(("reservation", "0"), ("spot", "4")))
+    world.job("train")
+    parent = world.parent_of_job("train")
+    world.wait_running_on("train", "spot")
+    spot = world.options(parent)["spot"]["metadata"]["name"]
+    world.set_quota("reservation", "cpu", "4")
+    wait_for(
+        lambda: (condition(world.kueue.workload(world.namespace, spot), "Evicted") or {}).get("reason")
+        == "FlavorMigration",
+        timeout=CONVERGE,
+        interval=0.05,
+        message="the migration evicts the spot option",
+    )
+    controller.kill()
+    violations = check_cluster(kube)
+    controller.start()
+    live_pods_seen: list[int] = []
+
+    def settled() -> bool:
+        violations.extend(check_cluster(kube))
+        pods = world.core.list_namespaced_pod(world.namespace, label_selector="batch.kubernetes.io/job-name=train").items
+        live_pods_seen.append(sum(1 for p in pods if p.status.phase in ("Pending", "Running") and not p.metadata.deletion_timestamp))
+        return world.running_on("train") == "reservation" and world.holder(parent) == "reservation"
+
+    wait_for(settled, timeout=CONVERGE, interval=0.3, message="the Job runs on reservation after the restart")
+    world.wait_option_statuses(parent, {"reservation": "Admitted", "spot": "Removed"})
+    assert not violations, violations[:5]
+    assert max(live_pods_seen) <= 1, "the Job ran twice at once"
+    assert world.reserving(parent) == {"reservation"}
+
+
+def test_a_migration_preempts_a_lower_priority_workload_to_reach_the_reservation(
+    world: World, kueue: KueueApi, namespace: str
+) -> None:
+    """Both Jobs start at the same priority: "other" holds the reservation, "train" runs on spot.
+    Raising train's priority lets its reservation option preempt "other" (a migration may
+    preempt, holding its parent's preemption gate); once other's pods are gone, train's spot
+    option is evicted (FlavorMigration) and train moves to the reservation."""
+    world.flavors("reservation", "spot")
+    mid, high = unique("mid"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(mid, 10).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    world.cluster_queue("RemoveLower", _cpu(("reservation", "1"), ("spot", "1")), preemption="LowerPriority")
+    world.job("other", priority_class=mid)
+    other = world.parent_of_job("other")
+    world.wait_running_on("other", "reservation")
+    world.job("train", priority_class=mid)
+    train = world.parent_of_job("train")
+    world.wait_running_on("train", "spot")
+    world.wait_option_statuses(train, {"reservation": "Pending", "spot": "Admitted"})
+    other_reservation = world.options(other)["reservation"]["metadata"]["name"]
+    train_spot = world.options(train)["spot"]["metadata"]["name"]
+
+    world.batch.patch_namespaced_job("train", namespace, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": high}}})
+    world.wait_running_on("train", "reservation")
+    world.wait_option_statuses(train, {"reservation": "Admitted", "spot": "Removed"})
+    assert "Preempted" in world.events("Workload", other_reservation)
+    assert "EvictedDueToFlavorMigration" in world.events("Workload", train_spot)
+    # The preempted Job comes back on the flavor the migration freed.
+    world.wait_running_on("other", "spot")

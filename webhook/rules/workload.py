@@ -81,6 +81,13 @@ def identity_errors(
         return []
     if old is not None and obj.get("spec") == old.get("spec") and obj.get("status") == old.get("status"):
         return []  # a metadata-only change (labels, finalizers, ownerReferences)
+    if (
+        old is not None
+        and controlled == {c.WORKLOAD_MODE_PARENT}
+        and _without_active(obj) == _without_active(old)
+        and obj.get("status") == old.get("status")
+    ):
+        return []  # a user deactivates or reactivates a job's parent, as any workload of theirs
     mode = sorted(controlled)[0]
     return [
         FieldError.forbidden(
@@ -89,6 +96,10 @@ def identity_errors(
             f"user {username!r} may not create or change them",
         )
     ]
+
+
+def _without_active(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in as_dict(obj.get("spec")).items() if k != "active"}
 
 
 def _spec_errors(spec: dict[str, Any]) -> list[FieldError]:

@@ -4,10 +4,15 @@
    holds at most its nominal quota; a queue in a cohort holds at most nominal + borrowingLimit;
    and a whole cohort tree never holds more than it owns (the guaranteed part that
    ``lendingLimit`` keeps back counts only for its own queue).
-2. **No workload admitted twice.** Among unfinished workloads with the same controller owner
-   (a Job's workloads, or a parent's option workloads) at most one holds a reservation.
+2. **No workload admitted twice.** Among unfinished workloads with the same Job as controller
+   owner at most one holds a reservation.
 3. **No admitted workload without its job.** A reserving workload owned by a Job whose uid no
    longer exists is a leak (quota held for nothing).
+4. **Concurrent admission** (docs/design/concurrent-admission.md): a parent's ``status.admission``
+   only mirrors its winning option, so it never counts as usage; at most one option of a parent
+   is Admitted; once one is, no other option of that parent holds quota (while none is, several
+   may hold reservations: their checks race); and an admitted option's parent, and that
+   parent's Job, exist.
 
 :func:`find_violations` is pure (lists of dicts in, messages out) so it is unit tested too;
 :func:`check_cluster` fetches the objects with the plain ``kubernetes`` client, independently of
@@ -111,7 +116,7 @@ def find_violations(
     cqs = {str((cq.get("metadata") or {}).get("name")): cq for cq in cluster_queues}
     gone = set(terminating_namespaces)
     workloads = [wl for wl in workloads if (wl.get("metadata") or {}).get("namespace") not in gone]
-    holding = [wl for wl in workloads if holds_quota(wl)]
+    holding = [wl for wl in workloads if holds_quota(wl) and not _is_parent(wl)]
 
     usage: dict[str, dict[FR, int]] = defaultdict(lambda: defaultdict(int))
     for wl in holding:
@@ -175,15 +180,24 @@ def find_violations(
                     f"cohort tree {root!r} over-committed on {fr[0]}/{fr[1]}: {amount} > {tree_pool[root][fr]} available"
                 )
 
-    # At most one reservation per controller owner.
-    by_owner: dict[str, list[str]] = defaultdict(list)
+    # At most one reservation per Job; options: at most one admitted, alone once it is.
+    by_owner: dict[str, list[Obj]] = defaultdict(list)
     for wl in holding:
         for ref in (wl.get("metadata") or {}).get("ownerReferences") or []:
             if ref.get("controller") is True and ref.get("uid"):
-                by_owner[f"{ref.get('kind')} {ref.get('name')} ({ref['uid']})"].append(_name(wl))
-    for owner, names in by_owner.items():
-        if len(names) > 1:
-            violations.append(f"{owner} has {len(names)} workloads holding quota: {sorted(names)}")
+                by_owner[f"{ref.get('kind')} {ref.get('name')} ({ref['uid']})"].append(wl)
+    for owner, members in by_owner.items():
+        names = sorted(_name(wl) for wl in members)
+        if not owner.startswith("Workload "):
+            if len(names) > 1:
+                violations.append(f"{owner} has {len(names)} workloads holding quota: {names}")
+            continue
+        admitted = [wl for wl in members if _cond_true(wl, "Admitted")]
+        if len(admitted) > 1:
+            violations.append(f"{owner} has {len(admitted)} admitted options: {sorted(_name(w) for w in admitted)}")
+        elif admitted and len(names) > 1:
+            violations.append(f"{owner} is admitted through {_name(admitted[0])} but options {names} hold quota")
+    violations.extend(_orphan_options(workloads, holding, jobs))
 
     # Admitted workloads owned by a Job need that Job.
     if jobs is not None:
@@ -201,6 +215,38 @@ def find_violations(
                         f"workload {_name(wl)} holds quota but its Job {ref.get('name')} is gone"
                     )
     return violations
+
+
+def _is_parent(wl: Obj) -> bool:
+    mode = ((wl.get("spec") or {}).get("workloadMode") or {}).get("type")
+    return mode == "Parent"
+
+
+def _orphan_options(workloads: list[Obj], holding: list[Obj], jobs: Iterable[Obj] | None) -> list[str]:
+    """Admitted options whose parent, or whose parent's Job, is gone."""
+    by_uid = {str((wl.get("metadata") or {}).get("uid")): wl for wl in workloads}
+    job_uids = {str((j.get("metadata") or {}).get("uid")) for j in jobs} if jobs is not None else None
+    found = []
+    for wl in holding:
+        meta = wl.get("metadata") or {}
+        if not _cond_true(wl, "Admitted") or meta.get("deletionTimestamp"):
+            continue
+        for ref in meta.get("ownerReferences") or []:
+            if not (ref.get("controller") is True and ref.get("kind") == "Workload"):
+                continue
+            parent = by_uid.get(str(ref.get("uid")))
+            if parent is None:
+                found.append(f"option {_name(wl)} is admitted but its parent {ref.get('name')} is gone")
+                continue
+            for pref in (parent.get("metadata") or {}).get("ownerReferences") or []:
+                if (
+                    job_uids is not None
+                    and pref.get("controller") is True
+                    and pref.get("kind") == "Job"
+                    and pref.get("uid") not in job_uids
+                ):
+                    found.append(f"option {_name(wl)} is admitted but the Job {pref.get('name')} of its parent is gone")
+    return found
 
 
 def fetch_state(api_client: Any) -> tuple[list[Obj], list[Obj], list[Obj], list[Obj], list[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.builders import PlacementWorkloadBuilder, SeedClusterQueueBuilder
-from tests.unit.concurrentadmission.helpers import config_of, option, parent, reserved
+from tests.unit.concurrentadmission.helpers import config_of, evicted, option, parent, reserved
 from tests.unit.engine.harness import World
 
 Obj = dict[str, Any]
@@ -102,45 +102,51 @@ def _running_on_spot(
     return world, p, options
 
 
-def test_migration_evicts_the_sibling_and_reserves_in_one_decision() -> None:
-    world, _, _ = _running_on_spot()
+def _migration_evictions(result: Any) -> list[tuple[str, str]]:
+    return [(e.workload, e.reason) for e in result.evictions]
+
+
+def test_migration_evicts_the_winner_and_reserves_only_once_its_quota_is_back() -> None:
+    """Migration after admission: the winner is evicted (FlavorMigration) instead of reserving; its
+    quota stays until its pods are gone (the reservation is released by the Job integration), and
+    only then does the preferred option reserve. Quota is never held twice."""
+    world, _, options = _running_on_spot()
     world.finish("ns/blocker2")  # on-demand frees up
     result = world.cycle()
-    (reservation,) = result.reservations
-    assert reservation.workload == "ns/job-a-12345-option-on-demand"
-    assert reservation.displaces is not None
-    assert reservation.displaces.workload == "ns/job-a-12345-option-spot"
-    assert reservation.displaces.reason == "FlavorMigration"
-    # The engine already counts the quota on the new flavor only: never both at once.
-    assert world.usage("cq", "spot") == 0
-    assert world.usage("cq", "on-demand") == 2000
-
-
-def test_a_failed_migration_write_gives_the_sibling_its_quota_back() -> None:
-    world, _, _ = _running_on_spot()
-    world.finish("ns/blocker2")
-    (reservation,) = world.cycle().reservations
-    world.engine.rollback(reservation.workload)
-    assert world.usage("cq", "spot") == 2000
-    assert world.usage("cq", "on-demand") == 0
+    assert result.reservations == []
+    assert _migration_evictions(result) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
+    assert world.usage("cq", "spot") == 2000 and world.usage("cq", "on-demand") == 0
+    # Emitted once, not again on every cycle while the write is under way.
+    assert _migration_evictions(world.cycle(advance=5)) == []
+    # The eviction is written: the winner is evicted and still holds quota (pods going away).
+    world.add(evicted(options["spot"], "FlavorMigration", "migrating"))
+    assert world.cycle(advance=5).reservations == []
+    reason = world.engine.last_pending_reason("ns/job-a-12345-option-on-demand")
+    assert reason is not None and "to give its quota back" in reason[1]
+    # The pods are gone and the quota is released: on-demand reserves.
+    released = option(parent(queue="lq-cq"), config_of(_queue()), "spot")
+    released["status"] = {"conditions": evicted(released, "FlavorMigration", "migrating")["status"]["conditions"]}
+    world.add(released)
+    assert world.admit(advance=5) == ["ns/job-a-12345-option-on-demand"]
+    assert world.usage("cq", "spot") == 0 and world.usage("cq", "on-demand") == 2000
 
 
 def test_remove_other_never_migrates() -> None:
     world, _, _ = _running_on_spot("RemoveOther")
     world.finish("ns/blocker2")
     world.finish("ns/blocker")
-    assert world.cycle().reservations == []
+    result = world.cycle()
+    assert result.reservations == [] and result.evictions == []
     assert world.usage("cq", "spot") == 2000
 
 
 def test_remove_below_target_migrates_only_to_the_target() -> None:
     world, _, _ = _running_on_spot("RemoveBelowTarget", target="reservation")
     world.finish("ns/blocker2")
-    assert world.cycle().reservations == []  # on-demand is below the target
+    result = world.cycle()
+    assert result.reservations == [] and result.evictions == []  # on-demand is below the target
     world.finish("ns/blocker")
-    (reservation,) = world.cycle().reservations
-    assert reservation.workload == "ns/job-a-12345-option-reservation"
-    assert reservation.displaces is not None
+    assert _migration_evictions(world.cycle()) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
 
 
 def test_migration_counts_the_siblings_own_usage_of_a_shared_flavor_as_free() -> None:
@@ -190,14 +196,14 @@ def test_migration_counts_the_siblings_own_usage_of_a_shared_flavor_as_free() ->
     od["status"] = {"admission": first.admission, "conditions": reserved(od, "x")["status"]["conditions"]}
     world.add(od)
     world.finish("ns/gpu-blocker")
-    # default-cpu is full (2 of 2, held by the sibling) yet the migration fits.
-    (second,) = world.cycle().reservations
-    assert second.workload == "ns/job-a-12345-option-res" and second.displaces is not None
+    # default-cpu is full (2 of 2, held by the sibling) yet the migration fits: the sibling is
+    # evicted for it.
+    assert _migration_evictions(world.cycle()) == [("ns/job-a-12345-option-od", "FlavorMigration")]
     assert world.usage("cq", "default-cpu") == 2000
     assert res["metadata"]["name"] == "job-a-12345-option-res"
 
 
-def test_options_reserve_only_after_their_flavors_checks_are_ready() -> None:
+def _checked_queue_world() -> tuple[World, Obj]:
     cq = _queue()
     cq["spec"]["admissionChecksStrategy"] = {
         "admissionChecks": [
@@ -214,21 +220,38 @@ def test_options_reserve_only_after_their_flavors_checks_are_ready() -> None:
                 "status": {"conditions": [{"type": "Active", "status": "True"}]},
             }
         )
+    return world, cq
+
+
+def test_options_reserve_first_and_race_the_checks_of_their_assigned_flavors() -> None:
+    """Two-phase admission: every option reserves (none waits for a check), each reservation
+    carries only the checks of its own assigned flavor, and none is admitted yet."""
+    world, cq = _checked_queue_world()
     p = parent(queue="lq-cq")
-    options = _options(world, cq, p, "reservation", "spot")
-    result = world.cycle()
-    assert result.reservations == []
-    assert {pr.workload: pr.message for pr in result.pending}["ns/job-a-12345-option-spot"].startswith(
-        "Waiting for admission check(s) check-spot"
-    )
-    spot = options["spot"]
-    spot["status"] = {"admissionChecks": [{"name": "check-spot", "state": "Ready", "message": ""}]}
-    world.add(spot)
-    (reservation,) = world.cycle().reservations
-    assert reservation.workload == "ns/job-a-12345-option-spot"
-    assert reservation.admission_checks == ("check-spot",)
-    admission = world.engine.workloads[reservation.workload].admission
-    assert admission is not None and admission.admitted
+    _options(world, cq, p, "reservation", "spot")
+    reserved_now: dict[str, tuple[str, ...]] = {}
+    for _ in range(3):
+        for r in world.cycle().reservations:
+            reserved_now[r.workload] = r.admission_checks
+    assert reserved_now == {
+        "ns/job-a-12345-option-reservation": ("check-res",),
+        "ns/job-a-12345-option-spot": ("check-spot",),
+    }
+    for key in reserved_now:
+        admission = world.engine.workloads[key].admission
+        assert admission is not None and not admission.admitted
+
+
+def test_once_a_sibling_is_admitted_a_less_preferred_option_waits() -> None:
+    world, cq = _checked_queue_world()
+    p = parent(queue="lq-cq")
+    options = _options(world, cq, p, "reservation", "on-demand", "spot")
+    world.add(reserved(options["spot"], "spot", admitted=False))  # still checking
+    world.add(reserved(options["reservation"], "reservation", admitted=True))  # won the race
+    for _ in range(2):
+        assert world.cycle().reservations == []
+    reason = world.engine.last_pending_reason("ns/job-a-12345-option-on-demand")
+    assert reason is not None and "option job-a-12345-option-reservation" in reason[1]
 
 
 def test_only_one_option_of_a_parent_preempts_at_a_time() -> None:
@@ -285,9 +308,93 @@ def test_a_restarted_engine_rebuilds_the_holders_from_the_objects_alone() -> Non
     world.add(option(p, config, "reservation"))
     world.add(reserved(option(p, config, "spot"), "spot"))
     assert world.usage("cq", "spot") == 2000
-    (reservation,) = world.cycle().reservations
-    assert reservation.workload == "ns/job-a-12345-option-reservation"
-    assert (
-        reservation.displaces is not None and reservation.displaces.workload == "ns/job-a-12345-option-spot"
-    )
-    assert world.usage("cq", "spot") == 0
+    result = world.cycle()
+    assert result.reservations == []
+    assert _migration_evictions(result) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
+    assert world.usage("cq", "spot") == 2000  # until its pods are gone
+
+
+def test_siblings_are_options_of_the_same_parent_object_not_of_the_same_name() -> None:
+    """A parent deleted and re-created under the same name: an option of the old one that still
+    holds quota (the garbage collector has not taken it yet) does not block the new one's."""
+    cq = _queue("RemoveOther")
+    world = _world(cq)
+    old = parent(queue="lq-cq")
+    old["metadata"]["uid"] = "uid-old-parent"
+    (spot,) = _options(world, cq, old, "spot").values()
+    world.add(reserved(spot, "spot"))
+    new = parent(queue="lq-cq")
+    new["metadata"]["uid"] = "uid-new-parent"
+    _options(world, cq, new, "reservation")
+    assert [r.workload for r in world.cycle().reservations] == ["ns/job-a-12345-option-reservation"]
+
+
+def test_preference_is_compared_before_timestamps_among_siblings() -> None:
+    """A re-created (or delayed) option is younger than its siblings; it shares the parent's queue
+    timestamp, so it still comes before a less preferred sibling."""
+    cq = _queue("RemoveOther", free=("2", "2", "2"))
+    world = _world(cq)
+    p = parent(queue="lq-cq")
+    options = _options(world, cq, p, "reservation", "spot")
+    recreated = options["reservation"]
+    recreated["metadata"]["creationTimestamp"] = "2026-01-01T00:10:00Z"  # ten minutes later
+    world.add(recreated)
+    assert world.admit()[0] == "ns/job-a-12345-option-reservation"
+    info = world.engine.workloads["ns/job-a-12345-option-spot"]
+    assert info.queue_ts == world.engine.workloads["ns/job-a-12345-option-reservation"].queue_ts
+
+
+def _gated(obj: Obj, when: str) -> Obj:
+    obj["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] = when
+    return obj
+
+
+def test_the_preemption_gate_recorded_in_the_api_holds_siblings_back_across_a_restart() -> None:
+    """A fresh engine (a restart, a new leader) knows nothing of evictions in flight; the gate that
+    the spot option recorded when it preempted still keeps its siblings from preempting, even the
+    more preferred ones, until it lapses."""
+    cq = _queue(preemption=True)
+    world = _world(cq)
+    for flavor in ("reservation", "on-demand", "spot"):
+        _blocker(world, flavor, "4", name=f"low-{flavor}", priority=-10)
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    world.add(option(p, config, "reservation"))
+    world.add(option(p, config, "on-demand"))
+    world.add(_gated(option(p, config, "spot"), "1970-01-01T00:16:30Z"))  # 10 s before the harness clock
+    victims = [pr.victim for pr in world.cycle().preemptions]
+    assert victims == ["ns/low-spot"], victims  # only the gate holder may preempt
+    reason = world.engine.last_pending_reason("ns/job-a-12345-option-reservation")
+    assert reason is not None and "another option of the same parent is preempting" in reason[1]
+
+
+def test_a_lapsed_preemption_gate_lets_a_sibling_preempt() -> None:
+    cq = _queue(preemption=True)
+    world = _world(cq)
+    for flavor in ("reservation", "on-demand", "spot"):
+        _blocker(world, flavor, "4", name=f"low-{flavor}", priority=-10)
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    world.add(_gated(option(p, config, "spot"), "1970-01-01T00:01:00Z"))  # long ago
+    world.add(option(p, config, "reservation"))
+    assert [pr.victim for pr in world.cycle().preemptions] == ["ns/low-reservation"]
+
+
+def test_a_migration_preempts_a_lower_priority_workload_then_evicts_the_winner() -> None:
+    """The reservation is held by a lower-priority workload: the preferred option preempts it
+    (never its own sibling), and once the victim is gone the winner is evicted to migrate."""
+    cq = _queue("RemoveLower", free=("2", "0", "2"), preemption=True)
+    world = _world(cq)
+    _blocker(world, "reservation", "2", name="low", priority=-10)
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    world.add(reserved(option(p, config, "spot"), "spot"))  # the job runs on spot
+    world.add(option(p, config, "reservation"))
+    result = world.cycle()
+    assert [(pr.victim, pr.preemptor) for pr in result.preemptions] == [
+        ("ns/low", "ns/job-a-12345-option-reservation")
+    ]
+    assert result.evictions == [] and result.reservations == []
+    world.finish("ns/low")  # the victim's quota is back
+    result = world.cycle(advance=5)
+    assert _migration_evictions(result) == [("ns/job-a-12345-option-spot", "FlavorMigration")]

@@ -163,3 +163,38 @@ def test_an_evicted_holder_releases_its_own_quota_once_pods_are_gone(cluster: Fa
     assert option is not None and "admission" not in option["status"]
     stored = cluster.get(R.WORKLOADS, parent["metadata"]["name"], NS)
     assert stored is not None and "admission" not in stored.get("status", {})
+
+
+def _reserve_only(cluster: FakeCluster, name: str, flavor: str) -> None:
+    _reserve(cluster, name, flavor)
+    current = cluster.get(R.WORKLOADS, name, NS)
+    assert current is not None
+    conds = [c for c in current["status"]["conditions"] if c["type"] != "Admitted"]
+    conds.append(condition("Admitted", False, "UnsatisfiedAdmissionChecks", "checks pending"))
+    cluster.patch_status(R.WORKLOADS, name, {"status": {"conditions": conds}}, NS)
+
+
+def test_a_reserved_option_whose_checks_still_run_does_not_start_the_job(cluster: FakeCluster) -> None:
+    """Two-phase: only the option that became Admitted (the winner) drives the Job."""
+    rec = JobReconciler(cluster, cluster, JobSettings(), events=cluster, clock=lambda: NOW)
+    parent = _parent(cluster, rec)
+    _options(cluster, parent)
+    _reserve_only(cluster, _name(parent, "reservation"), "reservation")
+    _reserve_only(cluster, _name(parent, "spot"), "spot")
+    rec.reconcile(NS, "job")
+    assert _job(cluster)["spec"]["suspend"] is True
+    _reserve(cluster, _name(parent, "spot"), "spot")  # spot's check became Ready first
+    rec.reconcile(NS, "job")
+    job = _job(cluster)
+    assert job["spec"]["suspend"] is False
+    assert job["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+
+
+def test_a_stale_mirrored_admission_on_the_parent_never_starts_the_job(cluster: FakeCluster) -> None:
+    rec = JobReconciler(cluster, cluster, JobSettings(), events=cluster, clock=lambda: NOW)
+    parent = _parent(cluster, rec)
+    _options(cluster, parent)
+    # The parent still shows the admission of a winner that has since lost its quota.
+    _reserve(cluster, parent["metadata"]["name"], "spot")
+    rec.reconcile(NS, "job")
+    assert _job(cluster)["spec"]["suspend"] is True

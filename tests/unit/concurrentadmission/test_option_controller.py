@@ -32,8 +32,13 @@ class Api(FakeApi):
         obj["metadata"].update(uid=f"uid-{obj['metadata']['name']}", creationTimestamp=CREATED)
         return self.put(res.plural, obj)
 
+    deletes: list[tuple[str, dict[str, str]]]
+
     def delete(self, res: Any, name: str, namespace: str | None = None, **kw: Any) -> bool:
         key = f"{namespace}/{name}"
+        if not hasattr(self, "deletes"):
+            self.deletes = []
+        self.deletes.append((name, dict(kw.get("preconditions") or {})))
         current = self.objects.pop((res.plural, key), None)
         if current is None:
             raise NotFound(404, "NotFound", key)
@@ -87,7 +92,7 @@ def test_a_workload_of_a_concurrent_queue_becomes_a_parent_and_gets_its_options(
     assert world.events.reasons("ns/job-a-12345").count("CreatedOption") == 3
 
 
-def test_once_an_option_holds_quota_remove_other_deletes_the_rest() -> None:
+def test_once_an_option_is_admitted_remove_other_deactivates_the_rest_and_the_parent_shows_it() -> None:
     world = World(three_flavor_queue("RemoveOther"))
     world.api.put("workloads", _job_workload())
     world.controller.reconcile("ns/job-a-12345")
@@ -100,18 +105,77 @@ def test_once_an_option_holds_quota_remove_other_deletes_the_rest() -> None:
     )
     world.api.put("workloads", reserved(world.workload("job-a-12345-option-spot"), "spot"))
     world.controller.reconcile("ns/job-a-12345")
-    assert {n for n in world.names() if "-option-" in n} == {"job-a-12345-option-spot"}
-    statuses = {e["name"]: e["status"] for e in world.workload("job-a-12345")["status"]["options"]}
+    # Deactivated, not deleted: their history and events stay readable.
+    losers = ("job-a-12345-option-reservation", "job-a-12345-option-on-demand")
+    for name in losers:
+        loser = world.workload(name)
+        assert loser["spec"]["active"] is False
+        assert "RemoveOther" in loser["metadata"]["annotations"]["kueue.x-k8s.io/option-removed"]
+    parent = world.workload("job-a-12345")
+    statuses = {e["name"]: e["status"] for e in parent["status"]["options"]}
     assert statuses == {
         "job-a-12345-option-reservation": "Removed",
         "job-a-12345-option-on-demand": "Removed",
         "job-a-12345-option-spot": "Admitted",
     }
+    # The parent mirrors the winner: kubectl get workloads shows the job admitted.
+    conditions = {c["type"]: c["status"] for c in parent["status"]["conditions"]}
+    assert conditions["QuotaReserved"] == "True" and conditions["Admitted"] == "True"
+    assert parent["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": "spot"}
     assert world.events.reasons("ns/job-a-12345").count("RemovedOption") == 2
     after = REGISTRY.get_sample_value(
         "pykueue_concurrent_admission_options_removed_total", {"cluster_queue": "cq", "cause": "policy"}
     )
     assert after == before + 2
+
+
+def test_the_parent_drops_the_mirrored_admission_when_its_winner_lost_its_quota() -> None:
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    spot = world.api.put("workloads", reserved(world.workload("job-a-12345-option-spot"), "spot"))
+    world.controller.reconcile("ns/job-a-12345")
+    released = copy.deepcopy(spot)
+    del released["status"]["admission"]
+    released["status"]["conditions"] = []
+    world.api.put("workloads", released)
+    world.controller.reconcile("ns/job-a-12345")
+    parent = world.workload("job-a-12345")
+    assert parent["status"].get("admission") is None
+    conditions = {c["type"]: c["status"] for c in parent["status"]["conditions"]}
+    assert conditions == {"QuotaReserved": "False", "Admitted": "False"}
+    # ... and the options the winner's admission had deactivated are reactivated.
+    world.controller.reconcile("ns/job-a-12345")
+    assert world.workload("job-a-12345-option-reservation")["spec"]["active"] is True
+    assert "kueue.x-k8s.io/option-removed" not in (
+        world.workload("job-a-12345-option-reservation")["metadata"].get("annotations") or {}
+    )
+
+
+def test_an_option_name_taken_by_a_foreign_workload_is_reported_not_created() -> None:
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.api.put("workloads", SeedWorkloadBuilder("job-a-12345-option-spot", "ns").podset(cpu="1").obj())
+    world.controller.reconcile("ns/job-a-12345")
+    reasons = world.events.reasons("ns/job-a-12345")
+    assert reasons.count("CreatedOption") == 2
+    assert reasons.count("OptionNameTaken") == 1
+
+
+def test_option_deletes_are_guarded_by_uid_and_resource_version() -> None:
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    parent = copy.deepcopy(world.workload("job-a-12345"))
+    parent["status"] = {"conditions": [{"type": "Finished", "status": "True", "reason": "Succeeded"}]}
+    world.api.put("workloads", parent)
+    world.controller.reconcile("ns/job-a-12345")
+    assert world.api.deletes
+    for _name, preconditions in world.api.deletes:
+        assert set(preconditions) == {"uid", "resourceVersion"}
 
 
 @pytest.mark.parametrize("reserved_already", [False, True])
@@ -145,3 +209,54 @@ def test_an_option_event_wakes_its_parent_and_cluster_queue_spec_changes_wake_it
     changed["spec"]["resourceGroups"][0]["flavors"].pop()
     world.controller._cq_updated(cq, changed)
     assert queue.get(timeout=0.1) == "ns/job-a-12345"
+
+
+def test_every_option_rejected_deactivates_the_parent_with_a_message_naming_each() -> None:
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    for flavor in ("reservation", "on-demand", "spot"):
+        rejected = copy.deepcopy(world.workload(f"job-a-12345-option-{flavor}"))
+        rejected["spec"]["active"] = False
+        rejected["status"] = {
+            "conditions": [
+                {
+                    "type": "Evicted",
+                    "status": "True",
+                    "reason": "DeactivatedDueToAdmissionCheck",
+                    "message": f"Admission check(s) rejected: no {flavor} capacity",
+                }
+            ]
+        }
+        world.api.put("workloads", rejected)
+    world.controller.reconcile("ns/job-a-12345")
+    parent = world.workload("job-a-12345")
+    assert parent["spec"]["active"] is False
+    (reserved_cond,) = [c for c in parent["status"]["conditions"] if c["type"] == "QuotaReserved"]
+    assert reserved_cond["status"] == "False" and reserved_cond["reason"] == "Inactive"
+    assert reserved_cond["message"].startswith("Every option was rejected: ")
+    for flavor in ("reservation", "on-demand", "spot"):
+        assert f"no {flavor} capacity" in reserved_cond["message"]
+    assert "OptionsRejected" in world.events.reasons("ns/job-a-12345")
+
+
+def test_a_deleted_cluster_queue_turns_the_parent_back_into_an_ordinary_workload() -> None:
+    """Its options go, and the workload is queued the normal way (the engine reports the missing
+    ClusterQueue) instead of waiting for ever as a parent without options; when the queue comes
+    back with concurrentAdmission it becomes a parent again."""
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    cq = world.api.objects.pop(("clusterqueues", "cq"))
+    world.informers["clusterqueues"].store.delete("cq")
+    world.controller.reconcile("ns/job-a-12345")
+    assert {n for n in world.names() if "-option-" in n} == set()
+    wl = world.workload("job-a-12345")
+    assert "workloadMode" not in wl["spec"]
+    assert "kueue.x-k8s.io/concurrent-admission-parent" not in (wl["metadata"].get("labels") or {})
+    assert wl["status"].get("options") is None
+    world.api.put("clusterqueues", cq)
+    world.controller.reconcile("ns/job-a-12345")
+    assert world.workload("job-a-12345")["spec"]["workloadMode"] == {"type": "Parent"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 
 from controller.concurrentadmission.parent_plan import ParentPlan, plan_parent
@@ -24,6 +25,10 @@ def _statuses(plan: ParentPlan) -> dict[str, str]:
 
 def _deleted(plan: ParentPlan) -> list[str]:
     return sorted(r.option["metadata"]["name"].rsplit("-option-", 1)[1] for r in plan.delete)
+
+
+def _deactivated(plan: ParentPlan) -> list[str]:
+    return sorted(r.option["metadata"]["name"].rsplit("-option-", 1)[1] for r in plan.deactivate)
 
 
 def test_a_new_parent_gets_one_option_per_flavor_in_preference_order() -> None:
@@ -54,7 +59,7 @@ def test_existing_options_are_reported_from_their_own_conditions() -> None:
     }
 
 
-def test_remove_lower_keeps_only_more_preferred_options_once_one_holds_quota() -> None:
+def test_remove_lower_keeps_only_more_preferred_options_once_one_is_admitted() -> None:
     config = config_of(three_flavor_queue("RemoveLower"))
     p = parent()
     options = [
@@ -63,7 +68,7 @@ def test_remove_lower_keeps_only_more_preferred_options_once_one_holds_quota() -
         option(p, config, "spot"),
     ]
     plan = plan_parent(p, config, options, T0)
-    assert _deleted(plan) == ["spot"]
+    assert _deleted(plan) == [] and _deactivated(plan) == ["spot"]  # deactivated, not deleted
     assert _statuses(plan) == {"reservation": "Pending", "on-demand": "Admitted", "spot": "Removed"}
 
 
@@ -76,7 +81,7 @@ def test_remove_other_removes_every_other_option() -> None:
         reserved(option(p, config, "spot"), "spot"),
     ]
     plan = plan_parent(p, config, options, T0)
-    assert _deleted(plan) == ["on-demand", "reservation"]
+    assert _deactivated(plan) == ["on-demand", "reservation"] and plan.delete == []
     assert _statuses(plan)["spot"] == "Admitted"
     assert "RemoveOther" in plan.options_status[0]["message"]
 
@@ -90,7 +95,7 @@ def test_remove_below_target_keeps_only_options_that_reach_the_target() -> None:
         reserved(option(p, config, "spot"), "spot"),
     ]
     plan = plan_parent(p, config, options, T0)
-    assert _deleted(plan) == ["on-demand"]
+    assert _deactivated(plan) == ["on-demand"]
     assert _statuses(plan) == {"reservation": "Pending", "on-demand": "Removed", "spot": "Admitted"}
 
 
@@ -150,12 +155,13 @@ def test_delete_delay_closes_the_migration_window_but_never_removes_the_holder()
     p = parent()
     res, od = option(p, config, "reservation"), reserved(option(p, config, "on-demand"), "on-demand")
     inside = plan_parent(p, config, [res, od], T0 + timedelta(seconds=99))
-    assert inside.delete == [] and inside.requeue_after == 1.0
+    assert inside.deactivate == [] and inside.requeue_after == 1.0
     after = plan_parent(p, config, [res, od], T0 + timedelta(seconds=100))
-    assert _deleted(after) == ["reservation"]
+    assert _deactivated(after) == ["reservation"]
     assert "deleteDelaySeconds (100) elapsed" in after.options_status[0]["message"]
     holder = reserved(option(p, config, "reservation"), "reservation")
-    assert plan_parent(p, config, [holder], T0 + timedelta(seconds=500)).delete == []
+    late = plan_parent(p, config, [holder], T0 + timedelta(seconds=500))
+    assert late.delete == [] and late.deactivate == []
 
 
 def test_a_finished_parent_loses_all_options_and_an_inactive_one_deactivates_its_holder() -> None:
@@ -168,8 +174,8 @@ def test_a_finished_parent_loses_all_options_and_an_inactive_one_deactivates_its
     inactive = parent()
     inactive["spec"]["active"] = False
     plan = plan_parent(inactive, config, options, T0)
-    assert _deleted(plan) == ["reservation"]
-    assert [o["metadata"]["name"] for o in plan.deactivate] == ["job-a-12345-option-spot"]
+    assert _deleted(plan) == []
+    assert _deactivated(plan) == ["reservation", "spot"]  # the winner too: its eviction stops the Job
     assert plan.create == []
 
 
@@ -206,26 +212,198 @@ def test_engine_annotations_follow_a_policy_change() -> None:
     assert patch["metadata"]["annotations"] == {"kueue.x-k8s.io/option-migration-target": "true"}
 
 
-def test_waiting_options_get_pending_states_for_their_own_flavors_checks_only() -> None:
-    cq = three_flavor_queue()
-    cq["spec"]["admissionChecksStrategy"] = {
-        "admissionChecks": [{"name": "check-res", "onFlavors": ["reservation"]}, {"name": "check-all"}]
-    }
-    config = config_of(cq)
-    assert [o.checks for o in config.options] == [("check-all", "check-res"), ("check-all",), ("check-all",)]
+def _admitted_at(obj: dict, flavor: str, when: str) -> dict:
+    obj = reserved(obj, flavor)
+    for cond in obj["status"]["conditions"]:
+        if cond["type"] == "Admitted":
+            cond["lastTransitionTime"] = when
+    return obj
+
+
+def _off_by_us(obj: dict, reason: str = "RemoveOther: option x is admitted") -> dict:
+    obj["spec"]["active"] = False
+    obj["metadata"].setdefault("annotations", {})["kueue.x-k8s.io/option-removed"] = reason
+    return obj
+
+
+def _rejected(obj: dict, message: str) -> dict:
+    obj["spec"]["active"] = False
+    obj.setdefault("status", {})["conditions"] = [
+        condition("Evicted", True, "DeactivatedDueToAdmissionCheck", message),
+        condition("QuotaReserved", False, "Pending", message),
+    ]
+    return obj
+
+
+def test_options_race_several_reservations_while_none_is_admitted() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
     p = parent()
-    res, spot = option(p, config, "reservation"), option(p, config, "spot")
-    spot["status"] = {
-        "admissionChecks": [
-            {
-                "name": "check-all",
-                "state": "Ready",
-                "message": "ok",
-                "lastTransitionTime": "2026-01-01T00:00:00Z",
-            }
+    options = [
+        reserved(option(p, config, "reservation"), "reservation", admitted=False),
+        reserved(option(p, config, "on-demand"), "on-demand", admitted=False),
+        option(p, config, "spot"),
+    ]
+    plan = plan_parent(p, config, options, T0)
+    assert plan.winner is None and plan.deactivate == [] and plan.release == [] and plan.delete == []
+    assert _statuses(plan) == {"reservation": "QuotaReserved", "on-demand": "QuotaReserved", "spot": "Pending"}
+
+
+def test_the_first_option_to_become_admitted_wins_and_the_losers_are_deactivated() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    res = _admitted_at(option(p, config, "reservation"), "reservation", "2026-01-01T00:00:09Z")
+    spot = _admitted_at(option(p, config, "spot"), "spot", "2026-01-01T00:00:05Z")  # earlier
+    od = reserved(option(p, config, "on-demand"), "on-demand", admitted=False)
+    plan = plan_parent(p, config, [res, od, spot], T0)
+    assert plan.winner is spot  # first Admitted wins, even over a more preferred option
+    assert _deactivated(plan) == ["on-demand", "reservation"]
+    # Once the workload controller has evicted a deactivated loser, its quota goes back at once:
+    # it never had pods.
+    res_evicted = evicted(_off_by_us(res), "DeactivatedDueToNothing")
+    again = plan_parent(p, config, [res_evicted, od, spot], T0)
+    assert [o["metadata"]["name"] for o in again.release] == ["job-a-12345-option-reservation"]
+
+
+def test_a_migration_target_holding_a_reservation_gives_it_back_when_a_sibling_wins() -> None:
+    config = config_of(three_flavor_queue("RemoveLower"))
+    p = parent()
+    res = reserved(option(p, config, "reservation"), "reservation", admitted=False)
+    spot = reserved(option(p, config, "spot"), "spot")
+    plan = plan_parent(p, config, [res, option(p, config, "on-demand"), spot], T0)
+    ((removal,),) = [[r for r in plan.deactivate if r.option is res]]
+    assert removal.cause == "race" and "keeps queueing to migrate" in removal.reason
+    # Released and still wanted: it comes back and queues again.
+    released = _off_by_us(option(p, config, "reservation"), removal.reason)
+    later = plan_parent(p, config, [released, option(p, config, "on-demand"), spot], T0)
+    assert [o["metadata"]["name"] for o in later.reactivate] == ["job-a-12345-option-reservation"]
+
+
+def test_a_former_winner_deactivated_with_its_parent_comes_back_when_the_parent_is_reactivated() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    # The parent was deactivated: every option, the former winner too, carries our reason.
+    options = [
+        _off_by_us(option(p, config, name), "The parent workload is inactive")
+        for name in ("reservation", "on-demand", "spot")
+    ]
+    plan = plan_parent(p, config, options, T0)  # the parent is active again
+    assert sorted(o["metadata"]["name"].rsplit("-option-", 1)[1] for o in plan.reactivate) == [
+        "on-demand",
+        "reservation",
+        "spot",
+    ]
+
+
+def test_a_rejected_option_stays_off_and_every_option_rejected_deactivates_the_parent() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    res = _rejected(option(p, config, "reservation"), "Admission check(s) rejected: prov: no capacity")
+    others = [option(p, config, "on-demand"), option(p, config, "spot")]
+    plan = plan_parent(p, config, [res, *others], T0)
+    assert plan.reactivate == [] and plan.deactivate_parent is None
+    assert plan.options_status[0]["status"] == "Removed"
+    assert "no capacity" in plan.options_status[0]["message"]
+    all_rejected = [res] + [_rejected(o, f"Admission check(s) rejected: {i}") for i, o in enumerate(others)]
+    plan = plan_parent(p, config, all_rejected, T0)
+    assert plan.deactivate_parent is not None
+    assert plan.deactivate_parent.startswith("Every option was rejected: job-a-12345-option-reservation")
+    assert "no capacity" in plan.deactivate_parent
+    # When the parent is then inactive, it claims the rejected options so that reactivating it
+    # gives them all a new chance.
+    inactive = parent()
+    inactive["spec"]["active"] = False
+    claimed = plan_parent(inactive, config, all_rejected, T0)
+    assert _deactivated(claimed) == ["on-demand", "reservation", "spot"]
+    assert claimed.deactivate_parent is None
+
+
+def test_a_priority_change_of_the_parent_reaches_its_options() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    options = [option(p, config, name) for name in ("reservation", "on-demand", "spot")]
+    p["spec"].update(priority=1000, priorityClassName="urgent", priorityClassSource="kueue.x-k8s.io/workloadpriorityclass")
+    plan = plan_parent(p, config, options, T0)
+    assert len(plan.annotate) == 3
+    for _option, patch in plan.annotate:
+        assert patch["spec"] == {
+            "priority": 1000,
+            "priorityClassName": "urgent",
+            "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+        }
+        assert patch["metadata"]["resourceVersion"] == "1"
+
+
+def test_maximum_execution_time_counts_per_parent_across_options() -> None:
+    """The job ran 60 s on spot before migrating to on-demand: its 100 s budget is spent 40 s
+    into the new option, not 100 s into it."""
+    config = config_of(three_flavor_queue("RemoveLower"))
+    p = parent()
+    p["spec"]["maximumExecutionTimeSeconds"] = 100
+    spot = evicted(option(p, config, "spot"), "FlavorMigration", "migrated")
+    spot["status"]["accumulatedPastExexcutionTimeSeconds"] = 60
+    assert "maximumExecutionTimeSeconds" not in spot["spec"], "options do not count on their own"
+    od = _admitted_at(option(p, config, "on-demand"), "on-demand", "2026-01-01T00:00:00Z")
+    res = option(p, config, "reservation")
+    early = plan_parent(p, config, [res, od, spot], T0 + timedelta(seconds=30))
+    assert early.deactivate_parent is None and early.requeue_after == 10.0
+    assert early.accumulated_seconds == 60
+    late = plan_parent(p, config, [res, od, spot], T0 + timedelta(seconds=40))
+    assert late.deactivate_parent == "The workload exceeded its maximum execution time of 100s"
+    assert late.deactivate_reason == "MaximumExecutionTimeExceeded"
+
+
+def test_the_preemption_gate_is_passed_on_once_its_option_reserved() -> None:
+    config = config_of(three_flavor_queue("RemoveOther"))
+    p = parent()
+    waiting = option(p, config, "spot")
+    waiting["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] = "2026-01-01T00:00:00Z"
+    assert plan_parent(p, config, [waiting], T0).annotate == [] or all(
+        "kueue.x-k8s.io/option-preemption-gate" not in (patch["metadata"].get("annotations") or {})
+        for _o, patch in plan_parent(p, config, [waiting], T0).annotate
+    )
+    used = reserved(waiting, "spot", admitted=False)
+    ((_, patch),) = [(o, pt) for o, pt in plan_parent(p, config, [used], T0).annotate if o is used]
+    assert patch["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] is None
+
+
+def _migrated(obj: dict, when: str = "2026-01-01T00:01:00Z") -> dict:
+    """Evicted by a migration and released (its pods are gone)."""
+    obj = copy.deepcopy(obj)
+    obj.setdefault("status", {})["conditions"] = [
+        {**condition("Evicted", True, "FlavorMigration", "migrating"), "lastTransitionTime": when},
+        condition("QuotaReserved", False, "Pending", "migrating"),
+    ]
+    return obj
+
+
+def test_while_migrating_only_the_more_preferred_targets_are_active() -> None:
+    """The winner (spot) was evicted to migrate to the reservation and its quota is back: the job
+    must not come back on spot (or on-demand, below the target) before the reservation had its
+    chance; if the reservation is rejected, every option races again."""
+    config = config_of(three_flavor_queue("RemoveBelowTarget", target="reservation"))
+    p = parent()
+    res = option(p, config, "reservation")
+    od = _off_by_us(option(p, config, "on-demand"), "RemoveBelowTarget: ...")
+    spot = _migrated(option(p, config, "spot"))
+    plan = plan_parent(p, config, [res, od, spot], T0 + timedelta(minutes=2))
+    assert _deactivated(plan) == ["spot"] and plan.reactivate == []
+    assert plan.deactivate[0].reason.startswith("Migrating from option job-a-12345-option-spot")
+    rejected = _rejected(option(p, config, "reservation"), "Admission check(s) rejected: no capacity")
+    spot_off = _off_by_us(_migrated(option(p, config, "spot")), "Migrating from option ...")
+    again = plan_parent(p, config, [rejected, od, spot_off], T0 + timedelta(minutes=3))
+    assert sorted(o["metadata"]["name"].rsplit("-option-", 1)[1] for o in again.reactivate) == ["on-demand", "spot"]
+
+
+def test_a_migration_is_over_once_its_target_was_admitted() -> None:
+    config = config_of(three_flavor_queue("RemoveBelowTarget", target="reservation"))
+    p = parent()
+    res = option(p, config, "reservation")
+    res["status"] = {
+        "conditions": [
+            {**condition("Admitted", False, "NoReservation", "preempted since"), "lastTransitionTime": "2026-01-01T00:05:00Z"}
         ]
     }
-    plan = plan_parent(p, config, [res, spot], T0)
-    ((target, states),) = plan.init_checks  # spot already carries its one check, left as it is
-    assert target is res
-    assert [(s["name"], s["state"]) for s in states] == [("check-all", "Pending"), ("check-res", "Pending")]
+    spot = _off_by_us(_migrated(option(p, config, "spot")), "Migrating from option ...")
+    od = _off_by_us(option(p, config, "on-demand"), "RemoveBelowTarget: ...")
+    plan = plan_parent(p, config, [res, od, spot], T0 + timedelta(minutes=6))
+    assert sorted(o["metadata"]["name"].rsplit("-option-", 1)[1] for o in plan.reactivate) == ["on-demand", "spot"]

@@ -1,8 +1,10 @@
-"""The scheduler loop writes a migration as evict-then-reserve, and never reserves if the
-eviction could not be written (real engine, in-memory API)."""
+"""The scheduler loop writes a migration as an eviction of the winner (FlavorMigration); the
+preferred option reserves only once the winner's quota is released (real engine, in-memory
+API). An option that preempts records its parent's preemption gate."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,7 +14,12 @@ from controller.core.scheduler import KINDS, SchedulerLoop
 from controller.engine.results import CycleResult
 from controller.runtime.events import RecordingEvents
 from pykueue.kube.errors import ServerError
-from tests.builders import LocalQueueBuilder, ResourceFlavorBuilder, SeedClusterQueueBuilder
+from tests.builders import (
+    LocalQueueBuilder,
+    PlacementWorkloadBuilder,
+    ResourceFlavorBuilder,
+    SeedClusterQueueBuilder,
+)
 from tests.unit.concurrentadmission.helpers import config_of, option, parent
 from tests.unit.core.fakes import FakeApi, FakeInformer
 
@@ -74,32 +81,81 @@ def harness() -> Iterator[Harness]:
     h.pool.shutdown()
 
 
-def test_migration_evicts_the_sibling_before_reserving(harness: Harness) -> None:
+def _release(harness: Harness, name: str) -> None:
+    """What the Job integration does once the evicted option's pods are gone."""
+    current = copy.deepcopy(harness.api.objects[("workloads", f"ns/{name}")])
+    current["status"].pop("admission", None)
+    current["status"]["conditions"] = [
+        c for c in current["status"]["conditions"] if c["type"] not in ("QuotaReserved", "Admitted")
+    ] + [{"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "released"}]
+    harness.api.put("workloads", current)
+    harness.loop.notify("workloads", f"ns/{name}")
+
+
+def test_migration_evicts_the_winner_and_reserves_only_after_its_quota_is_released(harness: Harness) -> None:
     harness.step()
     assert harness.holders() == {SPOT}
+    harness.loop.notify("workloads", f"ns/{SPOT}")  # the echo of the reservation reaches the engine
     harness.free_reservation()
     before = len(harness.api.patches)
     harness.step()
     writes = [(key.split("/")[1], patch) for _, key, patch in harness.api.patches[before:]]
-    assert [name for name, _ in writes] == [SPOT, RESERVATION]
+    assert [name for name, _ in writes] == [SPOT]
     evicted = writes[0][1]["status"]
-    assert evicted["admission"] is None
+    assert "admission" not in evicted, "the quota stays until the pods are gone"
     assert any(c["type"] == "Evicted" and c["reason"] == "FlavorMigration" for c in evicted["conditions"])
+    harness.step()
+    assert harness.holders() == {SPOT}, "never two options holding quota"
+    harness.loop.notify("workloads", f"ns/{SPOT}")  # the echo of the eviction reaches the engine
+    harness.step()
+    assert harness.holders() == {SPOT}
+    _release(harness, SPOT)
+    harness.step()
+    harness.step()  # the freed quota requeues the parked option (batched)
     assert harness.holders() == {RESERVATION}
 
 
-def test_a_failed_eviction_write_means_no_reservation_and_the_sibling_keeps_its_quota(
-    harness: Harness,
-) -> None:
+def test_a_failed_migration_eviction_write_is_decided_again(harness: Harness) -> None:
     harness.step()
     harness.free_reservation()
     harness.api.failures = [ServerError(500, "InternalError", "etcd is sad")]
     result = harness.step()
-    assert result is not None
-    assert [r.workload for r in result.reservations] == [f"ns/{RESERVATION}"]
+    assert result is not None and result.reservations == []
+    assert [e.reason for e in result.evictions] == ["FlavorMigration"]
     assert harness.holders() == {SPOT}
-    assert harness.engine.workloads[f"ns/{RESERVATION}"].admission is None
-    spot = harness.engine.admitted_workload(f"ns/{SPOT}")
-    assert spot is not None, "the rollback gave the sibling its quota back"
-    harness.step()
-    assert harness.holders() == {RESERVATION}
+    spot = harness.api.objects[("workloads", f"ns/{SPOT}")]
+    assert not any(c["type"] == "Evicted" for c in spot["status"]["conditions"])
+    harness.step()  # the next cycle decides the migration again and the write goes through
+    spot = harness.api.objects[("workloads", f"ns/{SPOT}")]
+    assert any(c["type"] == "Evicted" and c["reason"] == "FlavorMigration" for c in spot["status"]["conditions"])
+
+
+def test_an_option_that_preempts_records_the_preemption_gate_in_the_api() -> None:
+    informers = {kind: FakeInformer() for kind in KINDS}
+    api = FakeApi(informers)
+    api.put("namespaces", {"metadata": {"name": "ns", "labels": {}}})
+    api.put("resourceflavors", ResourceFlavorBuilder("spot").obj())
+    cq = SeedClusterQueueBuilder("cq").flavor("spot", cpu="1").concurrent("RemoveOther").preemption(
+        within_cluster_queue="LowerPriority"
+    ).obj()
+    api.put("clusterqueues", cq)
+    api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").obj())
+    api.put(
+        "workloads",
+        PlacementWorkloadBuilder("low", "ns").queue("lq").podset(cpu="1").priority(-10)
+        .reserved("cq", {"cpu": "spot"}, {"cpu": "1"}).admitted().obj(),
+    )
+    p = parent(queue="lq", cpu="1")
+    api.put("workloads", p)
+    api.put("workloads", option(p, config_of(cq), "spot"))
+    now = 1_800_000_000.0
+    loop = SchedulerLoop(api, informers, RecordingEvents(), clock=lambda: now)
+    pool = ThreadPoolExecutor(max_workers=2)
+    try:
+        engine = loop.start_engine()
+        loop.step(engine, pool)
+        assert loop.settle(5)
+    finally:
+        pool.shutdown()
+    gated = api.objects[("workloads", f"ns/{SPOT}")]
+    assert gated["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] == "2027-01-15T08:00:00Z"

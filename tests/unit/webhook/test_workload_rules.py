@@ -47,6 +47,24 @@ def test_user_may_not_turn_a_workload_into_an_option() -> None:
     assert any("Forbidden" in e for e in errors(new, old, username="alice"))
 
 
+def test_user_may_deactivate_and_reactivate_a_parent_but_not_an_option() -> None:
+    """Deactivating a job's workload is an ordinary user action (kubectl patch spec.active); the
+    options of a parent stay the controller's."""
+    for mode, allowed in (("Parent", True), ("ResourceFlavorOption", False)):
+        old = with_mode(WorkloadBuilder("wl", "ns").podset(cpu="1").obj(), mode)
+        new = copy.deepcopy(old)
+        new["spec"]["active"] = False
+        assert (errors(new, old, username="alice") == []) is allowed, mode
+        back = copy.deepcopy(new)
+        back["spec"]["active"] = True
+        assert (errors(back, new, username="alice") == []) is allowed, mode
+    old = with_mode(WorkloadBuilder("wl", "ns").podset(cpu="1").obj(), "Parent")
+    new = copy.deepcopy(old)
+    new["spec"]["active"] = False
+    new["spec"]["priority"] = 5
+    assert any("Forbidden" in e for e in errors(new, old, username="alice"))
+
+
 def test_user_may_relabel_a_parent_workload() -> None:
     old = with_mode(WorkloadBuilder("wl", "ns").podset(cpu="1").obj(), "Parent")
     new = copy.deepcopy(old)

@@ -217,3 +217,17 @@ def test_eviction_accumulates_the_time_spent_admitted() -> None:
     plan = plan_workload(wl, WorkloadContext(LQ, cq), NOW)
     assert _conds(plan)["Evicted"].reason == "AdmissionCheck"
     assert plan.accumulated_execution_seconds == 105
+
+
+def test_a_concurrent_admission_parent_is_left_to_the_option_controller() -> None:
+    """A parent mirrors its winning option's admission; the core workload controller must not run
+    the parent's checks or timeouts on that mirror (docs/design/concurrent-admission.md)."""
+    from controller.workload.decisions import WorkloadContext, plan_workload
+    from tests.builders import ClusterQueueBuilder, WorkloadBuilder
+
+    cq = ClusterQueueBuilder("cq").flavor("default", cpu="4").obj()
+    cq["spec"]["admissionChecks"] = ["prov"]
+    wl = WorkloadBuilder("p", "ns").podset(cpu="1").reserved("cq", {"cpu": "default"}, {"cpu": "1"}).obj()
+    wl["spec"]["workloadMode"] = {"type": "Parent"}
+    plan = plan_workload(wl, WorkloadContext(local_queue=None, cluster_queue=cq), datetime(2026, 1, 1, tzinfo=UTC))
+    assert plan.is_noop()
