@@ -192,6 +192,11 @@ def _cluster_queue_down(step: _Step) -> None:
         # The way back restores the policy and removes the concurrentAdmission made from it.
         step.touch(("spec", "concurrentAdmissionPolicy"), ("spec", "concurrentAdmission"))
         step.touch(("spec", "concurrentAdmission"))
+    elif _get(out, ("spec", "concurrentAdmission")) is not _ABSENT:
+        # Written in v1beta2 with pykueue's own field: the way back keeps that spelling instead of
+        # turning it into Kueue's policy.
+        step.touch(("spec", "concurrentAdmission"))
+        step.touch(("spec", "concurrentAdmissionPolicy"), ("spec", "concurrentAdmission"))
 
 
 # --- Cohort, LocalQueue, AdmissionCheck, MultiKueue -----------------------------------------------

@@ -226,3 +226,13 @@ def test_malformed_objects_convert_or_fail_with_a_conversion_error_never_a_crash
         json.dumps(there)
 
     anything()
+
+
+def test_a_v1beta2_queue_written_with_concurrent_admission_keeps_that_spelling() -> None:
+    """pykueue's own field written in v1beta2 stays itself across v1beta1 storage, even when Kueue's
+    policy could say the same (found by the round-trip property above)."""
+    original = _cq("v1beta2", {"concurrentAdmission": {"onSuccess": "RemoveOther"}})
+    stored = convert(original, "v1beta1")
+    assert stored["spec"]["concurrentAdmission"] == {"onSuccess": "RemoveOther"}
+    back = convert(stored, "v1beta2")
+    assert back["spec"] == original["spec"]
