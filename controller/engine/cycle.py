@@ -289,6 +289,13 @@ def _process(
             exhausted.add(name)
             queues.emit_reason(result, info.key, c.REASON_PENDING, NO_LONGER_FITS)
             return
+        if not _fits_after_evicting(cache, node, entry, targeted):
+            # Earlier entries of this cycle took quota the victims' would not give back: evicting
+            # them now would be for nothing (Kueue re-checks the fit before preempting too).
+            queues.requeue(info, name)
+            exhausted.add(name)
+            queues.emit_reason(result, info.key, c.REASON_PENDING, NO_LONGER_FITS)
+            return
         targeted.update(victims)
         usage = dict(assignment.usage)
         quota.add_usage(node, usage)
@@ -355,6 +362,25 @@ def _process(
         exhausted.add(name)
     else:
         queue.park_shape_of(info)
+
+
+def _fits_after_evicting(cache: QuotaCache, node: quota.QuotaNode, entry: _Entry, targeted: set[ObjectKey]) -> bool:
+    """Whether ``entry``'s usage fits once its victims — and those earlier entries of this cycle
+    are evicting — have given their quota back, against the quota as this cycle has left it
+    (Kueue's fit check before preempting)."""
+    removed: list[tuple[quota.QuotaNode, dict[FlavorResource, int]]] = []
+    for key in targeted | {t.victim.key for t in entry.targets}:
+        victim = cache.admitted_workload(key)
+        admission = victim.admission if victim is not None else None
+        victim_node = cache.forest.cluster_queues.get(admission.cluster_queue) if admission is not None else None
+        if admission is not None and victim_node is not None:
+            quota.remove_usage(victim_node, admission.usage)
+            removed.append((victim_node, admission.usage))
+    try:
+        return quota.fits(node, entry.assignment.usage)
+    finally:
+        for victim_node, usage in removed:
+            quota.add_usage(victim_node, usage)
 
 
 def _reservable(node: quota.QuotaNode, spec: ClusterQueueSpec, assignment: Assignment) -> dict[FlavorResource, int]:

@@ -207,3 +207,23 @@ def test_priority_from_workload_priority_class_when_spec_priority_is_missing() -
     world.add(PlacementWorkloadBuilder("classy", "ns").queue("lq-cq").podset(cpu="4").priority_class("urgent").obj())
     assert [p.victim for p in world.cycle().preemptions] == ["ns/low"]
     assert world.engine.priority_value("urgent") == 1000
+
+
+def test_no_eviction_when_an_earlier_entry_of_the_cycle_took_the_room_it_would_free() -> None:
+    """b-high needs its own low-priority workload's 2 cpu plus 1 borrowed; a-new, processed first
+    (it does not borrow), takes the cohort's spare quota, so evicting b-low would not be enough:
+    nothing is evicted and b-high is told it no longer fits (Kueue re-checks before preempting)."""
+    world = _world(
+        FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="2"),
+        FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="2")
+        .preemption(within_cluster_queue="LowerPriority", borrow_within_cohort="LowerPriority"),
+    )
+    _running(world, "b-low", "b", "2", 0)
+    world.add(PlacementWorkloadBuilder("a-new", "ns").queue("lq-a").podset(cpu="2").at(10).obj())
+    world.add(PlacementWorkloadBuilder("b-high", "ns").queue("lq-b").podset(cpu="3").priority(10).at(5).obj())
+    result = world.cycle()
+    assert [r.workload for r in result.reservations] == ["ns/a-new"]
+    assert result.preemptions == []
+    assert {p.workload: p.message for p in result.pending}["ns/b-high"] == (
+        "Workload no longer fits after processing another workload"
+    )
