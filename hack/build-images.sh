@@ -5,6 +5,8 @@
 #   hack/build-images.sh python     Debian's Python 3.11 on that base: the Dockerfile's PYTHON_IMAGE
 #   hack/build-images.sh pykueue    the project's Dockerfile with PYTHON_IMAGE set to the above
 #   hack/build-images.sh busybox    a static busybox (Debian's busybox-static) in a scratch image
+#   hack/build-images.sh kwok       the pinned kwok binary (make binaries) on the Debian base, tagged
+#                                   as kwok's release image, which hack/e2e-deploy.sh install-kwok runs
 #   hack/build-images.sh all        all of the above, in order
 #
 # Each prints the image reference it produced (or found) on stdout, progress on stderr.
@@ -203,11 +205,34 @@ cmd_busybox() {
   echo "$BUSYBOX_IMAGE"
 }
 
+# --- kwok -------------------------------------------------------------------------------------
+cmd_kwok() {
+  local base; base=$(cmd_debian)
+  # shellcheck source=/dev/null
+  source "$here/versions.env"
+  local bin="$cache/bin/kwok-$KWOK_VERSION/kwok"
+  [ -x "$bin" ] || "$here/build-binaries.sh" kwok >/dev/null || die "building kwok $KWOK_VERSION failed"
+  local ref
+  ref=$(sed -n 's/^KWOK_IMAGE_REPOSITORY = "\(.*\)"$/\1/p' "$here/localcluster/incluster_kwok.py"):$KWOK_VERSION
+  [ "${ref%%:*}" != "" ] || die "cannot read kwok's image name from hack/localcluster/incluster_kwok.py"
+  if ! have_image "$ref"; then
+    log "building $ref from $bin"
+    local work; work=$(mktemp -d)
+    cp "$bin" "$work/kwok"
+    # shellcheck disable=SC2016 # ${BASE} is for docker build, not for this shell
+    printf 'ARG BASE\nFROM ${BASE}\nCOPY kwok /usr/local/bin/kwok\nUSER 65532:65532\nENTRYPOINT ["/usr/local/bin/kwok"]\n' >"$work/Dockerfile"
+    docker build -q --build-arg BASE="$base" -t "$ref" "$work" >/dev/null || { rm -rf "$work"; die "building $ref failed"; }
+    rm -rf "$work"
+  fi
+  echo "$ref"
+}
+
 case "${1:-}" in
   debian) cmd_debian ;;
   python) cmd_python ;;
   pykueue) cmd_pykueue ;;
   busybox) cmd_busybox ;;
-  all) cmd_pykueue; cmd_busybox ;;
-  *) die "usage: hack/build-images.sh debian|python|pykueue|busybox|all" ;;
+  kwok) cmd_kwok ;;
+  all) cmd_pykueue; cmd_busybox; cmd_kwok ;;
+  *) die "usage: hack/build-images.sh debian|python|pykueue|busybox|kwok|all" ;;
 esac
