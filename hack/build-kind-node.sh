@@ -13,7 +13,9 @@
 #     the control plane, kube-proxy (with Debian's iptables) and etcd on the Debian base of
 #     hack/build-images.sh (the Go binaries are dynamically linked against glibc), and pause
 #     compiled statically from the C source in the Kubernetes module into a scratch image.
-#     CoreDNS is not built: hack/kind-config.yaml skips kubeadm's CoreDNS addon.
+#     CoreDNS is not built: hack/kind-config.yaml skips kubeadm's CoreDNS addon. etcd is the
+#     local cluster's pin (ETCD_VERSION), under the tag kubeadm asks for, which may name another
+#     3.6 patch release (`etcd --version` in the pod tells the truth).
 #
 # The node image's tag carries a hash of everything above (pins, the Debian base, the files
 # under hack/kind-node/), so an unchanged recipe is found in Docker's store in a second.
@@ -63,7 +65,8 @@ cmd_node() {
   local recipe
   recipe=$(
     echo "k8s=$K8S_VERSION etcd=$ETCD_VERSION kind=$KIND_VERSION base=$base"
-    cat "$here"/kind-node/* "$here"/kind-node/units/* "$0"
+    find "$here/kind-node" -type f | LC_ALL=C sort | xargs cat
+    cat "$0"
   )
   local hash; hash=$(printf '%s' "$recipe" | sha256sum | cut -c1-12)
   local ref="pykueue-local/kind-node:$K8S_VERSION-$hash"

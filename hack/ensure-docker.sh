@@ -13,6 +13,7 @@
 # (docker/dockerd.log); DOCKERD_WAIT seconds to wait for a started daemon [60].
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
 cache=${PYKUEUE_CACHE:-$HOME/.cache/pykueue}
 state="$cache/docker"
 pidfile="$state/dockerd.pid"
@@ -43,7 +44,17 @@ start_daemon() {
   mkdir -p "$state"
   # setsid: the daemon outlives this script and is not in the caller's process group, so a ^C
   # in the caller does not kill it half-way; `stop` ends it by its pid.
-  as_root setsid dockerd --pidfile "$pidfile.daemon" >"$logfile" 2>&1 </dev/null &
+  local args=(--pidfile "$pidfile.daemon")
+  # Where the capability bounding set lacks some capability (CapBnd below all-ones up to
+  # cap_last_cap), --privileged containers -- every kind node -- cannot start with plain runc:
+  # run them through hack/runc-bounded, which drops what the host cannot grant.
+  local last bnd
+  last=$(cat /proc/sys/kernel/cap_last_cap 2>/dev/null || echo 0)
+  bnd=$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status)
+  if [ "$last" -gt 0 ] && [ $((16#$bnd)) -ne $(((1 << (last + 1)) - 1)) ]; then
+    args+=(--add-runtime "runc-bounded=$here/runc-bounded" --default-runtime runc-bounded)
+  fi
+  as_root setsid dockerd "${args[@]}" >"$logfile" 2>&1 </dev/null &
   echo $! >"$pidfile"
   local waited=0
   until answers; do
@@ -72,9 +83,10 @@ cmd_start() {
 
 cmd_stop() {
   [ -f "$pidfile" ] || return 0
-  local pid; pid=$(cat "$pidfile")
-  # The recorded pid is that of the (setsid) dockerd we started; dockerd stops its containerd.
-  if kill -0 "$pid" 2>/dev/null; then
+  # $pidfile marks that `start` started the daemon; dockerd itself wrote its pid next to it.
+  local pid; pid=$(cat "$pidfile.daemon" 2>/dev/null || true)
+  # dockerd stops its containerd on TERM.
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
     as_root kill -TERM "$pid" 2>/dev/null || true
     local waited=0
     while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 30 ]; do sleep 1; waited=$((waited + 1)); done

@@ -34,6 +34,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 
 KIND_CLUSTER_NAME=${KIND_CLUSTER_NAME:-pykueue-e2e}
+cache_bin=${PYKUEUE_CACHE:-$HOME/.cache/pykueue}/bin/current
 IMAGE=${IMAGE:-pykueue:e2e}
 ARTIFACTS=${ARTIFACTS:-$root/_out/e2e-artifacts}
 E2E_DEPLOY=${E2E_DEPLOY:-$here/e2e-deploy.sh}
@@ -102,6 +103,23 @@ create_cluster() {
   "$KIND" "${args[@]}"
 }
 
+# The offline node image's pod network (hack/kind-node/pykueue-cni) is a bridge per node: every
+# node needs a route to every other node's podCIDR via that node's address on kind's network.
+route_pod_networks() {
+  local kubectl=${KUBECTL:-$cache_bin/kubectl}
+  [ -x "$kubectl" ] || kubectl=kubectl
+  local nodes
+  nodes=$("$kubectl" get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+  local name cidr ip other
+  while read -r name cidr ip; do
+    [ -n "$cidr" ] && [ -n "$ip" ] || die "node $name has no podCIDR or address yet"
+    for other in $("$KIND" get nodes --name "$KIND_CLUSTER_NAME"); do
+      [ "$other" = "$name" ] || docker exec "$other" ip route replace "$cidr" via "$ip"
+    done
+  done <<<"$nodes"
+  log "routed the pod networks of $(wc -l <<<"$nodes") nodes"
+}
+
 load() {
   log "loading $1 into $KIND_CLUSTER_NAME"
   "$KIND" load docker-image "$1" --name "$KIND_CLUSTER_NAME"
@@ -124,6 +142,7 @@ export BUSYBOX_IMAGE
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 create_cluster
+[ "$KIND_OFFLINE" != 1 ] || route_pod_networks
 build_and_load_image
 "$E2E_DEPLOY" test-crds
 "$E2E_DEPLOY" install-kwok
