@@ -126,6 +126,9 @@ cmd_node() {
   log "building $ref"
   docker build -q --build-arg BASE="$base" --build-arg K8S_VERSION="$K8S_VERSION" \
     --build-arg PAUSE_IMAGE="$pause_tag" -t "$ref" "$work/ctx" >/dev/null || die "building the node image failed"
+  # Earlier recipes' node images (about 1 GB each) go, unless a cluster still runs on one.
+  docker images --format '{{.Repository}}:{{.Tag}}' pykueue-local/kind-node | grep -vxF "$ref" \
+    | xargs -r docker image rm >/dev/null 2>&1 || true
   echo "$ref"
 }
 

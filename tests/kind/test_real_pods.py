@@ -14,64 +14,14 @@ nodes are kwok's, which never run a container), so they are not part of tests/e2
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import time
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-KUBECONFIG = os.environ.get("PYKUEUE_KUBECONFIG", "")
-NAMESPACE = os.environ.get("NAMESPACE", "pykueue-system")
-BUSYBOX = os.environ.get("BUSYBOX_IMAGE", "pykueue-local/busybox:static")
-SYSTEM_TAINT = "pykueue.dev/e2e-system"  # hack/kind-config.yaml's workers
-SIMULATED = "pykueue.dev/simulated-node"  # the label of kwok's nodes (hack/localcluster/nodes.py)
-
-
-def kubectl_binary() -> str:
-    pinned = Path(os.environ.get("PYKUEUE_CACHE", Path.home() / ".cache" / "pykueue")) / "bin/current/kubectl"
-    return str(pinned) if pinned.exists() else "kubectl"
-
-
-def kubectl(*args: str, input: str | None = None, check: bool = True) -> str:
-    result = subprocess.run(
-        [kubectl_binary(), "--kubeconfig", KUBECONFIG, *args],
-        capture_output=True, text=True, input=input, timeout=120, check=False,
-    )  # fmt: skip
-    if check and result.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
-    return result.stdout
-
-
-def get(*args: str) -> Any:
-    return json.loads(kubectl("get", "-o", "json", *args))
-
-
-def wait_for(predicate: Any, timeout: float, message: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-        except AssertionError as err:
-            last = err
-        if last and not isinstance(last, AssertionError):
-            return last
-        time.sleep(1)
-    raise AssertionError(f"{message} (after {timeout:.0f}s; last: {last!r})")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cluster() -> None:
-    if not KUBECONFIG:
-        pytest.fail("PYKUEUE_KUBECONFIG must point at the kind cluster (hack/kind-e2e.sh sets it)", pytrace=False)
+from tests.kind.kube import BUSYBOX, NAMESPACE, SIMULATED, get, kubectl, wait_for
 
 
 def test_the_charts_pods_run_non_root_on_a_read_only_root() -> None:
-    pods = get("pods", "-n", NAMESPACE)["items"]
+    # Pods on their way out (a scale-down by another test) are not judged.
+    pods = [pod for pod in get("pods", "-n", NAMESPACE)["items"] if not pod["metadata"].get("deletionTimestamp")]
     programs = {pod["metadata"]["labels"].get("app.kubernetes.io/component") for pod in pods}
     assert {"webhook", "controller"} <= programs, programs
     for pod in pods:
@@ -83,39 +33,6 @@ def test_the_charts_pods_run_non_root_on_a_read_only_root() -> None:
             assert container["securityContext"]["readOnlyRootFilesystem"] is True, (name, container["name"])
         node = get("node", pod["spec"]["nodeName"])
         assert SIMULATED not in node["metadata"].get("labels", {}), f"{name} runs on a simulated node"
-
-
-@pytest.fixture
-def queue() -> Iterator[tuple[str, str]]:
-    suffix = uuid.uuid4().hex[:6]
-    ns, flavor, cq = f"kind-real-{suffix}", f"kind-workers-{suffix}", f"kind-real-{suffix}"
-    objects = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": flavor},
-            # The kind workers (not the simulated pools): their label, and their taint tolerated.
-            "spec": {"nodeLabels": {"pykueue.dev/e2e-role": "system"},
-                     "tolerations": [{"key": SYSTEM_TAINT, "operator": "Exists", "effect": "NoSchedule"}]},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": cq},
-            "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
-                {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "1"},
-                                               {"name": "memory", "nominalQuota": "256Mi"}]}]}]},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-            "metadata": {"name": "main", "namespace": ns}, "spec": {"clusterQueue": cq},
-        },
-    ]  # fmt: skip
-    for obj in objects:
-        kubectl("create", "-f", "-", input=json.dumps(obj))
-    try:
-        yield ns, cq
-    finally:
-        kubectl("delete", "namespace", ns, "--wait=true", "--timeout=90s", check=False)
-        kubectl("delete", "clusterqueue", cq, "--ignore-not-found", "--timeout=60s", check=False)
-        kubectl("delete", "resourceflavor", flavor, "--ignore-not-found", "--timeout=60s", check=False)
 
 
 def test_a_queued_job_runs_real_containers_to_completion_on_the_kind_workers(queue: tuple[str, str]) -> None:
