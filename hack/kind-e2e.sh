@@ -43,7 +43,7 @@ HELM_VALUES=$here/kind-values.yaml${HELM_VALUES:+,$HELM_VALUES}
 export IMAGE ARTIFACTS HELM_VALUES
 
 die() { printf 'kind-e2e: %s\n' "$*" >&2; exit 1; }
-log() { printf 'kind-e2e: %s\n' "$*" >&2; }
+log() { printf 'kind-e2e: [%ss] %s\n' "$SECONDS" "$*" >&2; }
 
 started_docker=0
 if [ "${KIND_ENSURE_DOCKER:-0}" = 1 ]; then
