@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help env test test-unit test-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
+.PHONY: help env test test-unit test-e2e test-image images kind-node-image kind-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -31,6 +31,21 @@ test-unit: $(STAMP) kueue-crds ## unit tests (no cluster)
 
 test-e2e: $(STAMP) binaries ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set
 	$(PY) -m pytest tests/e2e -q -x
+
+images: ## build the base images (Debian, Python) and the pykueue image without a registry (needs Docker; starts it)
+	@hack/ensure-docker.sh start >/dev/null
+	@hack/build-images.sh all
+
+test-image: $(STAMP) binaries ## run the built image for real: non-root, read-only root fs, against a local cluster
+	@hack/ensure-docker.sh start >/dev/null
+	$(PY) -m pytest tests/image -q -x
+
+kind-node-image: binaries ## build kind and the offline kind node image (pins in hack/versions.env; needs Docker)
+	@hack/ensure-docker.sh start >/dev/null
+	@hack/build-kind-node.sh
+
+kind-e2e: $(STAMP) binaries ## the e2e suite on kind, every image built here (starts Docker if needed; see README)
+	KIND_ENSURE_DOCKER=1 KIND_OFFLINE=1 PYTHON=$(abspath $(PY)) hack/kind-e2e.sh
 
 lint: $(STAMP) ## ruff + mypy + shellcheck + hadolint + stale generated files
 	$(VENV)/bin/ruff check .

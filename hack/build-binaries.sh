@@ -52,8 +52,18 @@ check_proxy() {
 
 stamp_ok() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
 
+# kubernetes: the control plane and kubectl (the local cluster). kubernetes-node: kubelet, kubeadm
+# and kube-proxy, which only the offline kind node image needs (hack/build-kind-node.sh).
 build_kubernetes() {
-  local out="$bindir/kubernetes-$K8S_VERSION"
+  build_kubernetes_cmds "$bindir/kubernetes-$K8S_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubectl
+}
+
+build_kubernetes_node() {
+  build_kubernetes_cmds "$bindir/kubernetes-node-$K8S_VERSION" kubelet kubeadm kube-proxy
+}
+
+build_kubernetes_cmds() { # out command...
+  local out=$1; shift
   stamp_ok "$out" "$K8S_VERSION" && return 0
   check_proxy
   echo "building Kubernetes $K8S_VERSION (first build takes several minutes)..." >&2
@@ -68,22 +78,15 @@ build_kubernetes() {
       echo "require k8s.io/kubernetes $K8S_VERSION"
       grep -oE '^\s+k8s\.io/[a-z0-9-]+ => \./staging' kubernetes.mod | awk -v v="$staging_version" '{print "replace " $1 " => " $1 " " v}'
     } >>go.mod
-    cat >tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GO
+    {
+      printf '//go:build tools\n\npackage tools\n\nimport (\n'
+      for c in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
+      printf ')\n'
+    } >tools.go
     go mod tidy -e >/dev/null 2>&1 || true
     go get k8s.io/kubernetes@"$K8S_VERSION" >/dev/null
     mkdir -p "$out"
-    for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    for c in "$@"; do
       go build -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" -o "$out/$c" "k8s.io/kubernetes/cmd/$c"
     done
   )
@@ -167,6 +170,8 @@ targets=${*:-kubernetes etcd kwok helm kueue-crds}
 for t in $targets; do
   case "$t" in
     kubernetes) build_kubernetes ;;
+    kubernetes-node) build_kubernetes_node ;;
+    kind) go_install kind sigs.k8s.io/kind "$KIND_VERSION" ;;
     etcd) build_etcd ;;
     kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
     helm) go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;

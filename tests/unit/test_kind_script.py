@@ -80,6 +80,7 @@ def run_script(
     fail_on: str = "never-fails",
     docker: str = "recorder",
     extra_env: dict[str, str] | None = None,
+    kind: str | None = None,
 ) -> Run:
     """Run the script with stand-ins; ``docker`` chooses what it finds: ``recorder`` (a docker
     that works), ``no-daemon`` (one whose daemon is unreachable) or ``missing`` (none at all).
@@ -91,6 +92,8 @@ def run_script(
         if tool == "docker" and docker == "missing":
             continue
         path.write_text(NO_DAEMON_DOCKER if tool == "docker" and docker == "no-daemon" else RECORDER.format(name=tool))
+        if tool == "kind" and kind is not None:
+            path.write_text(kind)
         path.chmod(0o755)
     system = system_tools_without(tmp_path / "system", "docker", "kind")
     calls = tmp_path / "calls.log"
@@ -117,6 +120,7 @@ def test_happy_path_runs_every_step_in_order_and_deletes_the_cluster(tmp_path: P
     steps = [" ".join(call.split()[:3]) for call in run.calls]
     assert steps == [
         "docker info",
+        "kind get clusters",
         "kind create cluster",
         "docker build -t",
         "kind load docker-image",
@@ -130,12 +134,12 @@ def test_happy_path_runs_every_step_in_order_and_deletes_the_cluster(tmp_path: P
         "kind export logs",
         "kind delete cluster",
     ]
-    create = run.calls[1]
+    create = run.calls[2]
     assert f"--config {ROOT}/hack/kind-config.yaml" in create
     assert "--name pykueue-e2e" in create
-    assert run.calls[2] == f"docker build -t pykueue:e2e {ROOT}"
-    assert run.calls[3] == "kind load docker-image pykueue:e2e --name pykueue-e2e"
-    assert run.calls[9] == "e2e-deploy test -k chart", "pytest arguments are passed through"
+    assert run.calls[3] == f"docker build -t pykueue:e2e {ROOT}"
+    assert run.calls[4] == "kind load docker-image pykueue:e2e --name pykueue-e2e"
+    assert run.calls[10] == "e2e-deploy test -k chart", "pytest arguments are passed through"
     assert run.calls.index("e2e-deploy install-kwok") < run.calls.index("e2e-deploy test -k chart")
 
 
@@ -162,6 +166,18 @@ def test_a_failure_anywhere_still_collects_logs_and_deletes_the_cluster(tmp_path
         assert "e2e-deploy test" not in run.calls, "no tests against a dead webhook"
     if failing == "install-kwok":
         assert "e2e-deploy install" not in run.calls, "no tests without simulated nodes"
+
+
+def test_a_cluster_name_in_use_is_refused_and_left_alone(tmp_path: Path) -> None:
+    """Someone's existing cluster of that name is neither reused nor deleted."""
+    kind = '#!/bin/bash\necho "kind $*" >>"$CALLS"\n[ "$1 $2" = "get clusters" ] && echo pykueue-e2e\nexit 0\n'
+    run = run_script(tmp_path, kind=kind)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == (
+        "kind-e2e: a kind cluster named pykueue-e2e exists already; delete it "
+        "(kind delete cluster --name pykueue-e2e) or set KIND_CLUSTER_NAME"
+    )
+    assert run.calls == ["docker info", "kind get clusters"]
 
 
 def test_keep_cluster_leaves_it_running(tmp_path: Path) -> None:
