@@ -48,11 +48,31 @@ def release_name() -> str:
 
 
 def server_dry_run(cluster: Any, objects: list[Obj]) -> list[str]:
-    """Server-side apply every object with dryRun=All; returns kubectl's per-object lines.
+    """Have the apiserver judge every object with dryRun=All; returns kubectl's per-object lines.
 
-    The CRDs may already exist, applied by someone else; forcing conflicts lets the apiserver judge
-    our version of them, and the dry run guarantees nothing is written.
+    The CRDs may already exist, applied by someone else, and their conversion webhook's address
+    is owned by whoever runs the webhook (a ``url`` on the local cluster): an apply would merge our
+    ``service`` into it, and a CRD with both is invalid. So existing CRDs are judged as whole
+    replacements of the live ones (at their resourceVersion), everything else by a forced
+    server-side apply; the dry run guarantees nothing is written.
     """
+    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    others = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
+    lines: list[str] = []
+    replaced: list[Obj] = []
+    for crd in crds:
+        live = cluster.kubectl(
+            "get", "crd", crd["metadata"]["name"], "-o", "jsonpath={.metadata.resourceVersion}", check=False
+        )
+        if live.returncode == 0 and live.stdout.strip():
+            crd = {**crd, "metadata": {**crd["metadata"], "resourceVersion": live.stdout.strip()}}
+            replaced.append(crd)
+        else:
+            others.append(crd)
+    if replaced:
+        result = cluster.kubectl("replace", "--dry-run=server", "-f", "-", input=to_yaml(replaced), check=False)
+        assert result.returncode == 0, result.stderr
+        lines += [line for line in result.stdout.splitlines() if line.strip()]
     result = cluster.kubectl(
         "apply",
         "--server-side",
@@ -61,11 +81,11 @@ def server_dry_run(cluster: Any, objects: list[Obj]) -> list[str]:
         "--field-manager=chart-e2e",
         "-f",
         "-",
-        input=to_yaml(objects),
+        input=to_yaml(others),
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    return [line for line in result.stdout.splitlines() if line.strip()]
+    return lines + [line for line in result.stdout.splitlines() if line.strip()]
 
 
 @pytest.mark.parametrize(
