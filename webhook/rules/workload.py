@@ -7,7 +7,8 @@ Parent and ResourceFlavorOption workloads are the controller's bookkeeping; a us
 double-book quota or detach a job from its options, so only the controller's identity (the request's
 ``userInfo.username``) may create them or change their spec/status. Other writers may still touch
 metadata only (labels, annotations, finalizers, owner references), which is what the garbage
-collector and ``kubectl label`` do.
+collector and ``kubectl label`` do, and admission check controllers may write an option's
+``status.admissionChecks`` (options run their flavors' checks like any workload).
 """
 
 from __future__ import annotations
@@ -72,6 +73,13 @@ def validate_workload(
     return errors
 
 
+def _without_checks(status: Any) -> Any:
+    """``status`` without ``admissionChecks`` (what admission check controllers write)."""
+    if not isinstance(status, dict):
+        return status
+    return {k: v for k, v in status.items() if k != "admissionChecks"}
+
+
 def identity_errors(
     obj: dict[str, Any], old: dict[str, Any] | None, *, username: str, controller_username: str
 ) -> list[FieldError]:
@@ -81,6 +89,14 @@ def identity_errors(
         return []
     if old is not None and obj.get("spec") == old.get("spec") and obj.get("status") == old.get("status"):
         return []  # a metadata-only change (labels, finalizers, ownerReferences)
+    if (
+        old is not None
+        and obj.get("spec") == old.get("spec")
+        and _without_checks(obj.get("status")) == _without_checks(old.get("status"))
+    ):
+        # An admission check controller (Kueue's contract: any controller, with its own identity)
+        # reports its check's state on an option that reserved quota; only that list changes.
+        return []
     if (
         old is not None
         and controlled == {c.WORKLOAD_MODE_PARENT}

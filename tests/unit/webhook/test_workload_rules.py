@@ -72,6 +72,20 @@ def test_user_may_relabel_a_parent_workload() -> None:
     assert errors(new, old, username="alice") == []
 
 
+def test_an_admission_check_controller_may_report_its_state_on_an_option_and_nothing_else() -> None:
+    """Options run their assigned flavors' checks like any workload, so a check controller with
+    its own identity (Kueue's contract) writes status.admissionChecks; other status stays the
+    controller's."""
+    old = with_mode(WorkloadBuilder("wl", "ns").podset(cpu="1").reserved("cq").obj(), "ResourceFlavorOption")
+    old["status"]["admissionChecks"] = [{"name": "prov", "state": "Pending", "message": ""}]
+    ready = copy.deepcopy(old)
+    ready["status"]["admissionChecks"][0].update(state="Ready", message="provisioned")
+    assert errors(ready, old, username="system:serviceaccount:kube-system:check-controller") == []
+    forged = copy.deepcopy(ready)
+    forged["status"]["admission"]["clusterQueue"] = "other"
+    assert any("Forbidden" in e for e in errors(forged, old, username="system:serviceaccount:kube-system:check-controller"))
+
+
 def test_identity_is_checked_through_the_http_endpoint(client: FlaskClient) -> None:
     wl = with_mode(WorkloadBuilder("wl", "ns").queue("lq").podset(cpu="1").obj(), "Parent")
     denied = post(client, VALIDATE, review("Workload", wl, username="bob"))["response"]
