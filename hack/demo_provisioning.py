@@ -26,6 +26,7 @@ from pykueue.kube.client import KubeClient
 NAMESPACE = "demo-provisioning"
 POOL_LABEL = "pykueue.dev/demo-pool"
 CHECK = "demo-capacity"
+STEP_WITHOUT_CHANGE_SECONDS = 2.0  # the autoscaler's pace while nothing visible changes
 TIMEOUT_SECONDS = 120
 API = "kueue.x-k8s.io/v1beta1"
 
@@ -150,20 +151,27 @@ def provision_job(cluster: LocalCluster) -> None:
         KubeClient.from_config(cluster.kubeconfig, user_agent="autoscaler-sim"),
         [NodeGroup("autoscaled-pool", labels={POOL_LABEL: "autoscaled"}, capacity={"cpu": "2", "memory": "4Gi", "pods": "10"})],
     )
-    sim.start()
+    # The demo steps the simulated autoscaler itself, once the previous step's effect was shown
+    # (or after a while without change), so every stage — the ETAs included — is on screen however
+    # fast or slow the machine is.
     try:
         created = cluster.kubectl("create", "-o", "jsonpath={.metadata.name}", "-f", "-", input=json.dumps(_job()))
         print(f"created job {created.stdout.strip()} in queue 'autoscaled' (its ClusterQueue requires {CHECK})")
         started = time.monotonic()
         last = ""
+        last_step = started
         while time.monotonic() - started < TIMEOUT_SECONDS:
             snapshot, done = _snapshot(cluster)
-            if snapshot != last:
+            changed = snapshot != last
+            if changed:
                 print(f"[t+{time.monotonic() - started:5.1f}s]\n{snapshot}", flush=True)
                 last = snapshot
             if done:
                 print(f"\nThe Job finished on the autoscaled nodes in {time.monotonic() - started:.0f}s.")
                 break
+            if changed or time.monotonic() - last_step > STEP_WITHOUT_CHANGE_SECONDS:
+                sim.step()
+                last_step = time.monotonic()
             time.sleep(0.5)
         else:
             print(f"\n(stopped watching after {TIMEOUT_SECONDS}s)")
