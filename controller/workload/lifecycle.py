@@ -90,9 +90,10 @@ def release_plan(workload: dict[str, Any], now: datetime) -> WorkloadPlan:
 def back_to_pending_plan(workload: dict[str, Any], message: str, now: datetime) -> WorkloadPlan:
     """Give up a reservation that cannot be used (the Job was never started, so no pods exist).
 
-    Seed 004's rule: when what admission promised vanishes before the pods exist (an admitted
-    ResourceFlavor was deleted), the workload goes back to pending instead of retrying the start
-    forever; the scheduler then decides again from the current objects.
+    Delayed pod creation's rule (docs/design/jobs.md): when what admission promised vanishes
+    before the pods exist (an admitted ResourceFlavor was deleted), the workload goes back to
+    pending instead of retrying the start forever; the scheduler then decides again from the
+    current objects.
     """
     plan = WorkloadPlan()
     plan.admission = None
