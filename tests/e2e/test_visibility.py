@@ -254,6 +254,11 @@ def test_explain_answers_and_the_suggested_change_admits(
 
     kueue.finish(kueue.workload(namespace, "running"))  # 1 cpu free again
     kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "Hold"}})
+    # Submit only once the controller has stopped the queue: on a fast machine a workload sent at
+    # once may still be admitted into the quota just freed.
+    wait_for(lambda: any(c["type"] == "Active" and c["status"] == "False"
+                         for c in (kueue.get("ClusterQueue", cq) or {}).get("status", {}).get("conditions", [])),
+             timeout=30, message="the ClusterQueue stopped")
     submit(kueue, namespace, "held", cpu="0.5")
     answer = wait_for(lambda: (a := _explain(cluster, namespace, "held")).get("clusterQueueActive") is False and a,
                       timeout=30, message="explain for a workload in a stopped queue")
