@@ -18,6 +18,7 @@ pytest_plugins = [
     "tests.e2e.fixtures.invariants",
     "tests.e2e.fixtures.multikueue",
     "tests.e2e.fixtures.visibility",
+    "tests.e2e.fixtures.jobs",
 ]
 
 _E2E_DIR = Path(__file__).parent

@@ -9,12 +9,10 @@ admitted with no pods plays a job that saturates a flavor's quota.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
 
 from tests.builders import (
     AdmissionCheckBuilder,
@@ -24,32 +22,11 @@ from tests.builders import (
 )
 from tests.e2e.fixtures.controller import ControllerHandle, configuration, wait_for_pods_ready
 from tests.e2e.helpers.check_controller import flavor_check_controller
+from tests.e2e.helpers.jobs import FLAVOR_LABEL, Jobs, queued, wait_for
 from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, now_rfc3339, submit, unique
-from tests.e2e.test_jobs import FLAVOR_LABEL, Jobs, queued, wait_for
 
-
-@pytest.fixture(autouse=True)
-def _webhook_running(webhook: Any, controller: ControllerHandle) -> None:
-    """The webhook suspends the Jobs, the controller admits them."""
-
-
-@pytest.fixture
-def jobs(kube: k8s.ApiClient, kueue: KueueApi, namespace: str) -> Jobs:
-    return Jobs(kube, kueue, namespace)
-
-
-@pytest.fixture
-def nodes(cluster: Any) -> Iterator[str]:
-    """A label value two fresh simulated nodes carry: a flavor pointing at it has capacity."""
-    value = unique("nodes")
-    try:
-        cluster.create_nodes(value, 2, labels={FLAVOR_LABEL: value})
-    except Exception as err:  # an existing cluster (kind) cannot get simulated nodes
-        pytest.fail(f"this test needs simulated nodes: {err}", pytrace=False)
-    try:
-        yield value
-    finally:
-        cluster.delete_nodes(value)
+# Every test here needs both programs: the webhook suspends Jobs, the controller admits them.
+pytestmark = pytest.mark.usefixtures("webhook", "controller")
 
 
 def _flavors(kueue: KueueApi, pools: dict[str, str]) -> dict[str, str]:
@@ -105,10 +82,10 @@ def _saturate(kueue: KueueApi, namespace: str, flavor: str) -> None:
 
 
 def test_story_spot_stocks_out_and_the_job_ends_on_on_demand_never_again_on_spot(
-    jobs: Jobs, kueue: KueueApi, namespace: str, nodes: str, controller: ControllerHandle
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str, controller: ControllerHandle
 ) -> None:
     """Reservation (full), Spot (no node: stocked out), On-demand (nodes)."""
-    f = _flavors(kueue, {"reservation": nodes, "spot": unique("stocked-out"), "on-demand": nodes})
+    f = _flavors(kueue, {"reservation": flavor_nodes, "spot": unique("stocked-out"), "on-demand": flavor_nodes})
     cq = _queues(
         kueue,
         namespace,
@@ -148,10 +125,10 @@ def test_story_spot_stocks_out_and_the_job_ends_on_on_demand_never_again_on_spot
 
 
 def test_a_then_b_then_c_a_freed_earlier_flavor_is_tried_before_the_last(
-    jobs: Jobs, kueue: KueueApi, namespace: str, nodes: str
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
 ) -> None:
     """A full; B is tried and stocks out while A frees; A is tried (and stocks out too); then C."""
-    f = _flavors(kueue, {"a": unique("stocked-out"), "b": unique("stocked-out"), "c": nodes})
+    f = _flavors(kueue, {"a": unique("stocked-out"), "b": unique("stocked-out"), "c": flavor_nodes})
     _queues(
         kueue,
         namespace,
@@ -246,9 +223,9 @@ def test_retry_all_flavors_clears_the_history_and_tries_again(
 
 
 def test_admission_check_rejected_on_one_flavor_falls_back_to_the_next(
-    jobs: Jobs, kueue: KueueApi, namespace: str, nodes: str
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
 ) -> None:
-    f = _flavors(kueue, {"spot": nodes, "on-demand": nodes})
+    f = _flavors(kueue, {"spot": flavor_nodes, "on-demand": flavor_nodes})
     check = unique("capacity")
     kueue.create(AdmissionCheckBuilder(check).obj())
     kueue.set_active_condition("AdmissionCheck", check, True)
@@ -270,12 +247,12 @@ def test_admission_check_rejected_on_one_flavor_falls_back_to_the_next(
 
 @pytest.mark.needs_local_cluster  # kills and restarts the controller process
 def test_after_a_controller_restart_mid_attempt_the_timeout_fires_at_the_recorded_time(
-    jobs: Jobs, kueue: KueueApi, namespace: str, nodes: str, controller: ControllerHandle
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str, controller: ControllerHandle
 ) -> None:
     """The history in the API is the only memory: the new process times Spot from its recorded
     assignment, not from its own start."""
     timeout = 25
-    f = _flavors(kueue, {"spot": unique("stocked-out"), "on-demand": nodes})
+    f = _flavors(kueue, {"spot": unique("stocked-out"), "on-demand": flavor_nodes})
     _queues(
         kueue,
         namespace,
@@ -307,13 +284,13 @@ def test_after_a_controller_restart_mid_attempt_the_timeout_fires_at_the_recorde
 
 @pytest.mark.needs_local_cluster  # restarts the controller on another Configuration
 def test_waitforpodsready_firing_first_evicts_without_excluding_the_flavor(
-    jobs: Jobs, kueue: KueueApi, namespace: str, nodes: str, controller: ControllerHandle
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str, controller: ControllerHandle
 ) -> None:
     """The two timeouts stay separate: waitForPodsReady (5 s) runs out before Spot's fallback
     timeout (10 min), so the user sees PodsReadyTimeout and Spot is tried again after the backoff."""
     config = configuration(waitForPodsReady=wait_for_pods_ready(timeout="5s", backoff_base_seconds=2))
     with controller.configured(config):
-        f = _flavors(kueue, {"spot": unique("stocked-out"), "on-demand": nodes})
+        f = _flavors(kueue, {"spot": unique("stocked-out"), "on-demand": flavor_nodes})
         _queues(
             kueue,
             namespace,

@@ -8,37 +8,16 @@ may not shrink waits. Pods are real pods on simulated (kwok) nodes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.fixtures.controller import ControllerHandle
+from tests.e2e.helpers.jobs import Jobs, make_queues, queued, wait_for
 from tests.e2e.helpers.kueue import KueueApi, is_admitted, is_true, unique
-from tests.e2e.test_jobs import FLAVOR_LABEL, Jobs, make_queues, queued, wait_for
 
-
-@pytest.fixture(autouse=True)
-def _webhook_running(webhook: Any, controller: ControllerHandle) -> None:
-    """The webhook suspends the Jobs, the controller admits them."""
-
-
-@pytest.fixture
-def jobs(kube: k8s.ApiClient, kueue: KueueApi, namespace: str) -> Jobs:
-    return Jobs(kube, kueue, namespace)
-
-
-@pytest.fixture
-def flavor_nodes(cluster: Any) -> Iterator[str]:
-    """A label value that fresh simulated nodes carry (``FLAVOR_LABEL=<value>``)."""
-    value = unique("nodes")
-    cluster.create_nodes(value, 2, labels={FLAVOR_LABEL: value})
-    try:
-        yield value
-    finally:
-        cluster.delete_nodes(value)
+# Every test here needs both programs: the webhook suspends Jobs, the controller admits them.
+pytestmark = pytest.mark.usefixtures("webhook", "controller")
 
 
 def _admitted_count(workload: dict[str, Any]) -> int:
