@@ -145,8 +145,10 @@ class WorkloadBuilder(_Builder):
         flavors: dict[str, str] | None = None,
         usage: dict[str, str] | None = None,
         at: str = "2026-01-01T00:00:00Z",
+        counts: dict[str, int] | None = None,
     ) -> Self:
-        """Quota reserved in ``cluster_queue`` (one assignment per pod set)."""
+        """Quota reserved in ``cluster_queue`` (one assignment per pod set); ``counts`` admits some
+        pod sets with fewer pods than their spec count (partial admission)."""
         status = self._obj.setdefault("status", {})
         status["admission"] = {
             "clusterQueue": cluster_queue,
@@ -155,7 +157,7 @@ class WorkloadBuilder(_Builder):
                     "name": ps["name"],
                     "flavors": dict(flavors or {}),
                     "resourceUsage": dict(usage or {}),
-                    "count": ps.get("count", 1),
+                    "count": (counts or {}).get(ps["name"], ps.get("count", 1)),
                 }
                 for ps in self._obj["spec"]["podSets"]
             ],
@@ -166,6 +168,11 @@ class WorkloadBuilder(_Builder):
 
     def admitted(self, at: str = "2026-01-01T00:00:00Z") -> Self:
         return self.condition("Admitted", True, "Admitted", "The workload is admitted", at)
+
+    def reclaimable(self, count: int, podset: str = "main") -> Self:
+        """``status.reclaimablePods``: ``count`` pods of ``podset`` finished for good."""
+        self._obj.setdefault("status", {})["reclaimablePods"] = [{"name": podset, "count": count}]
+        return self
 
     def finished(self, reason: str = "Succeeded") -> Self:
         return self.condition("Finished", True, reason, "done")
@@ -488,6 +495,11 @@ class JobBuilder(_Builder):
     def run_seconds(self, seconds: float) -> Self:
         """How long each simulated pod runs before it succeeds (``-1``: forever)."""
         return self.pod_annotation(SIM_RUN_SECONDS_ANNOTATION, str(seconds))
+
+    def indexed(self) -> Self:
+        """``completionMode: Indexed``: each completion index runs once."""
+        self._obj["spec"]["completionMode"] = "Indexed"
+        return self
 
     def active_deadline_seconds(self, seconds: int) -> Self:
         """The Job controller fails the Job (``DeadlineExceeded``) once it ran this long."""

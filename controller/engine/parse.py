@@ -317,6 +317,16 @@ def _parse_podset(raw: Mapping[str, Any], index: int) -> PodSetInfo:
     )
 
 
+def _without_reclaimed(podset: PodSetInfo, reclaimable: int) -> PodSetInfo:
+    """``podset`` less its reclaimable pods; a partial-admission floor above what is left drops."""
+    if reclaimable <= 0:
+        return podset
+    left = podset.scaled(podset.count - reclaimable)
+    if left.min_count is not None and left.min_count >= left.count:
+        left = dataclasses.replace(left, min_count=None)
+    return left
+
+
 def _min_count(value: Any, count: int) -> int | None:
     """``minCount`` when it allows fewer pods than ``count`` (anything else means all of them)."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value < count:
@@ -348,17 +358,41 @@ def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(cond.get("type")): cond for cond in map(dict_or_empty, list_or_empty(status.get("conditions")))}
 
 
+def _reclaimable(status: Mapping[str, Any], podsets: tuple[PodSetInfo, ...]) -> tuple[tuple[str, int], ...]:
+    """``status.reclaimablePods`` as sorted (podSet, count) pairs of known podSets, each capped at
+    its podSet's count (a stale count after a shrink must never make usage negative)."""
+    counts = {ps.name: ps.count for ps in podsets}
+    found: dict[str, int] = {}
+    for entry in map(dict_or_empty, list_or_empty(status.get("reclaimablePods"))):
+        name = _str(entry.get("name"))
+        count = _int(entry.get("count"), 0)
+        if name in counts and count > 0:
+            found[name] = min(count, counts[name])
+    return tuple(sorted(found.items()))
+
+
 def _admission_usage(
-    admission: Mapping[str, Any], podsets: tuple[PodSetInfo, ...]
+    admission: Mapping[str, Any],
+    podsets: tuple[PodSetInfo, ...],
+    reclaimed: tuple[tuple[str, int], ...] = (),
 ) -> dict[FlavorResource, int]:
-    """Usage held by an admitted workload, from ``status.admission`` (flavors + resourceUsage)."""
+    """Usage held by an admitted workload, from ``status.admission`` (flavors + resourceUsage).
+
+    Reclaimable pods shrink it as Kueue does (``totalRequestsFromAdmission``): a podSet whose
+    spec count minus its reclaimable pods is below the admitted count holds that many pods'
+    share of the recorded usage. A partially admitted podSet (admitted fewer than its spec
+    count) keeps its usage until the reclaimable pods eat into the admitted ones."""
     by_name = {ps.name: ps for ps in podsets}
+    reclaim = dict(reclaimed)
     usage: dict[FlavorResource, int] = {}
     for ai, assignment in enumerate(map(dict_or_empty, list_or_empty(admission.get("podSetAssignments")))):
         name = _str(assignment.get("name"), c.DEFAULT_PODSET_NAME)
         flavors = dict_or_empty(assignment.get("flavors"))
         resource_usage = dict_or_empty(assignment.get("resourceUsage"))
         podset = by_name.get(name)
+        admitted_count = _int(assignment.get("count"), podset.count if podset is not None else 0)
+        after_reclaim = podset.count - reclaim.get(name, 0) if podset is not None else admitted_count
+        shrink = name in reclaim and 0 <= after_reclaim < admitted_count
         for resource, flavor in flavors.items():
             if resource in resource_usage:
                 amount = _quantity(
@@ -370,6 +404,8 @@ def _admission_usage(
                 amount = podset.count if resource == "pods" else podset.requests.get(str(resource), 0)
             else:
                 amount = 0
+            if shrink:
+                amount = amount // admitted_count * after_reclaim
             key = (str(flavor), str(resource))
             usage[key] = usage.get(key, 0) + amount
     return usage
@@ -413,7 +449,15 @@ def parse_workload(
     spec_problem: str | None = None
     podsets: tuple[PodSetInfo, ...] = ()
     shape = 0
-    if previous is not None and generation and previous.generation == generation and previous.uid == uid:
+    reclaim_raw = list_or_empty(status.get("reclaimablePods"))
+    if (
+        previous is not None
+        and generation
+        and previous.generation == generation
+        and previous.uid == uid
+        and not previous.reclaimed
+        and not reclaim_raw  # reclaimable pods change the podSets below
+    ):
         podsets, spec_problem = previous.podsets, previous.spec_problem
         # An option's stored shape is salted with its parent below; salt the plain one again.
         # The same for a shape salted with excluded flavors (below).
@@ -425,6 +469,14 @@ def parse_workload(
                 spec_problem = "spec.podSets: Required value: at least one podSet is needed"
         except FieldProblem as err:
             spec_problem = str(err)
+        shape = _shape_of(podsets)
+    spec_podsets = podsets
+    reclaimed = _reclaimable(status, podsets) if reclaim_raw else ()
+    if reclaimed:
+        # A pending workload asks only for the pods that still have to run (Kueue's
+        # totalRequestsFromPodSets counts each podSet after its reclaimable pods).
+        reclaim = dict(reclaimed)
+        podsets = tuple(_without_reclaimed(ps, reclaim.get(ps.name, 0)) for ps in podsets)
         shape = _shape_of(podsets)
     invalid = spec_problem
 
@@ -444,7 +496,7 @@ def parse_workload(
     admission: AdmissionInfo | None = None
     if isinstance(admission_raw, dict) and admission_raw.get("clusterQueue"):
         try:
-            usage = _admission_usage(admission_raw, podsets)
+            usage = _admission_usage(admission_raw, spec_podsets, reclaimed)
         except FieldProblem as err:
             usage = {}
             invalid = invalid or str(err)
@@ -502,4 +554,5 @@ def parse_workload(
         option=option,
         excluded_flavors=excluded,
         order_tiebreak=option_order_tiebreak(uid, option) if option is not None else "",
+        reclaimed=reclaimed,
     )

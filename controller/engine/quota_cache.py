@@ -247,7 +247,15 @@ class QuotaCache:
             if info.evicted:
                 self.being_evicted.pop(key, None)
             return False
-        self.release(key, old, requeue_tree=False)
+        # The same reservation holding less (reclaimable pods of a running workload) frees quota:
+        # that is a requeue trigger like any release.
+        shrank = (
+            old is not None
+            and old.admission is not None
+            and old.admission.cluster_queue == cq
+            and any(amount < old.admission.usage.get(fr, 0) for fr, amount in info.admission.usage.items())
+        )
+        self.release(key, old, requeue_tree=shrank)
         self.admitted.setdefault(cq, {})[key] = info
         node = self.forest.cluster_queues.get(cq)
         if node is not None:

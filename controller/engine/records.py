@@ -242,6 +242,9 @@ class WorkloadInfo:
     # ClusterQueue with a fallback strategy.
     excluded_flavors: frozenset[str] = frozenset()
     order_tiebreak: str = ""  # replaces the UID in the queue order when set
+    # status.reclaimablePods as (podSet, count), capped at each podSet's count: pods that finished
+    # for good and whose quota goes back (Kueue's ReclaimablePods). ``podsets`` already has them taken off.
+    reclaimed: tuple[tuple[str, int], ...] = ()
     # When the engine first observed this workload (set by the engine, kept across updates):
     # creationTimestamp has whole seconds, so workloads created in the same second are ordered
     # by arrival rather than by their (random) UIDs. 0 = unknown (loaded at start-up).

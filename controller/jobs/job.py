@@ -148,3 +148,57 @@ def key(obj: Obj) -> str:
     """``namespace/name``, the work-queue key of a namespaced object."""
     meta = metadata(obj)
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _index_ranges(value: Any, completions: int) -> list[tuple[int, int]]:
+    """``"1,3-5"`` (the Job status's index lists) as inclusive ranges below ``completions``;
+    unreadable parts are skipped (a strange status never raises here)."""
+    ranges = []
+    for part in str(value or "").split(","):
+        first, _, last = part.strip().partition("-")
+        try:
+            low = int(first)
+            high = int(last) if last else low
+        except ValueError:
+            continue
+        high = min(high, completions - 1)
+        if 0 <= low <= high:
+            ranges.append((low, high))
+    return ranges
+
+
+def terminal_indexes(job: Obj, completions: int) -> int:
+    """How many indexes of an Indexed Job will never run again: completed ones plus failed ones
+    (``backoffLimitPerIndex`` used up), counted once each and only below ``completions`` (a stale
+    status may list indexes a shrink removed)."""
+    if completions <= 0:
+        return 0
+    job_status = status(job)
+    ranges = sorted(
+        _index_ranges(job_status.get("completedIndexes"), completions)
+        + _index_ranges(job_status.get("failedIndexes"), completions)
+    )
+    counted, last = 0, -1
+    for low, high in ranges:
+        low = max(low, last + 1)
+        if low <= high:
+            counted += high - low + 1
+            last = high
+    return counted
+
+
+def reclaimable_pods(job: Obj) -> int:
+    """Pods of the Job whose quota can go back while it runs (Kueue's ``ReclaimablePods`` for a
+    batch Job): once fewer completions remain than ``parallelism``, the difference will never
+    run again. A one-pod Job, or one with nothing terminal yet, has none."""
+    job_spec = spec(job)
+    parallelism = max(_int(job_spec.get("parallelism"), 1), 0)
+    completions = max(_int(job_spec.get("completions"), parallelism), 0)
+    if job_spec.get("completionMode") == "Indexed":
+        terminal = terminal_indexes(job, completions)
+    else:
+        terminal = max(_int(status(job).get("succeeded"), 0), 0)
+    if parallelism <= 1 or terminal <= 0:
+        return 0
+    remaining = max(completions - terminal, 0)
+    return parallelism - remaining if remaining < parallelism else 0

@@ -252,7 +252,7 @@ class JobReconciler:
         workload = self._sync_priority(job, kept)
         if is_parent(workload):
             return self._drive_parent(job, workload)
-        return self._drive(job, workload)
+        return self._drive(job, self._sync_reclaimable(job, workload))
 
     def _drive_prebuilt(self, job: Obj, name: str) -> Result:
         """A Job naming its Workload (Kueue's ``kueue.x-k8s.io/prebuilt-workload-name``; MultiKueue
@@ -283,7 +283,7 @@ class JobReconciler:
         finish = jobs.finished(job)
         if finish is not None:
             return self._finish(job, [workload], finish)
-        return self._drive(job, workload)
+        return self._drive(job, self._sync_reclaimable(job, workload))
 
     def _drive_parent(self, job: Obj, parent: Obj) -> Result:
         """Concurrent admission: the Job follows the option holding quota (or the parent while
@@ -337,6 +337,29 @@ class JobReconciler:
             f"Updated priority of Workload {wv.key(workload)} to {wanted}",
         )
         return updated
+
+    def _sync_reclaimable(self, job: Obj, workload: Obj) -> Obj:
+        """Keep ``status.reclaimablePods`` at the pods the Job will never run again, so their quota
+        goes back while it still runs (Kueue's reclaimable pods; the engine books the workload's
+        usage less those pods). A Job is one podSet; the count is capped at that podSet's size."""
+        podsets = [ps for ps in wv.spec(workload).get("podSets") or [] if isinstance(ps, dict)]
+        if len(podsets) != 1:
+            return workload
+        name = str(podsets[0].get("name") or C.DEFAULT_PODSET_NAME)
+        size = podsets[0].get("count")
+        count = jobs.reclaimable_pods(job)
+        if isinstance(size, int) and not isinstance(size, bool):
+            count = min(count, size)
+        wanted = [{"name": name, "count": count}] if count > 0 else []
+        stored = [
+            {"name": entry.get("name"), "count": entry.get("count")}
+            for entry in wv.status(workload).get("reclaimablePods") or []
+            if isinstance(entry, dict)
+        ]
+        if stored == wanted:
+            return workload
+        patch = {"status": {"reclaimablePods": wanted or None}}
+        return self._writer.patch_status(R.WORKLOADS, wv.name(workload), patch, wv.namespace(workload))
 
     # --- step 3: finished Jobs -----------------------------------------------------------------
 

@@ -109,3 +109,32 @@ def test_a_job_repeating_an_env_name_gets_a_workload_with_one_entry_per_name(
     env = workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["env"]
     assert env == [{"name": "MODE", "value": "last"}, {"name": "OTHER", "value": "x"}]
     wait_for(lambda: jobs.succeeded("env"), message="the Job runs and completes")
+
+
+def test_the_quota_of_pods_that_will_never_run_again_goes_back_while_the_job_runs(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    """Reclaimable pods: a Job of parallelism 2 and 3 completions runs its last pod alone; the
+    other pod's quota goes back then (``status.reclaimablePods``), not when the Job finishes, so a
+    waiting Job starts beside that last pod."""
+    make_queues(kueue, namespace, flavor_nodes, cpu="2")
+    jobs.create(queued("first", namespace, pods=2, seconds=8).completions(3))
+    wait_for(lambda: (wl := jobs.workload("first")) and is_admitted(wl), message="first admitted")
+    jobs.create(queued("second", namespace, pods=1, seconds=2))
+    wait_for(lambda: (wl := jobs.workload("second")) and wl, message="second's Workload")
+
+    def second_admitted() -> bool:
+        wl = jobs.workload("second")
+        return bool(wl and is_admitted(wl))
+
+    reclaimed = wait_for(
+        lambda: (wl := jobs.workload("first")) and wl.get("status", {}).get("reclaimablePods") and wl,
+        message="one pod of the first Job reclaimable once two of its three completions are done",
+    )
+    assert reclaimed["status"]["reclaimablePods"] == [{"name": "main", "count": 1}]
+    assert not is_true(reclaimed, "Finished")
+    wait_for(second_admitted, message="the second Job admitted into the reclaimed quota")
+    first = jobs.workload("first")
+    assert first is not None and not is_true(first, "Finished"), "admitted only once the first Job finished"
+    assert not jobs.succeeded("first")
+    wait_for(lambda: jobs.succeeded("first") and jobs.succeeded("second"), message="both Jobs complete")

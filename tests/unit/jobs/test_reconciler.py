@@ -520,3 +520,24 @@ def test_a_prebuilt_workload_owned_by_something_else_is_not_taken(cluster: FakeC
     reconciler(cluster).reconcile(NS, "job")
     assert cluster.get(R.WORKLOADS, "copy", NS)["metadata"]["ownerReferences"][0]["uid"] == "o"  # type: ignore[index]
     assert cluster.get(R.JOBS, "job", NS)["spec"]["suspend"] is True  # type: ignore[index]
+
+
+# --- reclaimable pods ----------------------------------------------------------------------------
+
+
+def test_the_reconciler_keeps_status_reclaimable_pods_current(cluster: FakeCluster) -> None:
+    cluster.put(R.JOBS, queued_job().parallelism(3).completions(4).obj())
+    r = reconciler(cluster)
+    r.reconcile(NS, "job")
+    admit(cluster, workload_of(cluster))
+    r.reconcile(NS, "job")
+    assert "reclaimablePods" not in workload_of(cluster)["status"]
+    set_job_status(cluster, active=2, succeeded=2)  # two left for three slots: one pod's quota goes back
+    r.reconcile(NS, "job")
+    assert workload_of(cluster)["status"]["reclaimablePods"] == [{"name": "main", "count": 1}]
+    version = workload_of(cluster)["metadata"]["resourceVersion"]
+    r.reconcile(NS, "job")  # unchanged: no write
+    assert workload_of(cluster)["metadata"]["resourceVersion"] == version
+    set_job_status(cluster, active=0, succeeded=4)
+    r.reconcile(NS, "job")
+    assert workload_of(cluster)["status"]["reclaimablePods"] == [{"name": "main", "count": 3}]
