@@ -38,6 +38,7 @@ from controller.workload.lifecycle import (
     back_to_pending_plan,
     failed_to_start_plan,
     finish_plan,
+    out_of_sync_plan,
     pods_ready_plan,
     release_plan,
 )
@@ -283,6 +284,14 @@ class JobReconciler:
         finish = jobs.finished(job)
         if finish is not None:
             return self._finish(job, [workload], finish)
+        if not wv.is_finished(workload) and not podsets_match(job, workload):
+            # Kueue's ensurePrebuiltWorkloadInSync: a Workload made for another shape of the Job
+            # must not admit this one; it is finished and the Job stays (or is put back) suspended.
+            message = "The prebuilt workload is out of sync with its user job"
+            workload = self._write_plan(workload, out_of_sync_plan(message)) or workload
+            self._event(
+                job, "Warning", C.EVENT_FINISHED_WORKLOAD, f"Workload '{wv.key(workload)}' is declared finished: {message}"
+            )
         return self._drive(job, self._sync_reclaimable(job, workload))
 
     def _drive_parent(self, job: Obj, parent: Obj) -> Result:

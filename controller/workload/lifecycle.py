@@ -40,6 +40,7 @@ from pykueue.api.constants import (
     COND_REQUEUED,
     REASON_FAILED,
     REASON_NO_RESERVATION,
+    REASON_OUT_OF_SYNC,
     REASON_PENDING,
     REASON_PREEMPTED,
     REASON_SUCCEEDED,
@@ -57,6 +58,13 @@ def finish_plan(success: bool, message: str) -> WorkloadPlan:
     plan = WorkloadPlan()
     reason = REASON_SUCCEEDED if success else REASON_FAILED
     plan.set_conditions.append(ConditionSpec(COND_FINISHED, "True", reason, message))
+    return plan
+
+
+def out_of_sync_plan(message: str) -> WorkloadPlan:
+    """``Finished=True``/``OutOfSync``: a prebuilt Workload that no longer describes its Job."""
+    plan = WorkloadPlan()
+    plan.set_conditions.append(ConditionSpec(COND_FINISHED, "True", REASON_OUT_OF_SYNC, message))
     return plan
 
 

@@ -98,6 +98,32 @@ def test_a_job_naming_a_prebuilt_workload_runs_under_it(
     assert [w["metadata"]["name"] for w in kueue.workloads(namespace)] == [name]
 
 
+def test_a_prebuilt_workload_out_of_sync_with_its_job_is_finished_and_the_job_never_runs(
+    jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
+) -> None:
+    """A prebuilt Workload that describes another shape of the Job (3 pods for a Job of 2) is
+    finished ``OutOfSync`` (Kueue's ensurePrebuiltWorkloadInSync); the Job stays suspended."""
+    make_queues(kueue, namespace, flavor_nodes, cpu="4")
+    builder = queued("stale", namespace, pods=2, seconds=2)
+    name = unique("stale-wl")
+    template = builder.obj()["spec"]["template"]
+    kueue.create({
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 3, "template": template}]},
+    })
+    jobs.create(builder.label("kueue.x-k8s.io/prebuilt-workload-name", name))
+    finished = wait_for(
+        lambda: (wl := kueue.workload(namespace, name)) and is_true(wl, "Finished") and wl,
+        message="the out-of-sync Workload finished",
+    )
+    (cond,) = [c for c in finished["status"]["conditions"] if c["type"] == "Finished"]
+    assert (cond["reason"], cond["message"]) == ("OutOfSync", "The prebuilt workload is out of sync with its user job")
+    assert jobs.get("stale")["spec"]["suspend"] is True
+    assert jobs.pods("stale") == []
+
+
 def test_a_job_repeating_an_env_name_gets_a_workload_with_one_entry_per_name(
     jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
 ) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from controller.jobs.compose import job_podsets
 from controller.jobs.management import ManagementPolicy
 from controller.jobs.reconciler import JobReconciler, JobSettings
 from pykueue.api.constants import (
@@ -497,12 +498,19 @@ def test_pods_ready_observes_kueues_wait_time_metrics(cluster: FakeCluster) -> N
 # --- prebuilt workloads (MultiKueue workers) ----------------------------------------------------
 
 
+def prebuilt_for(job: dict[str, Any], name: str = "copy") -> dict[str, Any]:
+    """A Workload made beforehand for ``job`` (its podSets as the Job's), as MultiKueue copies one."""
+    wl = WorkloadBuilder(name, NS).queue("lq").obj()
+    wl["spec"]["podSets"] = job_podsets(job)
+    return wl
+
+
 def test_a_job_naming_a_prebuilt_workload_adopts_it_and_starts_when_it_is_admitted(cluster: FakeCluster) -> None:
     job = cluster.put(R.JOBS, queued_job().label("kueue.x-k8s.io/prebuilt-workload-name", "copy").uid("j-1").obj())
     r = reconciler(cluster)
     assert r.reconcile(NS, "job").requeue_after is not None  # the copy is not there yet: wait, suspended
     assert cluster.of(R.WORKLOADS) == [] and job["spec"]["suspend"] is True
-    cluster.put(R.WORKLOADS, WorkloadBuilder("copy", NS).queue("lq").podset(count=2, cpu="1").obj())
+    cluster.put(R.WORKLOADS, prebuilt_for(job))
     r.reconcile(NS, "job")
     wl = workload_of(cluster)
     assert wl["metadata"]["name"] == "copy" and wl["metadata"]["ownerReferences"][0]["uid"] == "j-1"
@@ -541,3 +549,29 @@ def test_the_reconciler_keeps_status_reclaimable_pods_current(cluster: FakeClust
     set_job_status(cluster, active=0, succeeded=4)
     r.reconcile(NS, "job")
     assert workload_of(cluster)["status"]["reclaimablePods"] == [{"name": "main", "count": 3}]
+
+
+def test_a_prebuilt_workload_describing_another_shape_is_finished_out_of_sync(cluster: FakeCluster) -> None:
+    """Kueue's ensurePrebuiltWorkloadInSync: a prebuilt Workload whose podSets do not describe
+    the Job (here 3 pods of 2 cpu for a Job of 2 pods of 1 cpu) never admits it."""
+    cluster.put(R.JOBS, queued_job().label("kueue.x-k8s.io/prebuilt-workload-name", "copy").uid("j-1").obj())
+    cluster.put(R.WORKLOADS, WorkloadBuilder("copy", NS).queue("lq").podset(count=3, cpu="2").obj())
+    reconciler(cluster).reconcile(NS, "job")
+    wl = cluster.get(R.WORKLOADS, "copy", NS)
+    assert wl is not None
+    finished = cond(wl, "Finished")
+    assert finished is not None and finished["status"] == "True" and finished["reason"] == "OutOfSync"
+    assert finished["message"] == "The prebuilt workload is out of sync with its user job"
+    assert cluster.get(R.JOBS, "job", NS)["spec"]["suspend"] is True  # type: ignore[index]
+    # Admitting the finished Workload afterwards does not start the Job.
+    admit(cluster, wl)
+    reconciler(cluster).reconcile(NS, "job")
+    assert cluster.get(R.JOBS, "job", NS)["spec"]["suspend"] is True  # type: ignore[index]
+
+
+def test_a_matching_prebuilt_workload_is_not_finished(cluster: FakeCluster) -> None:
+    job = cluster.put(R.JOBS, queued_job().label("kueue.x-k8s.io/prebuilt-workload-name", "copy").uid("j-1").obj())
+    cluster.put(R.WORKLOADS, prebuilt_for(job))
+    reconciler(cluster).reconcile(NS, "job")
+    wl = cluster.get(R.WORKLOADS, "copy", NS)
+    assert wl is not None and cond(wl, "Finished") is None
