@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.procstats import sample
-from webhook.certs import generate_bundle
+from pykueue.tls.certs import generate_bundle
 
 VALIDATE_PATH = "/validate-kueue-x-k8s-io-v1beta1-clusterqueue"
 MUTATE_PATH = "/mutate-kueue-x-k8s-io-v1beta1-clusterqueue"

@@ -22,7 +22,7 @@ from pykueue.api import constants as c
 from pykueue.kube import resources as r
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import Conflict, Invalid, NotFound
-from webhook.certs import merge_ca_bundle
+from pykueue.tls.certs import merge_ca_bundle
 from webhook.registry import HOOKS, MUTATING_CONFIGURATION_NAME, VALIDATING_CONFIGURATION_NAME, Hook
 
 log = logging.getLogger("pykueue.webhook.configurations")

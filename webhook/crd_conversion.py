@@ -8,7 +8,7 @@ from the same certificate sync (:mod:`webhook.certprovision`):
 * in a cluster, ``clientConfig.service`` names this program's own Service, namespace and port;
 * locally (``--local-url``), ``clientConfig.url`` is ``<local url>/convert``.
 
-The CA bundle is merged with the one already there (:func:`webhook.certs.merge_ca_bundle`) so a
+The CA bundle is merged with the one already there (:func:`pykueue.tls.certs.merge_ca_bundle`) so a
 rotation never leaves the apiserver with no CA it trusts. A CRD that is missing or whose
 conversion strategy someone set to ``None`` is logged and left alone: v1beta1 keeps working, only
 v1beta2 is unavailable (docs/design/api-versions.md).
@@ -25,7 +25,7 @@ from pykueue.api.schema import KINDS
 from pykueue.kube import resources as r
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import Conflict, NotFound
-from webhook.certs import merge_ca_bundle
+from pykueue.tls.certs import merge_ca_bundle
 from webhook.conversion import CONVERSION_PATH
 
 log = logging.getLogger("pykueue.webhook.crd_conversion")

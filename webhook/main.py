@@ -226,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         metrics_dir = tempfile.mkdtemp(prefix="pykueue-webhook-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
 
+    from pykueue.tls.certs import service_dns_names
     from webhook.certprovision import CertFiles, CertProvisioner
-    from webhook.certs import service_dns_names
     from webhook.configurations import LocalConfigurations, ServiceConfigurations
     from webhook.crd_conversion import CrdConversion, Syncs, service_client_config, url_client_config
     from webhook.server import WebhookServer

@@ -13,9 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from pykueue.kube import resources as r
-from tests.unit.webhook.fakes import FakeKube
-from webhook.certprovision import CertFiles, CertProvisioner, decode_secret_data, encode_secret_data
-from webhook.certs import (
+from pykueue.tls.certs import (
     CertBundle,
     covers_names,
     generate_bundle,
@@ -25,6 +23,8 @@ from webhook.certs import (
     service_dns_names,
     split_pem_certificates,
 )
+from tests.unit.webhook.fakes import FakeKube
+from webhook.certprovision import CertFiles, CertProvisioner, decode_secret_data, encode_secret_data
 from webhook.configurations import LocalConfigurations, ServiceConfigurations, local_configurations
 from webhook.tls import ReloadingContext
 

@@ -10,7 +10,7 @@ from pykueue.api.generate import crd
 from pykueue.api.schema import KINDS
 from pykueue.kube import resources as r
 from pykueue.kube.errors import Conflict
-from webhook.certs import generate_bundle, split_pem_certificates
+from pykueue.tls.certs import generate_bundle, split_pem_certificates
 from webhook.crd_conversion import CRD_NAMES, CrdConversion, service_client_config, url_client_config
 
 

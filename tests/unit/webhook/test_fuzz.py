@@ -19,10 +19,10 @@ from flask import Flask
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pykueue.tls.certs import generate_bundle
 from tests.builders import JobBuilder, SeedClusterQueueBuilder, WorkloadBuilder
 from tests.unit.webhook.gunicorn_process import stop_gunicorn
 from tests.unit.webhook.reviews import review
-from webhook.certs import generate_bundle
 from webhook.registry import HOOKS
 
 PATHS = [hook.path for hook in HOOKS]

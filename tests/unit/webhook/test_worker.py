@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
+from pykueue.tls.certs import generate_bundle
 from tests.builders import SeedClusterQueueBuilder
 from tests.unit.webhook.gunicorn_process import stop_gunicorn
 from tests.unit.webhook.reviews import review
-from webhook.certs import generate_bundle
 from webhook.handlers import kueue_path
 from webhook.worker import LingeringThreadWorker, lingering_worker
 
