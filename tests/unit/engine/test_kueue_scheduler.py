@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from controller.engine import CycleResult
 from controller.engine.cycle import NO_LONGER_FITS
 from tests.builders import (
     CohortBuilder,
@@ -75,6 +76,7 @@ class W:
     reserved: str | None = None  # ClusterQueue holding its quota
     flavors: list[dict[str, str]] | None = None  # per podSet: resource -> flavor of the reservation
     min_counts: dict[str, int] = field(default_factory=dict)  # podSet -> minCount (partial admission)
+    reserved_at: int | None = None  # seconds relative to "now" of its QuotaReserved time, when it matters
 
 
 def one(**requests: str) -> PodSets:
@@ -99,9 +101,15 @@ def _at(second: int) -> str:
     return f"2026-01-01T00:{minute:02d}:{sec:02d}Z"
 
 
-def _run(case: Case) -> tuple[
-    dict[str, list[dict[str, str]]], set[tuple[str, str]], dict[str, str], dict[str, list[int]]
-]:
+Outcome = tuple[dict[str, list[dict[str, str]]], set[tuple[str, str]], dict[str, str], dict[str, list[int]]]
+
+
+def _run(case: Case) -> Outcome:
+    return outcome(build_world(case).cycle())
+
+
+def build_world(case: Case) -> World:
+    """The engine of ``TestSchedule``'s fixture with the case's queues and workloads fed in."""
     world = World(heads=1)
     world.flavors("default", "on-demand", "spot", "model-a")
     for flavor in (TaintedFlavorBuilder("spot-tainted").taint("key", "val"), TaintedFlavorBuilder("spot-tainted-2").taint("key", "val2")):
@@ -125,14 +133,19 @@ def _run(case: Case) -> tuple[
                 podset["minCount"] = wl.min_counts[podset["name"]]
         if wl.reserved is not None:
             flavors = wl.flavors or [{}] * len(wl.podsets)
-            obj = builder.reserved(wl.reserved).admitted().obj()
+            at = {} if wl.reserved_at is None else {"at": _at(wl.reserved_at)}
+            obj = builder.reserved(wl.reserved, **at).admitted().obj()
             for assignment, (_ps, count, requests), ps_flavors in zip(
                 obj["status"]["admission"]["podSetAssignments"], wl.podsets, flavors, strict=True
             ):
                 assignment["flavors"] = dict(ps_flavors)
                 assignment["resourceUsage"] = {res: _times(count, qty) for res, qty in requests.items()}
         world.add(obj)
-    result = world.cycle()
+    return world
+
+
+def outcome(result: CycleResult) -> Outcome:
+    """What one cycle decided: reservations (flavors per podSet), evictions, pending messages, counts."""
     admitted = {
         r.workload: [dict(ps["flavors"]) for ps in r.admission["podSetAssignments"]]  # type: ignore[index, union-attr]
         for r in result.reservations
