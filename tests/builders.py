@@ -60,6 +60,10 @@ class _Builder:
         self._obj["metadata"]["generation"] = generation
         return self
 
+    def uid(self, uid: str) -> Self:
+        self._obj["metadata"]["uid"] = uid
+        return self
+
     def condition(
         self, type_: str, status: bool | str, reason: str, message: str = "", at: str = "2026-01-01T00:00:00Z"
     ) -> Self:
@@ -396,10 +400,6 @@ class JobBuilder(_Builder):
 
     def workload_priority_class(self, name: str) -> Self:
         return self.label("kueue.x-k8s.io/priority-class", name)
-
-    def uid(self, uid: str) -> Self:
-        self._obj["metadata"]["uid"] = uid
-        return self
 
     def resource_version(self, value: str) -> Self:
         self._obj["metadata"]["resourceVersion"] = value
