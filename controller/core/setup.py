@@ -163,6 +163,8 @@ def setup(ctrl: Controller) -> None:
         Engine,
         requeuing_timestamp=requeuing_timestamp(ctrl.config),
         requeue_batch_seconds=REQUEUE_BATCH_SECONDS,
+        # fairSharing.enable: order heads and choose victims by dominant resource share.
+        fair_sharing=ctrl.config.fair_sharing.preemption_strategies if ctrl.config.fair_sharing.enable else None,
     )
     loop = SchedulerLoop(ctrl.client, informers, events, engine_factory=engine_factory, block_admission=block)
     scheduler = SchedulerRunnable(loop, informers)
