@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from controller.core.fair_share_status import FairShareStatus
 from controller.core.queue_status_controller import QueueStatusController
 from controller.core.scheduler import SchedulerLoop
 from controller.core.workload_controller import WorkloadController
@@ -183,6 +184,10 @@ def setup(ctrl: Controller) -> None:
     ctrl.health.add_liveness("scheduler", scheduler.alive)
     ctrl.register(workload_controller)
     ctrl.register(QueueStatusRunnable(queue_status, informers))
+    if ctrl.config.fair_sharing.enable:
+        ctrl.register(
+            FairShareStatus(ctrl.client, loop.reads, informers["clusterqueues"], informers["cohorts"])
+        )
     log.info(
         "core controllers registered", extra={"waitForPodsReady": policy is not None, "blockAdmission": block}
     )

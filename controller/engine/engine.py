@@ -99,6 +99,18 @@ class Engine:
         self._arrivals = Arrivals()
         self._unadmitted_version: dict[ObjectKey, WorkloadInfo] = {}  # newest event while assumed
 
+    def weighted_shares(self) -> tuple[dict[str, tuple[int, str]], dict[str, int]]:
+        """Fair sharing: every ClusterQueue's (rounded weighted share, its cohort) and every
+        Cohort's rounded weighted share, read off the quota forest (O(queues x flavor/resources))."""
+        from .fairshare import weighted_share
+
+        forest = self.cache.forest
+        queues = {
+            name: (weighted_share(node), node.parent.name if node.parent is not None else "")
+            for name, node in forest.cluster_queues.items()
+        }
+        return queues, {name: weighted_share(node) for name, node in forest.cohorts.items()}
+
     # --- the parts' state under the names callers have always used ---------------------------------
     @property
     def requeue_batch_seconds(self) -> float:
