@@ -12,7 +12,7 @@ under the snake_case of their YAML names.
 
 A field the schema accepts is either honoured by one of the programs or refused at start by
 :func:`refused_fields` (today: a ``multiKueue.dispatcherName`` other than AllAtOnce, the only
-dispatcher pykueue has); docs/design/runtime.md tables which program honours which field.
+dispatcher pykueue has, and ``admissionFairSharing``, validated but not yet implemented); docs/design/runtime.md tables which program honours which field.
 """
 
 from __future__ import annotations
@@ -502,20 +502,30 @@ MULTIKUEUE_NOT_IMPLEMENTED = (
 _MULTIKUEUE_FIELDS = (("dispatcher_name", "dispatcherName"),)
 
 
+ADMISSION_FAIR_SHARING_NOT_IMPLEMENTED = (
+    "admission fair sharing between the LocalQueues of a ClusterQueue is not implemented; "
+    "remove admissionFairSharing"
+)
+
+
 def refused_fields(cfg: Configuration) -> list[FieldError]:
     """The valid settings neither program can honour, each naming its field.
 
     Kueue accepts them, so :func:`parse_config` does too; the programs refuse to start on them
     (:func:`require_supported`) rather than run while silently ignoring what the file asks for.
     Of the ``multiKueue`` stanza only a non-default ``dispatcherName`` is refused (pykueue
-    dispatches to all workers at once, Kueue's default).
+    dispatches to all workers at once, Kueue's default); ``admissionFairSharing`` is refused
+    whole.
     """
     defaults = MultiKueue()
-    return [
+    refused = [
         FieldError(f"multiKueue.{camel}", f"Forbidden: {MULTIKUEUE_NOT_IMPLEMENTED}")
         for snake, camel in _MULTIKUEUE_FIELDS
         if getattr(cfg.multi_kueue, snake) != getattr(defaults, snake)
     ]
+    if cfg.admission_fair_sharing is not None:
+        refused.append(FieldError("admissionFairSharing", f"Forbidden: {ADMISSION_FAIR_SHARING_NOT_IMPLEMENTED}"))
+    return refused
 
 
 def require_supported(cfg: Configuration, source: str | None = None) -> Configuration:

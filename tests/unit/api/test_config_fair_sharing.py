@@ -15,6 +15,7 @@ from pykueue.api.config import (
     ConfigError,
     FairSharing,
     parse_config,
+    refused_fields,
 )
 
 V1 = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration"}
@@ -101,3 +102,12 @@ def test_admission_fair_sharing_errors_name_the_field(section: dict[str, Any], e
     with pytest.raises(ConfigError) as err:
         parse_config({**V1, "admissionFairSharing": section})
     assert str(err.value).startswith(expected), str(err.value)
+
+
+def test_fair_sharing_is_honoured_and_admission_fair_sharing_refused_at_start() -> None:
+    assert refused_fields(parse_config({**V1, "fairSharing": {"enable": True}})) == []
+    refused = refused_fields(parse_config({**V1, "admissionFairSharing": {"usageHalfLifeTime": "1h"}}))
+    assert [str(e) for e in refused] == [
+        "admissionFairSharing: Forbidden: admission fair sharing between the LocalQueues of a ClusterQueue "
+        "is not implemented; remove admissionFairSharing"
+    ]
