@@ -25,11 +25,12 @@ S2A, S2B = "LessThanOrEqualToFinalShare", "LessThanInitialShare"
 
 
 def cq(name: str, cohort: str | None, cpu: str, *, within: str = "LowerPriority", reclaim: str = "Any",
-       borrow: bool = False, weight: str | None = None) -> dict[str, Any]:
+       borrow: bool = False, weight: str | None = None, flavors: dict[str, str] | None = None) -> dict[str, Any]:
     builder = FungibleClusterQueueBuilder(name)
     if cohort:
         builder.cohort(cohort)
-    builder.flavor("default", cpu=cpu)
+    for flavor, amount in (flavors or {"default": cpu}).items():
+        builder.flavor(flavor, cpu=amount)
     builder.preemption(within_cluster_queue=within, reclaim_within_cohort=reclaim,
                        borrow_within_cohort="LowerPriority" if borrow else None)
     if borrow:
@@ -66,6 +67,32 @@ class Case:
     queues: list[dict[str, Any]] | None = None
     cohorts: list[dict[str, Any]] = field(default_factory=list)
     priority: int = 0
+    flavor: str = "default"  # of the incoming workload's cpu
+
+
+def plain(name: str, cohort: str, cpu: str, weight: str | None = None) -> dict[str, Any]:
+    """A queue that preempts nothing itself (Kueue's ClusterQueue without a preemption stanza)."""
+    return cq(name, cohort, cpu, within="Never", reclaim="Never", weight=weight)
+
+
+def reclaimer(name: str, cohort: str, cpu: str, weight: str | None = None, within: str = "Never") -> dict[str, Any]:
+    return cq(name, cohort, cpu, within=within, reclaim="Any", weight=weight)
+
+
+def cohort(name: str, parent: str | None = None, cpu: str | None = None, weight: str | None = None) -> dict[str, Any]:
+    builder = CohortBuilder(name)
+    if parent:
+        builder.parent(parent)
+    if cpu is not None:
+        builder.flavor("default", cpu=cpu)
+    if weight is not None:
+        builder.weight(weight)
+    return builder.obj()
+
+
+def ranked(cluster_queue: str, count: int) -> list[tuple[str, str, str, int]]:
+    """``count`` one-cpu workloads of priorities 1..count, named ``<cq><priority>``."""
+    return [(f"{cluster_queue}{i}", cluster_queue, "1", i) for i in range(1, count + 1)]
 
 
 def units(cluster_queue: str, count: int, start: int = 1) -> list[tuple[str, str, str, int]]:
@@ -74,20 +101,21 @@ def units(cluster_queue: str, count: int, start: int = 1) -> list[tuple[str, str
 
 def targets(case: Case) -> set[tuple[str, str]]:
     world = World(fair_sharing=case.strategies)
-    world.flavors("default")
+    world.flavors("default", "premium", "cheap")
     for cohort in case.cohorts:
         world.engine.upsert_cohort(cohort)
     for queue in case.queues if case.queues is not None else base_cqs():
         world.queue(queue)
-    for name, queue, amount, priority in case.admitted:
+    for name, queue, spec, priority in case.admitted:
+        amount, _, flavor = spec.partition("@")  # "1@premium": one cpu of flavor premium
         builder = PlacementWorkloadBuilder(name, "ns").queue(f"lq-{queue}").priority(priority)
         builder.created("2026-01-01T00:10:00Z").podset(cpu=amount)
-        builder.reserved(queue, {"cpu": "default"}, {"cpu": amount}, at="2026-01-01T00:10:00Z")
+        builder.reserved(queue, {"cpu": flavor or "default"}, {"cpu": amount}, at="2026-01-01T00:10:00Z")
         world.add(builder.admitted().obj())
     incoming = PlacementWorkloadBuilder("incoming", "ns").queue(f"lq-{case.target}").priority(case.priority)
     world.add(incoming.created("2026-01-01T00:10:00Z").podset(cpu=case.incoming).obj())
     engine = world.engine
-    fr = ("default", "cpu")
+    fr = (case.flavor, "cpu")
     before = {name: {fr: v for fr, v in node.usage.items() if v} for name, node in engine.forest.cluster_queues.items()}
     found = engine.cache.preemptor.targets(
         engine.workloads["ns/incoming"], engine.cluster_queues[case.target],
@@ -158,6 +186,61 @@ CASES = [
          cohorts=[CohortBuilder("right-cohort").parent("root").flavor("default", cpu="1").weight("0").obj()]),
     Case("can preempt within cluster queue when no cohort", "a", [("a1", "a", "1", 0)],
          queues=[cq("a", None, "1", reclaim="Never")], priority=1000, preempted={("a1", ICQ)}),
+    Case("hierarchical preemption", "a",
+         [*ranked("b", 5), *ranked("c", 5), *ranked("d", 5), *ranked("e", 5)], incoming="5",
+         queues=[reclaimer("a", "LEFT", "1", weight="2"), plain("b", "LEFT", "1"), plain("c", "ROOT", "1"),
+                 plain("d", "RIGHT", "1"), plain("e", "RIGHT", "1", weight="0.99")],
+         cohorts=[cohort("ROOT", cpu="5"), cohort("LEFT", "ROOT", "5", weight="2"), cohort("RIGHT", "ROOT", "5")],
+         preempted={("b1", FS), ("b2", FS), ("c1", FS), ("c2", FS), ("e1", FS)}),
+    Case("borrowing cq in non-borrowing cohort is protected", "a",
+         [("a1", "a", "1", -1), ("a2", "a", "1", -1), ("a3", "a", "1", -1), ("b1", "b", "1", -1)], incoming="5",
+         queues=[reclaimer("a", "ROOT", "5", weight="10", within="LowerPriority"), plain("b", "RIGHT", "0", weight="0.1")],
+         cohorts=[cohort("ROOT"), cohort("RIGHT", "ROOT", "1", weight="0.1")],
+         preempted={("a1", ICQ), ("a2", ICQ), ("a3", ICQ)}),
+    Case("forced to preempt within clusterqueue because borrowing workload too important", "a",
+         [("a1", "a", "1", -1), ("a2", "a", "1", -1), ("a3", "a", "1", -1), ("b1", "b", "4", 100)], incoming="4",
+         queues=[cq("a", "ROOT", "5", weight="10", reclaim="LowerPriority"), plain("b", "RIGHT", "0", weight="0.1")],
+         cohorts=[cohort("ROOT"), cohort("RIGHT", "ROOT", "3", weight="0.1")],
+         preempted={("a1", ICQ), ("a2", ICQ), ("a3", ICQ)}),
+    Case("deep preemption", "a", [("b1", "b", "1", 0)],
+         queues=[reclaimer("a", "AAA", "0"), plain("b", "BBB", "0")],
+         cohorts=[cohort("ROOT"), cohort("A", "ROOT", weight="1.01"), cohort("AA", "A"), cohort("AAA", "AA"),
+                  cohort("B", "ROOT", weight="0.99"), cohort("BB", "B"), cohort("BBB", "BB"),
+                  cohort("C", "ROOT"), cohort("CC", "C"), cohort("CCC", "CC"), cohort("CCCC", "CCC", "1")],
+         preempted={("b1", FS)}),
+    Case("cq with zero weight can reclaim nominal quota", "a", [("b1", "b", "1", 0)],
+         queues=[reclaimer("a", "ROOT", "1", weight="0.0"), plain("b", "ROOT", "0", weight="1.0")],
+         preempted={("b1", REC)}),
+    Case("cohort with zero weight can reclaim nominal quota", "a", [("b1", "b", "1", 0)],
+         queues=[reclaimer("a", "A", "0", weight="0.0"), plain("b", "ROOT", "0", weight="1.0")],
+         cohorts=[cohort("A", "ROOT", "1", weight="0.0")],
+         preempted={("b1", FS)}),
+    Case("nominal first: workload fitting within nominal can preempt despite high aggregate DRS", "a",
+         [("a_prem1", "a", "1@premium", 0), ("a_prem2", "a", "1@premium", 0),
+          *[(f"a_cheap{i}", "a", "1@cheap", 0) for i in range(1, 6)], ("b_prem1", "b", "1@premium", 0)],
+         queues=[cq("a", "all", "", within="Never", flavors={"premium": "3", "cheap": "0"}),
+                 cq("b", "all", "", within="Never", reclaim="Never", flavors={"premium": "0", "cheap": "6"})],
+         flavor="premium", preempted={("b_prem1", REC)}),
+    Case("zero weight borrowing preemptor cannot preempt from a borrowing CQ with a non-zero weight", "a",
+         [("a1", "a", "1", 0), ("b1", "b", "1", 0), ("b2", "b", "1", 0)],
+         queues=[reclaimer("a", "all", "1", weight="0"), plain("b", "all", "1", weight="1")]),
+    Case("zero weight borrowing preemptor can preempt from a borrowing CQ which also has zero weight", "a",
+         units("b", 3), incoming="2",
+         queues=[reclaimer("a", "all", "1", weight="0"), plain("b", "all", "0", weight="0")],
+         cohorts=[cohort("all", cpu="3")], preempted={("b1", FS)}),
+    Case("non-zero weight borrowing preemptor preempts from a borrowing CQ", "a",
+         units("b", 3), incoming="2",
+         queues=[reclaimer("a", "all", "1", weight="1"), plain("b", "all", "0", weight="1")],
+         cohorts=[cohort("all", cpu="3")], preempted={("b1", FS)}),
+    Case("candidates skipped by the first strategy are still available to the second strategy", "p",
+         [("p1", "p", "2", 0), ("y1", "y", "2", 0), ("y2", "y", "2", 0), ("x1", "x", "1", 0), ("x2", "x", "1", 0)],
+         queues=[reclaimer("p", "A", "2", weight="1"), plain("y", "A", "2", weight="1"), plain("x", "ROOT", "1", weight="1")],
+         cohorts=[cohort("A", "ROOT", "1", weight="0")],
+         preempted={("y1", FS), ("x1", FS)}),
+    # TestFairPreemptionSkipsUnsatisfiableTournament: either weight of the preemptor, nothing is preempted.
+    *(Case(f"skips unsatisfiable tournament: preemptor weight {w}", "a",
+           [("a1", "a", "1", 0), ("b1", "b", "1", 0), ("b2", "b", "1", 0)],
+           queues=[reclaimer("a", "all", "1", weight=w), plain("b", "all", "1", weight="1")]) for w in ("0", "1")),
 ]
 
 
