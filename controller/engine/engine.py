@@ -94,7 +94,11 @@ class Engine:
         self.queue_manager = QueueManager(self.cache, self.workloads, requeue_batch_seconds)
         self.cache.listener = self.queue_manager
         if fair_sharing is not None:
-            self.cache.preemptor.fair_strategies = tuple(fair_sharing) or ("LessThanOrEqualToFinalShare",)
+            # Kueue's parseStrategies: no list means both, S2-a then S2-b.
+            self.cache.preemptor.fair_strategies = tuple(fair_sharing) or (
+                "LessThanOrEqualToFinalShare",
+                "LessThanInitialShare",
+            )
         self.priority_classes: dict[tuple[str, str], int] = {}  # (source, name) -> value
         self._arrivals = Arrivals()
         self._unadmitted_version: dict[ObjectKey, WorkloadInfo] = {}  # newest event while assumed
