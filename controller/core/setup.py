@@ -63,6 +63,12 @@ def requeuing_timestamp(config: Configuration) -> str:
     return section.requeuing_strategy.timestamp
 
 
+def fair_sharing_strategies(config: Configuration) -> tuple[str, ...] | None:
+    """The engine's ``fair_sharing``: the preemption strategies when ``fairSharing.enable``, else
+    None (fair sharing off)."""
+    return config.fair_sharing.preemption_strategies if config.fair_sharing.enable else None
+
+
 def blocks_admission(config: Configuration) -> bool:
     """``waitForPodsReady.blockAdmission``, which only means something while waiting is on."""
     return config.wait_for_pods_ready.enable and config.wait_for_pods_ready.block_admission
@@ -165,7 +171,7 @@ def setup(ctrl: Controller) -> None:
         requeuing_timestamp=requeuing_timestamp(ctrl.config),
         requeue_batch_seconds=REQUEUE_BATCH_SECONDS,
         # fairSharing.enable: order heads and choose victims by dominant resource share.
-        fair_sharing=ctrl.config.fair_sharing.preemption_strategies if ctrl.config.fair_sharing.enable else None,
+        fair_sharing=fair_sharing_strategies(ctrl.config),
     )
     loop = SchedulerLoop(ctrl.client, informers, events, engine_factory=engine_factory, block_admission=block)
     scheduler = SchedulerRunnable(loop, informers)
