@@ -22,6 +22,7 @@ from . import gcpolicy, quota
 from .arrivals import Arrivals
 from .cycle import run_cycle
 from .explain import Explanation, explain
+from .fairshare import weighted_share
 from .parse import (
     admission_check_active,
     admission_check_controller,
@@ -106,8 +107,6 @@ class Engine:
     def weighted_shares(self) -> tuple[dict[str, tuple[int, str]], dict[str, int]]:
         """Fair sharing: every ClusterQueue's (rounded weighted share, its cohort) and every
         Cohort's rounded weighted share, read off the quota forest (O(queues x flavor/resources))."""
-        from .fairshare import weighted_share
-
         forest = self.cache.forest
         queues = {
             name: (weighted_share(node), node.parent.name if node.parent is not None else "")

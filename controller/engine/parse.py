@@ -216,8 +216,6 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         fallbacks=isinstance(fungibility.get("fallbackStrategy"), dict) and spec.get("concurrentAdmission") is None,
         terminating=bool(dict_or_empty(obj.get("metadata")).get("deletionTimestamp")),
         fair_weight=parse_fair_weight(spec.get("fairSharing")),
-        usage_based_admission=dict_or_empty(spec.get("admissionScope")).get("admissionMode")
-        == "UsageBasedAdmissionFairSharing",
     )
 
 

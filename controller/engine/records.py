@@ -117,8 +117,6 @@ class ClusterQueueSpec:
     fallbacks: bool = False
     # spec.fairSharing.weight (default 1); read only when fair sharing is enabled.
     fair_weight: float = 1.0
-    # spec.admissionScope.admissionMode is UsageBasedAdmissionFairSharing.
-    usage_based_admission: bool = False
 
     @property
     def flavor_names(self) -> tuple[str, ...]:
