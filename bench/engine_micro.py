@@ -203,12 +203,18 @@ def _class_sequence(shape: Shape) -> list[str]:
     return seq
 
 
-def _new_engine(heads: int, batch_s: float, settle_gc: bool) -> Engine:
+FAIR_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+def _new_engine(heads: int, batch_s: float, settle_gc: bool, fair_sharing: bool = False) -> Engine:
     """An engine with the benchmark's options; an older engine (an A/B run, ``--engine-src``)
-    may predate the GC settling option, and then runs without it."""
+    may predate the GC settling option, and then runs without it. ``fair_sharing``: Kueue's
+    default strategies (refused by an engine without fair sharing)."""
     options: dict[str, Any] = {"heads_per_cluster_queue": heads, "requeue_batch_seconds": batch_s}
     if "settle_gc" in inspect.signature(Engine).parameters:
         options["settle_gc"] = settle_gc
+    if fair_sharing:
+        options["fair_sharing"] = FAIR_STRATEGIES
     return Engine(**options)
 
 
@@ -222,9 +228,10 @@ class Simulation:
         batch_s: float,
         settle_gc: bool,
         instructions: _InstructionCounter,
+        fair_sharing: bool = False,
     ) -> None:
         self.shape = shape
-        self.engine = _new_engine(heads, batch_s, settle_gc)
+        self.engine = _new_engine(heads, batch_s, settle_gc, fair_sharing)
         self.step = step_ms / 1000.0
         self.now = 1_800_000_000.0
         self.seq = 0
@@ -371,11 +378,14 @@ def run_size(
     max_cycles: int,
     settle_gc: bool,
     instructions: _InstructionCounter,
+    fair_sharing: bool = False,
 ) -> Row:
     """One run in a fresh engine, with the collector as a fresh process has it."""
     threshold = gc.get_threshold()
     try:
-        return _measure(shape, pending, decisions, heads, step_ms, batch_s, max_cycles, settle_gc, instructions)
+        return _measure(
+            shape, pending, decisions, heads, step_ms, batch_s, max_cycles, settle_gc, instructions, fair_sharing
+        )
     finally:
         # The engine's GC settling is process-wide: undo it so the next run starts from scratch.
         gc.unfreeze()
@@ -393,9 +403,10 @@ def _measure(
     max_cycles: int,
     settle_gc: bool,
     instructions: _InstructionCounter,
+    fair_sharing: bool = False,
 ) -> Row:
     """Load ``pending`` workloads, warm up to steady state, measure ``decisions``."""
-    sim = Simulation(shape, pending, heads, step_ms, batch_s, settle_gc, instructions)
+    sim = Simulation(shape, pending, heads, step_ms, batch_s, settle_gc, instructions, fair_sharing)
     # Warm up until the quota has turned over a few times (three of the longest runtimes, and a
     # fifth of the measured decisions), so the measured part is steady state and not the initial
     # fill, which admits without preemptions (with 1,000 queues, thousands in one cycle).
@@ -535,6 +546,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="A/B: also run this benchmark against the engine of another source tree, interleaved "
         "(repeatable; bench/engine_micro_ab.py)",
     )
+    parser.add_argument(
+        "--fair-sharing",
+        action="store_true",
+        help="Engine(fair_sharing=...): the tournament order and fair preemption (docs/design/fair-sharing.md)",
+    )
     parser.add_argument("--json", type=str, default=None, help="also write the JSON summary to this path")
     args = parser.parse_args(argv)
     if args.scale <= 0:
@@ -553,7 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"engine micro-benchmark ({args.shape}): {shape.cohorts} cohorts x {shape.queues_per_cohort} ClusterQueues, "
         f"heads/CQ={args.heads}, "
         f"step={args.step_ms} ms, requeue batch={args.batch_s} s, {decisions} decisions per run, "
-        f"{args.repeat} run(s) per size interleaved, GC settled by the engine={not args.no_gc_settle}"
+        f"{args.repeat} run(s) per size interleaved, GC settled by the engine={not args.no_gc_settle}, "
+        f"fair sharing={args.fair_sharing}"
     )
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'unknown cpu'})")
     instructions = _InstructionCounter()
@@ -565,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs[n].append(
                 run_size(
                     shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_settle,
-                    instructions,
+                    instructions, args.fair_sharing,
                 )
             )
     instructions.close()
@@ -587,6 +604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "step_ms": args.step_ms,
         "requeue_batch_s": args.batch_s,
         "gc_settled": not args.no_gc_settle,
+        "fair_sharing": args.fair_sharing,
         "scale": args.scale,
         "repeat": args.repeat,
         "rows": [asdict(r) for r in rows],

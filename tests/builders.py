@@ -255,6 +255,11 @@ class ClusterQueueBuilder(_Builder):
         )
         return self
 
+    def weight(self, weight: str) -> Self:
+        """``spec.fairSharing.weight``."""
+        self._obj["spec"]["fairSharing"] = {"weight": weight}
+        return self
+
     def preemption(
         self,
         within_cluster_queue: str | None = None,

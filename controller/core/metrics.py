@@ -172,3 +172,18 @@ def forget_local_queue(namespace: str, name: str) -> None:
             "status": "",
         }:
             LOCAL_QUEUE_PENDING.remove(*labels)
+
+# Fair sharing (controller.core.fair_share_status): the weighted share that status shows, NaN for
+# a queue or cohort of weight 0 that borrows (Kueue's names and meaning).
+CLUSTER_QUEUE_WEIGHTED_SHARE = Gauge(
+    "kueue_cluster_queue_weighted_share",
+    "The ClusterQueue's dominant resource share divided by its fair sharing weight "
+    "(0: within nominal quota; NaN: weight 0 and borrowing).",
+    ["cluster_queue", "cohort"],
+)
+COHORT_WEIGHTED_SHARE = Gauge(
+    "kueue_cohort_weighted_share",
+    "The Cohort's dominant resource share divided by its fair sharing weight "
+    "(0: within its subtree quota; NaN: weight 0 and borrowing).",
+    ["cohort"],
+)

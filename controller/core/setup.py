@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from controller.core.fair_share_status import FairShareStatus
 from controller.core.queue_status_controller import QueueStatusController
 from controller.core.scheduler import SchedulerLoop
 from controller.core.workload_controller import WorkloadController
@@ -60,6 +61,12 @@ def requeuing_timestamp(config: Configuration) -> str:
     if not section.enable:
         return C.REQUEUE_BY_EVICTION
     return section.requeuing_strategy.timestamp
+
+
+def fair_sharing_strategies(config: Configuration) -> tuple[str, ...] | None:
+    """The engine's ``fair_sharing``: the preemption strategies when ``fairSharing.enable``, else
+    None (fair sharing off)."""
+    return config.fair_sharing.preemption_strategies if config.fair_sharing.enable else None
 
 
 def blocks_admission(config: Configuration) -> bool:
@@ -163,6 +170,8 @@ def setup(ctrl: Controller) -> None:
         Engine,
         requeuing_timestamp=requeuing_timestamp(ctrl.config),
         requeue_batch_seconds=REQUEUE_BATCH_SECONDS,
+        # fairSharing.enable: order heads and choose victims by dominant resource share.
+        fair_sharing=fair_sharing_strategies(ctrl.config),
     )
     loop = SchedulerLoop(ctrl.client, informers, events, engine_factory=engine_factory, block_admission=block)
     scheduler = SchedulerRunnable(loop, informers)
@@ -181,6 +190,10 @@ def setup(ctrl: Controller) -> None:
     ctrl.health.add_liveness("scheduler", scheduler.alive)
     ctrl.register(workload_controller)
     ctrl.register(QueueStatusRunnable(queue_status, informers))
+    if ctrl.config.fair_sharing.enable:
+        ctrl.register(
+            FairShareStatus(ctrl.client, loop.reads, informers["clusterqueues"], informers["cohorts"])
+        )
     log.info(
         "core controllers registered", extra={"waitForPodsReady": policy is not None, "blockAdmission": block}
     )

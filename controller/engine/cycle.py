@@ -14,6 +14,10 @@ older), and processes them one by one against the live quota state, which the ro
 * **no fit**: the pending reason is recorded; BestEffortFIFO parks the workload's shape class and
   moves on to the next head, StrictFIFO keeps it as the head and stops the queue for this cycle.
 
+With fair sharing on, a round's entries are taken in Kueue's tournament order instead
+(``fair_order``: lowest dominant resource share after admission first, chosen again before each
+entry against the quota as the previous ones left it).
+
 ``heads_per_cluster_queue`` bounds the rounds. Kueue uses one head per queue per cycle, which is
 its throughput ceiling; several rounds are safe because each re-checks against the mutated state
 and a queue that preempts or blocks stops taking heads. The "snapshot" of Kueue is therefore the
@@ -29,6 +33,7 @@ from pykueue.api import constants as c
 from pykueue.api.quantity import format_quantity
 
 from . import partial, quota
+from .fair_order import tournament_order
 from .flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment, assign_flavors
 from .options import OptionBook, migration_message
 from .preemption import Target, preemption_message
@@ -74,6 +79,14 @@ class _Entry:
         # Preemption passed over workloads admitted earlier in this cycle: decide again next cycle.
         self.retry_next_cycle = retry_next_cycle
 
+    @property
+    def usage(self) -> dict[FlavorResource, int]:
+        return self.assignment.usage
+
+    @property
+    def order_key(self) -> OrderKey:
+        return self.info.order_key
+
     def order(self) -> tuple[int, OrderKey]:
         """Kueue's entry order: no borrowing first, then the queue order (priority, timestamp)."""
         return (self.assignment.borrowing_level, self.info.order_key)
@@ -107,7 +120,8 @@ def run_cycle(
                 break
             result.heads_tried += len(entries)
             entries.sort(key=_Entry.order)
-            for entry in entries:
+            ordered = tournament_order(entries, cache.forest) if cache.preemptor.fair_strategies else entries
+            for entry in ordered:
                 _process(cache, queues, holdings, entry, now, result, exhausted, held, targeted)
     finally:
         for node, usage in held:
@@ -130,7 +144,8 @@ def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster
         )
         return _Entry(info, cluster_queue, blocked, [])
     cache.preemptor.passed_over_fresh = False
-    assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
+    assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level,
+                                    fair_sharing=bool(cache.preemptor.fair_strategies))
     targets: list[Target] = []
     if assignment.mode == PREEMPT:
         if cache.option_preempting(info, now):
@@ -155,7 +170,8 @@ def _partial_assignment(
 
     def fits(counts: list[int]) -> tuple[Assignment, list[Target]] | None:
         reduced = replace(info, podsets=tuple(ps.scaled(n) for ps, n in zip(info.podsets, counts, strict=True)))
-        assignment = assign_flavors(reduced, spec, node, cache.flavors, cache.preemptor.preemption_level)
+        assignment = assign_flavors(reduced, spec, node, cache.flavors, cache.preemptor.preemption_level,
+                                    fair_sharing=bool(cache.preemptor.fair_strategies))
         if assignment.mode == FIT:
             return assignment, []
         if assignment.mode == PREEMPT:
@@ -202,7 +218,8 @@ def _nominate_migration(
     targets: list[Target] = []
     holdings.displace(holder)
     try:
-        assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
+        assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level,
+                                    fair_sharing=bool(cache.preemptor.fair_strategies))
         if assignment.mode == PREEMPT:
             if cache.option_preempting(info, now):
                 assignment = _blocked(assignment, "another option of the same parent is preempting workloads")

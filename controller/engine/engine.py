@@ -22,6 +22,7 @@ from . import gcpolicy, quota
 from .arrivals import Arrivals
 from .cycle import run_cycle
 from .explain import Explanation, explain
+from .fairshare import weighted_share
 from .parse import (
     admission_check_active,
     admission_check_controller,
@@ -65,6 +66,7 @@ class Engine:
         requeue_batch_seconds: float = 1.0,
         requeuing_timestamp: str = c.REQUEUE_BY_EVICTION,
         settle_gc: bool = True,
+        fair_sharing: tuple[str, ...] | None = None,
     ) -> None:
         """``requeuing_timestamp``: ``waitForPodsReady.requeuingStrategy.timestamp`` — where a
         workload evicted by the PodsReady timeout goes in its queue: ``Eviction`` (Kueue's
@@ -73,7 +75,10 @@ class Engine:
         ``settle_gc``: once the engine holds 1,000 or more workloads (after a large initial load,
         or when the backlog has grown that far), the next :meth:`schedule` applies
         :func:`controller.engine.gcpolicy.settle` (freeze what is alive, raise CPython's
-        young-generation threshold; process-wide, once per engine)."""
+        young-generation threshold; process-wide, once per engine).
+
+        ``fair_sharing``: None keeps fair sharing off; otherwise it is on, with these preemption
+        strategies (``fairSharing.preemptionStrategies``; docs/design/fair-sharing.md)."""
         if heads_per_cluster_queue < 1:
             raise ValueError("heads_per_cluster_queue must be at least 1")
         if requeuing_timestamp not in (c.REQUEUE_BY_EVICTION, c.REQUEUE_BY_CREATION):
@@ -89,9 +94,25 @@ class Engine:
         self.cache = QuotaCache(self.workloads)
         self.queue_manager = QueueManager(self.cache, self.workloads, requeue_batch_seconds)
         self.cache.listener = self.queue_manager
+        if fair_sharing is not None:
+            # Kueue's parseStrategies: no list means both, S2-a then S2-b.
+            self.cache.preemptor.fair_strategies = tuple(fair_sharing) or (
+                "LessThanOrEqualToFinalShare",
+                "LessThanInitialShare",
+            )
         self.priority_classes: dict[tuple[str, str], int] = {}  # (source, name) -> value
         self._arrivals = Arrivals()
         self._unadmitted_version: dict[ObjectKey, WorkloadInfo] = {}  # newest event while assumed
+
+    def weighted_shares(self) -> tuple[dict[str, tuple[int, str]], dict[str, int]]:
+        """Fair sharing: every ClusterQueue's (rounded weighted share, its cohort) and every
+        Cohort's rounded weighted share, read off the quota forest (O(queues x flavor/resources))."""
+        forest = self.cache.forest
+        queues = {
+            name: (weighted_share(node), node.parent.name if node.parent is not None else "")
+            for name, node in forest.cluster_queues.items()
+        }
+        return queues, {name: weighted_share(node) for name, node in forest.cohorts.items()}
 
     # --- the parts' state under the names callers have always used ---------------------------------
     @property

@@ -121,8 +121,13 @@ def assign_flavors(
     node: quota.QuotaNode,
     flavors: Mapping[str, FlavorInfo],
     oracle: PreemptionOracle,
+    *,
+    fair_sharing: bool = False,
 ) -> Assignment:
-    """Assign flavors to every podSet of ``workload`` in ClusterQueue ``spec`` (quota in ``node``)."""
+    """Assign flavors to every podSet of ``workload`` in ClusterQueue ``spec`` (quota in ``node``).
+
+    ``fair_sharing``: a queue that may reclaim within its cohort may then also preempt while
+    borrowing (Kueue's ``canPreemptWhileBorrowing``), since fair sharing judges by share."""
     result = Assignment(mode=FIT)
     messages: list[str] = []  # one per podSet that does not simply fit
     manages_pods = "pods" in spec.resource_group
@@ -159,7 +164,7 @@ def assign_flavors(
                 for resource in resources:
                     fr = (fq.name, resource)
                     mode, level, problem, reason = _grade_resource(
-                        workload, spec, node, fr, result.usage.get(fr, 0), requests[resource], oracle
+                        workload, spec, node, fr, result.usage.get(fr, 0), requests[resource], oracle, fair_sharing
                     )
                     if problem:
                         group_reasons.append(problem)
@@ -227,6 +232,7 @@ def _grade_resource(
     earlier: int,
     request: int,
     oracle: PreemptionOracle,
+    fair_sharing: bool = False,
 ) -> tuple[int, int, str, str]:
     """(mode, borrowing level, problem message, pending reason) for ``request`` more of ``fr`` on
     top of ``earlier`` (what the workload's previous podSets already take of it)."""
@@ -252,7 +258,10 @@ def _grade_resource(
     )
     # Evictions can help when the request is within the queue's nominal quota, when room for it
     # exists in a subtree below the root, or when the queue may preempt while borrowing.
-    if val <= node.nominal(fr) or may_reclaim_below_root or spec.preemption.borrow_within_cohort != c.PREEMPT_NEVER:
+    preempt_while_borrowing = spec.preemption.borrow_within_cohort != c.PREEMPT_NEVER or (
+        fair_sharing and spec.preemption.reclaim_within_cohort != c.PREEMPT_NEVER
+    )
+    if val <= node.nominal(fr) or may_reclaim_below_root or preempt_while_borrowing:
         possibility, level_after = oracle(node, fr, val, workload)
         return possibility, level_after, problem, c.REASON_WAITING_FOR_QUOTA
     return NO_FIT, level, problem, c.REASON_WAITING_FOR_QUOTA

@@ -15,7 +15,7 @@ from typing import Any
 from pykueue.api import constants as c
 from pykueue.api.labelselectors import LabelSelector, SelectorRequirement
 from pykueue.api.objects import dict_or_empty, list_or_empty, mapping_or_empty
-from pykueue.api.quantity import QuantityError, parse_quantity
+from pykueue.api.quantity import QuantityError, parse_quantity, parse_quantity_exact
 from pykueue.api.timestamps import parse_epoch
 
 from .options import option_order_tiebreak, parse_mode
@@ -215,7 +215,21 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         # Ignored with concurrentAdmission, which the webhook refuses together with it.
         fallbacks=isinstance(fungibility.get("fallbackStrategy"), dict) and spec.get("concurrentAdmission") is None,
         terminating=bool(dict_or_empty(obj.get("metadata")).get("deletionTimestamp")),
+        fair_weight=parse_fair_weight(spec.get("fairSharing")),
     )
+
+
+def parse_fair_weight(fair_sharing: Any) -> float:
+    """``fairSharing.weight`` as a float (Kueue's ``parseFairWeight``): 1 when unset; a value the
+    webhook would have refused reads as 1 too, so a strange object never stops the engine."""
+    weight = dict_or_empty(fair_sharing).get("weight")
+    if weight is None:
+        return 1.0
+    try:
+        value = float(parse_quantity_exact(weight))
+    except (QuantityError, ValueError, TypeError):
+        return 1.0
+    return value if value >= 0 else 1.0
 
 
 def parse_cohort(obj: Mapping[str, Any]) -> CohortSpec:
@@ -227,6 +241,7 @@ def parse_cohort(obj: Mapping[str, Any]) -> CohortSpec:
         parent=parent if isinstance(parent, str) and parent else None,
         groups=groups,
         errors=tuple(errors),
+        fair_weight=parse_fair_weight(spec.get("fairSharing")),
     )
 
 

@@ -32,13 +32,17 @@ from dataclasses import dataclass
 from pykueue.api import constants as c
 
 from . import quota
+from .fair_preemption import fair_search
 from .flavors import NO_CANDIDATES, PREEMPT, RECLAIM
 from .records import ClusterQueueSpec, FlavorResource, ObjectKey, WorkloadInfo
+from .victims import Candidate as _Candidate
+from .victims import uses_any as _uses_any
 
 _HUMAN_REASON = {
     c.REASON_IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     c.REASON_IN_COHORT_RECLAMATION: "reclamation within the cohort",
     c.REASON_IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+    c.REASON_IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
 }
 
 
@@ -47,19 +51,6 @@ class Target:
     victim: WorkloadInfo
     cluster_queue: str
     reason: str
-
-
-@dataclass(slots=True)
-class _Candidate:
-    info: WorkloadInfo
-    cluster_queue: str
-    node: quota.QuotaNode
-    same_queue: bool
-    reason: str = c.REASON_IN_CLUSTER_QUEUE
-    # Cross-queue candidates: the Cohort the candidate's queue shares with the preemptor's, and
-    # whether it may only be taken while the preemptor stays within its nominal quota.
-    lca: quota.QuotaNode | None = None
-    without_borrowing_only: bool = False
 
 
 def preemption_message(preemptor: WorkloadInfo, reason: str, preemptor_path: str, victim_path: str) -> str:
@@ -91,6 +82,9 @@ class Preemptor:
         # Set when a search passed over such a workload: the preemptor may find its victims next
         # cycle, so it must be retried then rather than set aside as unschedulable.
         self.passed_over_fresh = False
+        # Fair sharing's preemption strategies (Configuration fairSharing.preemptionStrategies);
+        # empty: fair sharing is off and the classical rules apply.
+        self.fair_strategies: tuple[str, ...] = ()
 
     # --- candidates ------------------------------------------------------------------------------
     def _within_allows(self, policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
@@ -217,6 +211,8 @@ class Preemptor:
         self, preemptor: WorkloadInfo, spec: ClusterQueueSpec, usage: Mapping[FlavorResource, int], frs: set[FlavorResource]
     ) -> list[_Candidate]:
         """The victims, in the order Kueue tries borrowing and not borrowing for the policy."""
+        if self.fair_strategies:
+            return fair_search(self, preemptor, spec, usage, frs)
         node = self._forest.cluster_queues[spec.name]
         candidates, from_other_queues, any_hierarchical = self._candidates(preemptor, spec, usage, frs)
         if not candidates:
@@ -266,13 +262,6 @@ class Preemptor:
     ) -> list[Target]:
         """Victims to evict so that ``usage`` fits in ``spec``'s queue; empty when impossible."""
         return [Target(cand.info, cand.cluster_queue, cand.reason) for cand in self._search(preemptor, spec, usage, frs)]
-
-
-def _uses_any(info: WorkloadInfo, frs: set[FlavorResource]) -> bool:
-    admission = info.admission
-    if admission is None:
-        return False
-    return any(fr in admission.usage for fr in frs)
 
 
 def _advantage_by_ancestor(node: quota.QuotaNode, usage: Mapping[FlavorResource, int]) -> dict[quota.QuotaNode, bool]:

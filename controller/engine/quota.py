@@ -31,8 +31,10 @@ class QuotaNode:
     __slots__ = (
         "borrowing",
         "children",
+        "fair_weight",
         "height",
         "is_cluster_queue",
+        "lendable",
         "name",
         "parent",
         "quotas",
@@ -57,6 +59,10 @@ class QuotaNode:
         # for reclaimable workloads only in those queues instead of scanning the whole tree.
         self.borrowing: set[FlavorResource] = set()
         self.tree_borrowers: set[QuotaNode] = set()
+        # Fair sharing (controller.engine.fairshare): the node's weight, and what its parent could
+        # lend it per resource name (quota only, so fixed between rebuilds).
+        self.fair_weight = 1.0
+        self.lendable: dict[str, int] = {}
 
     def track_borrowing(self, fr: FlavorResource) -> None:
         """Refresh the borrowing indexes after this ClusterQueue's usage of ``fr`` changed."""
@@ -219,6 +225,9 @@ class QuotaForest:
         self._unlink()
         cq_nodes = {name: QuotaNode(name, True, _quotas(spec.groups)) for name, spec in cluster_queues.items()}
         cohort_nodes = {name: QuotaNode(name, False, _quotas(spec.groups)) for name, spec in cohorts.items()}
+        for nodes, specs in ((cq_nodes, cluster_queues), (cohort_nodes, cohorts)):
+            for name, node in nodes.items():
+                node.fair_weight = specs[name].fair_weight
 
         def cohort_node(name: str) -> QuotaNode:
             if name not in cohort_nodes:  # implicit cohort: referenced but not defined
@@ -257,6 +266,7 @@ class QuotaForest:
             self._compute_height(root)
             self._compute_subtree(root)
             self._share_borrowers(root, set())
+            self._compute_lendable(root, root)
         for name, node in cq_nodes.items():
             node.usage = dict(old_usage.get(name, {}))
         for root in roots:
@@ -313,6 +323,18 @@ class QuotaForest:
             for fr, amount in child.subtree.items():
                 subtree[fr] = subtree.get(fr, 0) + amount - child.local_quota(fr)
         node.subtree = subtree
+
+    def _compute_lendable(self, node: QuotaNode, root: QuotaNode) -> None:
+        """Per resource name, the most ``node``'s parent could give it: Kueue's
+        ``calculateLendable`` (the parent's potential availability summed over the flavors of
+        every flavor/resource the tree knows), the denominator of dominant resource shares."""
+        if node.parent is not None:
+            lendable: dict[str, int] = {}
+            for fr in root.subtree:
+                lendable[fr[1]] = lendable.get(fr[1], 0) + potential_available(node.parent, fr)
+            node.lendable = lendable
+        for child in node.children:
+            self._compute_lendable(child, root)
 
     def _share_borrowers(self, node: QuotaNode, borrowers: set[QuotaNode]) -> None:
         node.tree_borrowers = borrowers

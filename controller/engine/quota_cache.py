@@ -91,7 +91,7 @@ class QuotaCache:
         old = self.cluster_queues.get(spec.name)
         self.cluster_queues[spec.name] = spec
         self.admitted.setdefault(spec.name, {})
-        if old is None or old.cohort != spec.cohort or old.groups != spec.groups:
+        if old is None or old.cohort != spec.cohort or old.groups != spec.groups or old.fair_weight != spec.fair_weight:
             self._forest_stale = True
         else:
             self.refresh_activity(spec.name)

@@ -115,6 +115,8 @@ class ClusterQueueSpec:
     # spec.flavorFungibility.fallbackStrategy is set: a workload's excluded flavors are skipped and
     # reservations record their flavors' assignment time (docs/design/fallbacks.md).
     fallbacks: bool = False
+    # spec.fairSharing.weight (default 1); read only when fair sharing is enabled.
+    fair_weight: float = 1.0
 
     @property
     def flavor_names(self) -> tuple[str, ...]:
@@ -136,6 +138,7 @@ class CohortSpec:
     parent: str | None
     groups: tuple[ResourceGroup, ...]
     errors: tuple[str, ...] = ()
+    fair_weight: float = 1.0  # spec.fairSharing.weight
 
 
 @dataclass(frozen=True, slots=True)

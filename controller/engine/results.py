@@ -38,7 +38,7 @@ class Preemption:
     victim_cluster_queue: str
     preemptor: ObjectKey
     preemptor_cluster_queue: str
-    reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
+    reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing | InCohortFairSharing
     message: str
 
 

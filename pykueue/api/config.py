@@ -12,7 +12,7 @@ under the snake_case of their YAML names.
 
 A field the schema accepts is either honoured by one of the programs or refused at start by
 :func:`refused_fields` (today: a ``multiKueue.dispatcherName`` other than AllAtOnce, the only
-dispatcher pykueue has); docs/design/runtime.md tables which program honours which field.
+dispatcher pykueue has, and ``admissionFairSharing``, validated but not yet implemented); docs/design/runtime.md tables which program honours which field.
 """
 
 from __future__ import annotations
@@ -126,6 +126,36 @@ def default_namespace_selector(namespace: str) -> dict[str, Any]:
     }
 
 
+PREEMPT_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+PREEMPT_LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+# The strategy lists Kueue accepts (``validStrategySets`` in Kueue's pkg/config/validation.go).
+VALID_PREEMPTION_STRATEGY_SETS: tuple[tuple[str, ...], ...] = (
+    (PREEMPT_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+    (PREEMPT_LESS_THAN_INITIAL_SHARE,),
+    (PREEMPT_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, PREEMPT_LESS_THAN_INITIAL_SHARE),
+)
+DEFAULT_PREEMPTION_STRATEGIES = VALID_PREEMPTION_STRATEGY_SETS[2]
+
+
+@dataclass(frozen=True)
+class FairSharing:
+    """``fairSharing``: order heads and choose victims by dominant resource share across each
+    cohort tree (docs/design/fair-sharing.md)."""
+
+    enable: bool = False
+    preemption_strategies: tuple[str, ...] = DEFAULT_PREEMPTION_STRATEGIES
+
+
+@dataclass(frozen=True)
+class AdmissionFairSharing:
+    """``admissionFairSharing``: order the LocalQueues of a ClusterQueue whose admission mode is
+    ``UsageBasedAdmissionFairSharing`` by their decayed past usage."""
+
+    usage_half_life_time: float = 0.0
+    usage_sampling_interval: float = 300.0
+    resource_weights: dict[str, float] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Configuration:
     namespace: str = DEFAULT_NAMESPACE
@@ -142,6 +172,8 @@ class Configuration:
     health_probe_bind_address: str = ":8081"
     webhook: WebhookServer = field(default_factory=WebhookServer)
     multi_kueue: MultiKueue = field(default_factory=MultiKueue)
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
+    admission_fair_sharing: AdmissionFairSharing | None = None  # None: the section is absent
 
 
 # --- the file's schema ---------------------------------------------------------------------------
@@ -235,6 +267,22 @@ CONFIG_SCHEMA: dict[str, Any] = _obj(
                 "dispatcherName": {"type": "string", "maxLength": 63},
             }
         ),
+        "fairSharing": _obj(
+            {
+                "enable": {"type": "boolean"},
+                "preemptionStrategies": {
+                    "type": "array",
+                    "items": {"enum": [PREEMPT_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, PREEMPT_LESS_THAN_INITIAL_SHARE]},
+                },
+            }
+        ),
+        "admissionFairSharing": _obj(
+            {
+                "usageHalfLifeTime": _DURATION,
+                "usageSamplingInterval": _DURATION,
+                "resourceWeights": {"type": "object", "additionalProperties": {"type": "number"}},
+            }
+        ),
     },
     ("apiVersion", "kind"),
 )
@@ -304,12 +352,78 @@ def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError
                 "must be less than leaseDuration and greater than retryPeriod (both positive)",
             )
         )
+    errors += _fair_sharing_errors(raw, cfg)
     dispatcher = cfg.multi_kueue.dispatcher_name
     if not _DOMAIN_PATH.match(dispatcher):
         errors.append(
             FieldError.invalid("multiKueue.dispatcherName", dispatcher, "must be a domain-prefixed path (e.g. acme.io/foo)")
         )
     return errors
+
+
+def _fair_sharing_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError]:
+    """Kueue's ``validateFairSharing`` and ``validateAdmissionFairSharing``: an enabled fair
+    sharing needs one of the accepted strategy lists; admission fair sharing needs a non-negative
+    half-life, a positive sampling interval and non-negative resource weights."""
+    errors: list[FieldError] = []
+    fs = cfg.fair_sharing
+    if fs.enable:
+        if not fs.preemption_strategies:
+            errors.append(FieldError.required("fairSharing.preemptionStrategies"))
+        elif fs.preemption_strategies not in VALID_PREEMPTION_STRATEGY_SETS:
+            errors.append(
+                FieldError.not_supported(
+                    "fairSharing.preemptionStrategies",
+                    ",".join(fs.preemption_strategies),
+                    [",".join(s) for s in VALID_PREEMPTION_STRATEGY_SETS],
+                )
+            )
+    afs = cfg.admission_fair_sharing
+    raw_afs = raw.get("admissionFairSharing") or {}
+    if afs is not None:
+        if afs.usage_half_life_time < 0:
+            errors.append(
+                FieldError.invalid("admissionFairSharing.usageHalfLifeTime", raw_afs.get("usageHalfLifeTime"),
+                                   "must be greater than or equal to 0")
+            )
+        if afs.usage_sampling_interval <= 0:
+            errors.append(
+                FieldError.invalid("admissionFairSharing.usageSamplingInterval",
+                                   raw_afs.get("usageSamplingInterval"), "must be greater than 0")
+            )
+        for resource, weight in sorted(afs.resource_weights.items()):
+            if weight < 0:
+                errors.append(
+                    FieldError.invalid(f"admissionFairSharing.resourceWeights[{resource}]", weight,
+                                       "must be greater than or equal to 0")
+                )
+    return errors
+
+
+def _fair_sharing(raw: dict[str, Any]) -> FairSharing:
+    """Kueue's v1beta1 defaulting: an enabled section without strategies gets both, in the
+    default order; a disabled one is as good as absent."""
+    fs = raw.get("fairSharing")
+    if not isinstance(fs, dict) or not fs.get("enable", False):
+        return FairSharing()
+    strategies = fs.get("preemptionStrategies")
+    return FairSharing(
+        enable=True,
+        preemption_strategies=tuple(strategies) if strategies else DEFAULT_PREEMPTION_STRATEGIES,
+    )
+
+
+def _admission_fair_sharing(raw: dict[str, Any]) -> AdmissionFairSharing | None:
+    afs = raw.get("admissionFairSharing")
+    if not isinstance(afs, dict):
+        return None
+    interval = _seconds(afs.get("usageSamplingInterval"), 300.0)
+    return AdmissionFairSharing(
+        usage_half_life_time=_seconds(afs.get("usageHalfLifeTime"), 0.0) or 0.0,
+        # Kueue: an unset (zero) sampling interval defaults to five minutes.
+        usage_sampling_interval=interval if interval else 300.0,
+        resource_weights={str(k): float(v) for k, v in (afs.get("resourceWeights") or {}).items()},
+    )
 
 
 def _seconds(value: str | None, default: float | None) -> float | None:
@@ -374,6 +488,8 @@ def _build(raw: dict[str, Any]) -> Configuration:
             worker_lost_timeout=_seconds(mk.get("workerLostTimeout"), 900.0) or 0.0,
             dispatcher_name=mk.get("dispatcherName", DISPATCHER_ALL_AT_ONCE),
         ),
+        fair_sharing=_fair_sharing(raw),
+        admission_fair_sharing=_admission_fair_sharing(raw),
     )
 
 
@@ -386,20 +502,30 @@ MULTIKUEUE_NOT_IMPLEMENTED = (
 _MULTIKUEUE_FIELDS = (("dispatcher_name", "dispatcherName"),)
 
 
+ADMISSION_FAIR_SHARING_NOT_IMPLEMENTED = (
+    "admission fair sharing between the LocalQueues of a ClusterQueue is not implemented; "
+    "remove admissionFairSharing"
+)
+
+
 def refused_fields(cfg: Configuration) -> list[FieldError]:
     """The valid settings neither program can honour, each naming its field.
 
     Kueue accepts them, so :func:`parse_config` does too; the programs refuse to start on them
     (:func:`require_supported`) rather than run while silently ignoring what the file asks for.
     Of the ``multiKueue`` stanza only a non-default ``dispatcherName`` is refused (pykueue
-    dispatches to all workers at once, Kueue's default).
+    dispatches to all workers at once, Kueue's default); ``admissionFairSharing`` is refused
+    whole.
     """
     defaults = MultiKueue()
-    return [
+    refused = [
         FieldError(f"multiKueue.{camel}", f"Forbidden: {MULTIKUEUE_NOT_IMPLEMENTED}")
         for snake, camel in _MULTIKUEUE_FIELDS
         if getattr(cfg.multi_kueue, snake) != getattr(defaults, snake)
     ]
+    if cfg.admission_fair_sharing is not None:
+        refused.append(FieldError("admissionFairSharing", f"Forbidden: {ADMISSION_FAIR_SHARING_NOT_IMPLEMENTED}"))
+    return refused
 
 
 def require_supported(cfg: Configuration, source: str | None = None) -> Configuration:
@@ -417,10 +543,19 @@ def _from_v1beta2(raw: dict[str, Any]) -> tuple[dict[str, Any], list[FieldError]
     """A ``config.kueue.x-k8s.io/v1beta2`` document as the v1beta1 one it stands for.
 
     Kueue's v1beta2 (``apis/config/v1beta1/configuration_conversion.go``) differs from v1beta1, within
-    the fields pykueue accepts, in one place: ``waitForPodsReady`` has no ``enable`` (the section's
-    presence enables it) and an unset ``blockAdmission`` means false.
+    the fields pykueue accepts, in two places: ``waitForPodsReady`` and ``fairSharing`` have no
+    ``enable`` (the section's presence enables it), an unset ``blockAdmission`` means false, and
+    v1beta2's ``fairSharing`` is not defaulted: its ``preemptionStrategies`` is required.
     """
     out = dict(raw, apiVersion=CONFIG_API_VERSION)
+    fair = raw.get("fairSharing")
+    if isinstance(fair, dict):
+        if "enable" in fair:
+            return out, [FieldError("fairSharing.enable", f'unknown field "fairSharing.enable" in {CONFIG_V1BETA2_API_VERSION} '
+                                    "(the section's presence enables it)")]
+        if not fair.get("preemptionStrategies"):
+            return out, [FieldError.required("fairSharing.preemptionStrategies")]
+        out["fairSharing"] = {**fair, "enable": True}
     wait = raw.get("waitForPodsReady")
     if not isinstance(wait, dict):
         return out, []

@@ -184,6 +184,7 @@ REASON_DEACTIVATED_DUE_TO_FLAVORS_EXHAUSTED: Final = "DeactivatedDueToFlavorsExh
 REASON_IN_CLUSTER_QUEUE: Final = "InClusterQueue"
 REASON_IN_COHORT_RECLAMATION: Final = "InCohortReclamation"
 REASON_IN_COHORT_RECLAIM_WHILE_BORROWING: Final = "InCohortReclaimWhileBorrowing"
+REASON_IN_COHORT_FAIR_SHARING: Final = "InCohortFairSharing"
 # Requeued
 REASON_BACKOFF_FINISHED: Final = "BackoffFinished"
 REASON_REACTIVATED: Final = "Reactivated"

@@ -372,10 +372,10 @@ def test_a_configuration_the_programs_reject_is_caught(tmp_path: Path) -> None:
     """The check above can fail: a field load_config does not know is refused, naming it."""
     from pykueue.api.config import ConfigError, load_config
 
-    objects = helm.render_objects(set_values={"controller.config.fairSharing.enable": "true"})
+    objects = helm.render_objects(set_values={"controller.config.featureGates.TopologyAwareScheduling": "true"})
     path = tmp_path / "config.yaml"
     path.write_text(one(objects, "ConfigMap", "pykueue-manager-config")["data"]["config.yaml"])
-    with pytest.raises(ConfigError, match="fairSharing"):
+    with pytest.raises(ConfigError, match="featureGates"):
         load_config(path)
 
 

@@ -3,7 +3,12 @@ engine's queue order (requeuingStrategy.timestamp)."""
 
 from __future__ import annotations
 
-from controller.core.setup import blocks_admission, pods_ready_policy, requeuing_timestamp
+from controller.core.setup import (
+    blocks_admission,
+    fair_sharing_strategies,
+    pods_ready_policy,
+    requeuing_timestamp,
+)
 from pykueue.api.config import Configuration, parse_config
 
 
@@ -69,3 +74,15 @@ def test_block_admission_only_while_waiting_for_pods_ready() -> None:
     assert blocks_admission(_config({"enable": True}))  # Kueue defaults blockAdmission to enable
     assert not blocks_admission(_config({"enable": True, "blockAdmission": False}))
     assert not blocks_admission(_config({"enable": False, "blockAdmission": True}))
+
+
+def test_fair_sharing_reaches_the_engine_only_when_enabled() -> None:
+    base = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration"}
+    assert fair_sharing_strategies(Configuration()) is None
+    assert fair_sharing_strategies(parse_config({**base, "fairSharing": {"enable": False}})) is None
+    assert fair_sharing_strategies(parse_config({**base, "fairSharing": {"enable": True}})) == (
+        "LessThanOrEqualToFinalShare",
+        "LessThanInitialShare",
+    )
+    only = parse_config({**base, "fairSharing": {"enable": True, "preemptionStrategies": ["LessThanInitialShare"]}})
+    assert fair_sharing_strategies(only) == ("LessThanInitialShare",)

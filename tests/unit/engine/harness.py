@@ -13,9 +13,19 @@ Obj = dict[str, Any]
 class World:
     """An engine plus the objects it was fed; time is controlled by the test."""
 
-    def __init__(self, *, heads: int = 8, batch: float = 0.0, requeuing_timestamp: str = "Eviction") -> None:
+    def __init__(
+        self,
+        *,
+        heads: int = 8,
+        batch: float = 0.0,
+        requeuing_timestamp: str = "Eviction",
+        fair_sharing: tuple[str, ...] | None = None,
+    ) -> None:
         self.engine = Engine(
-            heads_per_cluster_queue=heads, requeue_batch_seconds=batch, requeuing_timestamp=requeuing_timestamp
+            heads_per_cluster_queue=heads,
+            requeue_batch_seconds=batch,
+            requeuing_timestamp=requeuing_timestamp,
+            fair_sharing=fair_sharing,
         )
         self.now = 1_000.0
         self.objects: dict[str, Obj] = {}

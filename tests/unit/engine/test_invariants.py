@@ -73,8 +73,19 @@ def _draw_quota(
     return drawn
 
 
-def _world(rng: random.Random) -> tuple[World, dict[str, ModelNode]]:
-    world = World(heads=rng.choice([1, 3, 8]), batch=rng.choice([0.0, 1.0])).flavors(*FLAVORS)
+FAIR_STRATEGY_LISTS = (
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+)
+
+
+def _world(rng: random.Random, fair: bool = False) -> tuple[World, dict[str, ModelNode]]:
+    """The random tree; with ``fair``, fair sharing on (a random strategy list) and random
+    weights, 0 included, on queues and Cohorts (docs/design/fair-sharing.md)."""
+    strategies = rng.choice(FAIR_STRATEGY_LISTS) if fair else None
+    world = World(heads=rng.choice([1, 3, 8]), batch=rng.choice([0.0, 1.0]), fair_sharing=strategies)
+    world.flavors(*FLAVORS)
     model: dict[str, ModelNode] = {}
     for name, parent in COHORT_PARENTS.items():
         node = model[name] = ModelNode(parent, is_cluster_queue=False)
@@ -87,6 +98,8 @@ def _world(rng: random.Random) -> tuple[World, dict[str, ModelNode]]:
             if rng.random() < 0.6:
                 q = _draw_quota(rng, node, fr, max_nominal=2, lend_within_nominal=False)
                 cohort.flavor(fr[0], cpu=q.nominal, borrowing_limit=q.borrowing_limit, lending_limit=q.lending_limit)
+        if fair:
+            cohort.weight(rng.choice(["0", "0.5", "1", "2"]))
         world.engine.upsert_cohort(cohort.obj())
     for i in range(CLUSTER_QUEUES):
         name = f"cq{i}"
@@ -102,7 +115,10 @@ def _world(rng: random.Random) -> tuple[World, dict[str, ModelNode]]:
         )
         if rng.random() < 0.3:
             cq.strategy("StrictFIFO")
-        world.queue(cq.obj())
+        obj = cq.obj()
+        if fair:
+            obj["spec"]["fairSharing"] = {"weight": rng.choice(["0", "0.5", "1", "2"])}
+        world.queue(obj)
     for name, node in model.items():
         if node.parent is not None:
             model[node.parent].children.append(name)
@@ -183,8 +199,18 @@ def _echo(world: World, reservation: Reservation, submitted: Obj) -> None:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_operations_keep_invariants(seed: int) -> None:
+    _random_operations(seed, fair=False)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_operations_keep_invariants_with_fair_sharing(seed: int) -> None:
+    """The same invariants hold when fair sharing orders the heads and chooses the victims."""
+    _random_operations(seed, fair=True)
+
+
+def _random_operations(seed: int, fair: bool) -> None:
     rng = random.Random(seed)
-    world, model = _world(rng)
+    world, model = _world(rng, fair)
     submitted: dict[str, Obj] = {}  # key -> the workload as created, pending
     holding: dict[str, str] = {}  # key -> uid holding quota
     counter = 0
