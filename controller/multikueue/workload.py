@@ -251,9 +251,9 @@ class WorkloadDispatcher:
 
     def _reset_nomination(self, local: Obj) -> None:
         """A workload that lost its reservation (evicted, requeued) is nominated afresh next
-        time, as Kueue's eviction resets ``nominatedClusterNames`` (``pkg/workload/evict``).
-        An external dispatcher's nomination is left to it."""
-        if self.settings.dispatcher is Mode.EXTERNAL or not wv.status(local).get("nominatedClusterNames"):
+        time, as Kueue's eviction resets ``nominatedClusterNames`` (``pkg/workload/evict``),
+        whichever the dispatcher: an external one nominates again."""
+        if not wv.status(local).get("nominatedClusterNames"):
             return
         patch = {"metadata": {"resourceVersion": wv.resource_version(local)}, "status": {"nominatedClusterNames": None}}
         self._client.patch_status(R.WORKLOADS, wv.name(local), patch, wv.namespace(local))

@@ -168,11 +168,15 @@ def test_external_reservation_on_a_worker_no_longer_nominated_does_not_win() -> 
     assert holders(w) == ["w2"] and w.workers["w1"].of(R.JOBS) == []
 
 
-def test_external_eviction_leaves_the_nomination_to_its_writer() -> None:
+def test_external_eviction_resets_the_nomination_as_kueue_does() -> None:
     w = world(Mode.EXTERNAL, workers=("w1", "w2"))
     wl = w.manager.objects[("workloads", NS, "job-abc")]
     wl["status"]["nominatedClusterNames"] = ["w1"]
     w.sync()
+    assert holders(w) == ["w1"]
     wl["status"]["conditions"] = [condition("Evicted", True, "Preempted", "preempted")]
     w.sync()
-    assert w.local()["status"]["nominatedClusterNames"] == ["w1"] and holders(w) == []
+    assert "nominatedClusterNames" not in w.local()["status"] and holders(w) == []
+    wl["status"]["conditions"] = [condition("QuotaReserved", True, "QuotaReserved", "again")]
+    w.sync()
+    assert "nominatedClusterNames" not in w.local()["status"] and holders(w) == []  # until it nominates again
