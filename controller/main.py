@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="pykueue-visibility-cert",
         help="the Secret (in --namespace) holding the visibility CA and serving certificate, shared by replicas",
     )
+    parser.add_argument(
+        "--multikueue-incremental-round-seconds",
+        type=float,
+        default=None,
+        help="how long a round of the Incremental MultiKueue dispatcher lasts before more workers are "
+        "nominated (default 300, Kueue's fixed 5 minutes; shorter rounds are for tests and demos)",
+    )
     return parser
 
 
@@ -252,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.visibility_addr, args.namespace, args.visibility_service, args.visibility_cert_dir, args.visibility_secret,
         args.visibility_cert_sync_seconds,
     )
+    if args.multikueue_incremental_round_seconds is not None:
+        ctrl.shared["multikueue-incremental-round-seconds"] = args.multikueue_incremental_round_seconds
     modules = run_setup_modules(ctrl)
     stop = threading.Event()
     install_shutdown_handlers(stop)

@@ -2,7 +2,8 @@
 
 Registers three leader-only controllers sharing one :class:`.clusters.Registry` of worker
 clients, and the garbage collector. The Configuration's ``multiKueue`` section gives the origin
-label value, ``gcInterval`` and ``workerLostTimeout``. A process that is itself a worker runs
+label value, ``gcInterval``, ``workerLostTimeout`` and ``dispatcherName`` (:mod:`.dispatchers`);
+the flag ``--multikueue-incremental-round-seconds`` shortens the Incremental rounds. A process that is itself a worker runs
 them too; with no MultiKueue AdmissionCheck they have nothing to do.
 """
 
@@ -15,6 +16,7 @@ from pykueue.kube import resources as R
 
 from .admissioncheck import AdmissionCheckController
 from .clusters import ClusterController, Registry
+from .dispatchers import DEFAULT_ROUND_SECONDS, mode_of
 from .gc import GarbageCollector
 from .workload import Settings, WorkloadDispatcher
 
@@ -44,11 +46,26 @@ def setup(ctrl: Controller) -> None:
             ctrl.client, informers["admissionchecks"], informers["multikueueconfigs"], informers["multikueueclusters"]
         )
     )
-    settings = Settings(origin=config.multi_kueue.origin, worker_lost_timeout=config.multi_kueue.worker_lost_timeout)
+    settings = Settings(
+        origin=config.multi_kueue.origin,
+        worker_lost_timeout=config.multi_kueue.worker_lost_timeout,
+        dispatcher=mode_of(config.multi_kueue.dispatcher_name),
+        incremental_round_seconds=float(
+            ctrl.shared.get("multikueue-incremental-round-seconds", DEFAULT_ROUND_SECONDS)
+        ),
+    )
     ctrl.register(WorkloadDispatcher(ctrl.client, informers, registry, settings, events=events))
     ctrl.register(
         GarbageCollector(
             informers["workloads"], registry, origin=settings.origin, interval=config.multi_kueue.gc_interval
         )
     )
-    log.info("multikueue registered", extra={"origin": settings.origin, "gcInterval": config.multi_kueue.gc_interval})
+    log.info(
+        "multikueue registered",
+        extra={
+            "origin": settings.origin,
+            "gcInterval": config.multi_kueue.gc_interval,
+            "dispatcher": settings.dispatcher.value,
+            "dispatcherName": config.multi_kueue.dispatcher_name,
+        },
+    )

@@ -3,9 +3,10 @@
 For a Workload on the manager with a quota reservation and a MultiKueue check (Kueue's
 ``workload.go``, re-expressed):
 
-1. no winner yet: every active worker of the check's MultiKueueConfig is nominated
-   (``status.nominatedClusterNames``, Kueue's AllAtOnce dispatcher) and gets a copy
-   (:func:`.dispatch.remote_workload`); the first nominated copy to reserve quota wins (:func:`.dispatch.pick_winner`),
+1. no winner yet: workers of the check's MultiKueueConfig are nominated
+   (``status.nominatedClusterNames``, by the configured dispatcher, :mod:`.dispatchers`) and each
+   nominated one gets a copy (:func:`.dispatch.remote_workload`), a worker no longer nominated
+   loses it; the first nominated copy to reserve quota wins (:func:`.dispatch.pick_winner`),
    the other copies are deleted, the Job is created on the winner only then
    (:func:`.dispatch.remote_job`), and the manager's Workload gets ``status.clusterName`` and its
    check ``Ready`` — the workload controller then admits it, and the Job integration unsuspends
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -46,8 +47,10 @@ from pykueue.kube import resources as R
 from pykueue.kube.errors import AlreadyExists, ApiError, NotFound
 
 from . import dispatch as d
+from . import dispatchers
 from .admissioncheck import config_name, is_multikueue
 from .clusters import Registry
+from .dispatchers import IncrementalRounds, Mode
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,9 @@ class Settings:
     origin: str = "multikueue"
     worker_lost_timeout: float = 900.0
     poll_interval: float = 1.0
+    dispatcher: Mode = Mode.ALL_AT_ONCE
+    incremental_step: int = dispatchers.DEFAULT_STEP
+    incremental_round_seconds: float = dispatchers.DEFAULT_ROUND_SECONDS
 
 
 class WorkloadDispatcher:
@@ -90,6 +96,7 @@ class WorkloadDispatcher:
         self.settings = settings
         self._events = events
         self._clock = clock
+        self._rounds = IncrementalRounds(settings.incremental_round_seconds)
         self.queue: WorkQueue[str] = WorkQueue("multikueue-workload")
         self._runner = Workers(self.queue, self.reconcile, name=self.name, count=3)
 
@@ -136,6 +143,7 @@ class WorkloadDispatcher:
         namespace = namespace or ""
         local = self.workloads.store.get(key)
         if local is None:
+            self._rounds.forget(key)
             self._delete_remotes(namespace, name, self.registry.names())
             return None
         found = self.multikueue_check(local)
@@ -145,9 +153,12 @@ class WorkloadDispatcher:
         local_job = self._local_job(local)
         entry = d.check_entry(local, check) or {}
         if wv.is_finished(local) or not wv.has_reservation(local) or wv.is_evicted(local):
+            self._rounds.forget(key)
             self._delete_remotes(namespace, name, clusters)
-            if not wv.is_finished(local) and local_job is not None:
-                self._forget_remote_pods(local_job)
+            if not wv.is_finished(local):
+                self._reset_nomination(local)
+                if local_job is not None:
+                    self._forget_remote_pods(local_job)
             return None
         if entry.get("state") in (C.CHECK_RETRY, C.CHECK_REJECTED):
             return None
@@ -161,11 +172,12 @@ class WorkloadDispatcher:
         nominated = [str(c) for c in wv.status(local).get("nominatedClusterNames") or []]
         winner = d.pick_winner({c: r for c, r in remotes.items() if c in nominated}, None)
         if winner is None:
-            active = [c for c in clusters if self.registry.active_client(c) is not None]
-            if d.nomination_changed(nominated, active):
-                self._nominate(local, active)
-            self._create_copies(local, active, remotes)
-            return self.settings.poll_interval
+            nominated, wait = self._nomination(local, entry, clusters, nominated)
+            targets = dispatchers.copy_targets(nominated, clusters)
+            # Copies follow the nomination: a worker no longer nominated loses its copy.
+            self._delete_remotes(namespace, name, [c for c in clusters if c not in targets and remotes.get(c) is not None])
+            self._create_copies(local, targets, remotes)
+            return min(self.settings.poll_interval, wait) if wait is not None else self.settings.poll_interval
         self._delete_remotes(namespace, name, [c for c in clusters if c != winner])
         self._ensure_remote_job(winner, local, local_job)
         self._mark_dispatched(local, check, winner)
@@ -202,13 +214,48 @@ class WorkloadDispatcher:
             client.create(R.JOBS, d.remote_job(local_job, wv.name(local), self.settings.origin), meta.get("namespace"))
             DISPATCHED.labels(cluster).inc()
 
+    def _nomination(
+        self, local: Obj, entry: Mapping[str, Any], clusters: list[str], nominated: list[str]
+    ) -> tuple[list[str], float | None]:
+        """The workers nominated after this pass, by the configured dispatcher
+        (:mod:`.dispatchers`), and how long until the Incremental round ends (else ``None``)."""
+        mode = self.settings.dispatcher
+        if mode is Mode.ALL_AT_ONCE:
+            active = [c for c in clusters if self.registry.active_client(c) is not None]
+            if d.nomination_changed(nominated, active):
+                self._nominate(local, sorted(active))
+            return active, None
+        if mode is Mode.EXTERNAL or entry.get("state") != C.CHECK_PENDING:
+            return nominated, None  # written by another controller; Kueue nominates for Pending checks only
+        key, now = wv.key(local), self._clock()
+        wait = self._rounds.remaining(key, now)
+        if wait is not None:
+            return nominated, wait
+        added = dispatchers.next_nominees(nominated, clusters, self.settings.incremental_step)
+        if not added:
+            return nominated, None  # every worker nominated; the last round's copies keep trying
+        nominated = [*nominated, *added]
+        self._nominate(local, nominated)
+        self._rounds.start(key, now)
+        log.info("incremental nomination round", extra={"workload": key, "nominated": nominated, "added": added})
+        return nominated, self._rounds.round_seconds
+
     def _nominate(self, local: Obj, clusters: list[str]) -> None:
-        """AllAtOnce (Kueue's default dispatcher): every active worker is nominated. The
-        webhook accepts a ``clusterName`` only from ``nominatedClusterNames``, as Kueue's does."""
+        """Write ``status.nominatedClusterNames``. The webhook accepts a ``clusterName`` only
+        from it, as Kueue's does."""
         patch = {
             "metadata": {"resourceVersion": wv.resource_version(local)},
-            "status": {"nominatedClusterNames": sorted(clusters) or None},
+            "status": {"nominatedClusterNames": clusters or None},
         }
+        self._client.patch_status(R.WORKLOADS, wv.name(local), patch, wv.namespace(local))
+
+    def _reset_nomination(self, local: Obj) -> None:
+        """A workload that lost its reservation (evicted, requeued) is nominated afresh next
+        time, as Kueue's eviction resets ``nominatedClusterNames`` (``pkg/workload/evict``),
+        whichever the dispatcher: an external one nominates again."""
+        if not wv.status(local).get("nominatedClusterNames"):
+            return
+        patch = {"metadata": {"resourceVersion": wv.resource_version(local)}, "status": {"nominatedClusterNames": None}}
         self._client.patch_status(R.WORKLOADS, wv.name(local), patch, wv.namespace(local))
 
     def _mark_dispatched(self, local: Obj, check: str, winner: str) -> None:

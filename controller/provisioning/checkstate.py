@@ -19,14 +19,17 @@ once ``lastTransitionTime + requeueAfterSeconds`` has passed (``controller/workl
 So attempt *n* failing is counted when ``n > retryCount``, and the next request, made once quota
 is reserved again, is attempt ``retryCount + 1``.
 
-Backoff: ``requeueAfterSeconds = min(base * 2^retryCount, max)`` — 60, 120, 240 s by default.
-Kueue adds a 0.01 % jitter, which whole seconds round away; there is none here.
+Backoff: ``requeueAfterSeconds = min(base * 2^retryCount, max)`` — 60, 120, 240 s by default —
+plus Kueue's random jitter of up to 0.01 % of it, truncated to whole seconds as Kueue's
+``UpdateAdmissionCheckRequeueState`` (``pkg/workload/admissionchecks.go``) does: below 10 000 s
+the jitter never reaches a second, so the defaults give exactly 60, 120, 240 s.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -87,14 +90,19 @@ def message_of(obj: Mapping[str, Any] | None, type_: str) -> str:
     return str((condition(obj, type_) or {}).get("message") or "")
 
 
-def backoff_seconds(retry: RetryStrategy, retry_count: int) -> int:
-    """Seconds to wait before attempt ``retry_count + 2`` after attempt ``retry_count + 1`` failed."""
+BACKOFF_JITTER = 0.0001  # Kueue's jitter factor for admission check retries
+
+
+def backoff_seconds(retry: RetryStrategy, retry_count: int, rand: Callable[[], float] = random.random) -> int:
+    """Seconds to wait before attempt ``retry_count + 2`` after attempt ``retry_count + 1`` failed:
+    the doubled, capped backoff plus ``rand()`` (in [0, 1)) times the jitter, whole seconds."""
     seconds = retry.base_seconds
     for _ in range(max(0, retry_count)):
         seconds *= 2
         if seconds >= retry.max_seconds:
             break
-    return min(seconds, retry.max_seconds)
+    capped = min(seconds, retry.max_seconds)
+    return int(capped + rand() * BACKOFF_JITTER * capped)
 
 
 def retry_count(state: Mapping[str, Any]) -> int:

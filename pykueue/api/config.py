@@ -11,8 +11,8 @@ Durations (``timeout``, ``lease_duration``, ``gc_interval``, ...) are exposed as
 under the snake_case of their YAML names.
 
 A field the schema accepts is either honoured by one of the programs or refused at start by
-:func:`refused_fields` (today: a ``multiKueue.dispatcherName`` other than AllAtOnce, the only
-dispatcher pykueue has, and ``admissionFairSharing``, validated but not yet implemented); docs/design/runtime.md tables which program honours which field.
+:func:`refused_fields` (today only ``admissionFairSharing``, validated but not yet implemented);
+docs/design/runtime.md tables which program honours which field.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ DEFAULT_LEADER_ELECTION_ID = "pykueue-controller-leader"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+# Any other dispatcherName is an external dispatcher: another controller writes the Workloads'
+# status.nominatedClusterNames (Kueue's apis/config/v1beta1/configuration_types.go).
 SUPPORTED_FRAMEWORKS = ("batch/job",)
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 
@@ -495,11 +497,11 @@ def _build(raw: dict[str, Any]) -> Configuration:
 
 # --- what pykueue cannot honour ---------------------------------------------------------------------
 
-MULTIKUEUE_NOT_IMPLEMENTED = (
-    "only the AllAtOnce MultiKueue dispatcher is implemented; remove multiKueue.dispatcherName"
-)
-# gcInterval, origin and workerLostTimeout are honoured by controller/multikueue.
-_MULTIKUEUE_FIELDS = (("dispatcher_name", "dispatcherName"),)
+# Every multiKueue field (gcInterval, origin, workerLostTimeout, dispatcherName) is honoured by
+# controller/multikueue; a field pykueue accepts but cannot honour would be listed here as
+# ("snake_name", "camelName") and refused at start.
+_MULTIKUEUE_FIELDS: tuple[tuple[str, str], ...] = ()
+MULTIKUEUE_NOT_IMPLEMENTED = "pykueue does not implement this multiKueue setting"
 
 
 ADMISSION_FAIR_SHARING_NOT_IMPLEMENTED = (
@@ -513,9 +515,8 @@ def refused_fields(cfg: Configuration) -> list[FieldError]:
 
     Kueue accepts them, so :func:`parse_config` does too; the programs refuse to start on them
     (:func:`require_supported`) rather than run while silently ignoring what the file asks for.
-    Of the ``multiKueue`` stanza only a non-default ``dispatcherName`` is refused (pykueue
-    dispatches to all workers at once, Kueue's default); ``admissionFairSharing`` is refused
-    whole.
+    Every ``multiKueue`` field is honoured since the Incremental and External dispatchers exist
+    (docs/design/multikueue.md); ``admissionFairSharing`` is refused whole.
     """
     defaults = MultiKueue()
     refused = [

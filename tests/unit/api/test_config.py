@@ -10,7 +10,7 @@ import yaml
 
 from pykueue.api.config import (
     DISPATCHER_ALL_AT_ONCE,
-    MULTIKUEUE_NOT_IMPLEMENTED,
+    DISPATCHER_INCREMENTAL,
     ConfigError,
     Configuration,
     load_config,
@@ -155,17 +155,19 @@ def test_absent_empty_or_default_multikueue_is_not_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("stanza", "field"),
-    [
-        ({"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental"}, "multiKueue.dispatcherName"),
-    ],
+    "dispatcher",
+    [DISPATCHER_INCREMENTAL, "example.com/my-dispatcher"],  # Kueue's Incremental, and an external one
 )
-def test_multikueue_settings_are_refused_naming_the_field(stanza: dict[str, Any], field: str) -> None:
-    cfg = parse_config(doc(multiKueue=stanza))  # valid for Kueue ...
-    with pytest.raises(ConfigError) as err:  # ... but pykueue has only the AllAtOnce dispatcher
-        require_supported(cfg, "config.yaml")
-    assert str(err.value) == f"{field}: Forbidden: {MULTIKUEUE_NOT_IMPLEMENTED}"
-    assert require_supported(Configuration()) == Configuration()
+def test_every_multikueue_dispatcher_is_accepted_and_started(dispatcher: str) -> None:
+    cfg = parse_config(doc(multiKueue={"dispatcherName": dispatcher}))
+    assert cfg.multi_kueue.dispatcher_name == dispatcher
+    assert refused_fields(cfg) == []
+    assert require_supported(cfg, "config.yaml") is cfg
+
+
+def test_a_dispatcher_name_must_be_a_domain_prefixed_path() -> None:
+    with pytest.raises(ConfigError, match=r"multiKueue\.dispatcherName"):
+        parse_config(doc(multiKueue={"dispatcherName": "incremental"}))
 
 
 # --- config.kueue.x-k8s.io/v1beta2 -----------------------------------------------------------------

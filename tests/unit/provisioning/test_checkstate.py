@@ -50,6 +50,19 @@ def test_backoff_doubles_from_the_base_up_to_the_cap() -> None:
     assert backoff_seconds(RetryStrategy(base_seconds=1, max_seconds=3), 5) == 3
 
 
+def test_backoff_jitter_is_kueues_hundredth_of_a_percent_in_whole_seconds() -> None:
+    # Below 10 000 s the largest jitter (0.01 %) stays under a second and is truncated away ...
+    assert [backoff_seconds(RetryStrategy(), n, rand=lambda: 0.999999) for n in range(7)] == [
+        60, 120, 240, 480, 960, 1800, 1800,
+    ]
+    # ... above it, it adds up to 0.01 % of the wait, the capped one included.
+    long = RetryStrategy(base_seconds=20000, max_seconds=40000)
+    assert backoff_seconds(long, 0, rand=lambda: 0.0) == 20000
+    assert backoff_seconds(long, 0, rand=lambda: 0.5) == 20001
+    assert backoff_seconds(long, 0, rand=lambda: 0.999999) == 20001
+    assert backoff_seconds(long, 3, rand=lambda: 0.999999) == 40003
+
+
 def test_inactive_check_is_pending_with_kueues_message() -> None:
     decision = decide_check(_pending(), config=None, needed=True, wl=_wl(), request=None, attempt=0, now=NOW)
     assert decision.state["state"] == "Pending" and decision.state["message"] == "the check is not active"

@@ -145,19 +145,28 @@ def test_configuration_reaches_the_token_bucket_and_the_listeners(
     assert (seen["health_addr"], seen["metrics_addr"]) == (":0", "0")
 
 
-def test_refused_multikueue_stops_the_start_naming_the_field(
+def test_every_multikueue_dispatcher_starts_the_controller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "config.yaml"
+    for dispatcher in ("kueue.x-k8s.io/multikueue-dispatcher-incremental", "example.com/my-dispatcher"):
+        path.write_text(json.dumps({**HEADER, "multiKueue": {"dispatcherName": dispatcher}}))
+        seen = _start(monkeypatch, ["--config", str(path), "--no-leader-elect",
+                                    "--multikueue-incremental-round-seconds", "7"])  # fmt: skip
+        assert seen["config"].multi_kueue.dispatcher_name == dispatcher
+
+
+def test_an_invalid_configuration_stops_the_start_naming_the_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def must_not_connect(*_: Any, **__: Any) -> None:
-        raise AssertionError("the client must not be built for a refused Configuration")
+        raise AssertionError("the client must not be built for an invalid Configuration")
 
     monkeypatch.setattr(main_module.KubeClient, "from_config", staticmethod(must_not_connect))
     path = tmp_path / "config.yaml"
-    path.write_text(json.dumps({**HEADER, "multiKueue": {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental"}}))
+    path.write_text(json.dumps({**HEADER, "multiKueue": {"dispatcherName": "incremental"}}))
     caplog.set_level("ERROR")
     assert main_module.main(["--config", str(path), "--log-format", "text"]) == EXIT_BAD_CONFIGURATION != 0
     error = caplog.records[-1].error  # type: ignore[attr-defined]
-    assert error.startswith("multiKueue.dispatcherName: ") and "only the AllAtOnce" in error
+    assert error.startswith("multiKueue.dispatcherName: ") and "domain-prefixed path" in error
     assert "\n" not in error
 
 

@@ -88,10 +88,11 @@ def test_flags_win_over_the_configuration(tmp_path: Path) -> None:
     assert (settings.cert_management, settings.service_name, settings.cert_secret) == ("internal", "s2", "c2")
 
 
-def test_multikueue_dispatcher_is_refused_at_start_naming_the_field(tmp_path: Path) -> None:
+def test_every_multikueue_dispatcher_is_accepted_at_start(tmp_path: Path) -> None:
     incremental = {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental"}
-    with pytest.raises(SystemExit, match=r"multiKueue\.dispatcherName: Forbidden: only the AllAtOnce"):
-        parse_args(["--config", _config_file(tmp_path, multiKueue=incremental)])
+    assert parse_args(["--config", _config_file(tmp_path, multiKueue=incremental)]).port == 9443
+    external = {"dispatcherName": "example.com/my-dispatcher"}
+    assert parse_args(["--config", _config_file(tmp_path, multiKueue=external)]).port == 9443
     assert parse_args(["--config", _config_file(tmp_path, multiKueue={"gcInterval": "5m"})]).port == 9443
     assert parse_args(["--config", _config_file(tmp_path, multiKueue={})]).port == 9443
 
