@@ -644,6 +644,10 @@ def test_webhook_rbac_is_scoped_to_its_own_objects(default_objects: list[Obj]) -
         assert allowed(default_objects, sa, "list", "kueue.x-k8s.io", resource)
         assert not allowed(default_objects, sa, "update", "kueue.x-k8s.io", resource)
     assert allowed(default_objects, sa, "get", "kueue.x-k8s.io", "cohorts")
+    # webhook/cluster_state.py's optional reads (found on kind, where the webhook is its own user).
+    for resource in ["workloadpriorityclasses", "admissionchecks"]:
+        assert allowed(default_objects, sa, "get", "kueue.x-k8s.io", resource)
+        assert not allowed(default_objects, sa, "list", "kueue.x-k8s.io", resource)
     assert allowed(default_objects, sa, "get", "", "namespaces")
     assert allowed(default_objects, sa, "get", "batch", "jobs")
     assert not allowed(default_objects, sa, "patch", "batch", "jobs")
