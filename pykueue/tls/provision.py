@@ -13,6 +13,7 @@ Several replicas share one Secret, so every step is written to be raced:
   of that race gets ``Conflict`` and, again, reads the winner's;
 * rotating (when 2/3 of the lifetime has passed, when the names no longer match, or when the Secret's
   contents are unusable): the same optimistic update, so exactly one new bundle wins;
+* the CA is published before the files on disk switch to a certificate it signed;
 * the files on disk always follow the Secret, so a replica that lost a race, or that did not rotate
   itself, still serves what the others serve; workers reload them without a restart
   (:mod:`webhook.tls`);
@@ -193,11 +194,17 @@ class CertProvisioner:
         raise RuntimeError(f"could not agree on certificates in Secret {self.namespace}/{self.secret_name}")
 
     def sync(self) -> CertBundle:
+        """Agree on the Secret's bundle, publish its CA, then serve its certificate.
+
+        The CA is published *before* the files are switched: the workers load new files on their
+        next connection, and a certificate of a CA the apiserver does not trust yet would fail
+        every request it answers (``failurePolicy: Fail``) until the ``caBundle`` caught up.
+        """
         bundle = self.ensure_secret()
-        if self.files.write(bundle):
-            log.info("wrote the serving certificate", extra={"dir": str(self.files.directory)})
         if self.configurations is not None:
             self.configurations.sync(bundle.ca_cert)
+        if self.files.write(bundle):
+            log.info("wrote the serving certificate", extra={"dir": str(self.files.directory)})
         return bundle
 
     def run(self, stop: threading.Event, interval: float) -> None:

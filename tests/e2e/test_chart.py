@@ -155,8 +155,13 @@ class Identity:
 def installed_rbac(cluster: Any, namespace: str) -> Iterator[tuple[str, list[Obj]]]:
     """The chart's service accounts, roles, bindings and Secret applied for real; removed after."""
     release = release_name()
+    # Kueue's user-facing ClusterRoles (kueue-batch-admin-role, ...) carry Kueue's fixed names, not
+    # the release's: on a cluster where the chart is installed they belong to that release (and
+    # the aggregation controller), so they are neither applied nor deleted here.
     objects = [
-        o for o in helm.render_objects(release=release, namespace=namespace) if o["kind"] in RBAC_KINDS
+        o
+        for o in helm.render_objects(release=release, namespace=namespace)
+        if o["kind"] in RBAC_KINDS and o["metadata"]["name"].startswith(f"{release}-")
     ]
     cluster.kubectl("apply", "--server-side", "--field-manager=chart-e2e", "-f", "-", input=to_yaml(objects))
     try:

@@ -112,8 +112,10 @@ def test_story_spot_stocks_out_and_the_job_ends_on_on_demand_never_again_on_spot
     assert set(history) == {f["spot"], f["on-demand"]}, history
     assert "Stopped" in jobs.events("story"), "the Job was stopped when Spot fell back"
     wait_for(lambda: jobs.succeeded("story"), message="the Job completes on On-demand")
-    final = jobs.workload("story")
-    assert final is not None and condition(final, "Finished")["reason"] == "Succeeded"  # type: ignore[index]
+    # The controller marks the Workload Finished once it has seen the Job succeed: wait for it.
+    final = wait_for(lambda: (wl := jobs.workload("story")) and condition(wl, "Finished") and wl,
+                     message="its Workload is Finished")
+    assert condition(final, "Finished")["reason"] == "Succeeded"  # type: ignore[index]
     messages = _fallback_messages(jobs, final["metadata"]["name"])
     assert len(messages) == 1 and f["spot"] in messages[0], messages
     assert "TimeoutForPodsReadyExceeded" in messages[0], messages

@@ -12,6 +12,8 @@ import json
 import subprocess
 from typing import Any
 
+import pytest
+
 from tests.e2e.helpers.kueue import KueueApi, is_admitted, make_queues, submit
 from tests.e2e.helpers.wait import wait_for
 
@@ -173,6 +175,7 @@ def test_kubectl_pykueue_pending_is_a_kubectl_plugin(
     assert listed("--cluster-queue", cq, "--offset", "1") == [[namespace, "low", "lq", "1", "1", "1"]]
 
 
+@pytest.mark.needs_local_cluster  # it reads the served certificate on the local process's port
 def test_available_after_certificate_rotation(cluster: Any, visibility: Any, kueue: KueueApi, namespace: str) -> None:
     """Emptying the certificate Secret makes the controller issue a new CA and serving certificate:
     it serves the new one, publishes the new CA first in the caBundle (the old one kept while

@@ -4,7 +4,8 @@ The chart's controller runs with ``--leader-elect`` and ``--identity=$(POD_NAME)
 ``pykueue-controller-leader`` (client-go's 15 s lease by default). With two replicas, deleting the
 leader's pod must hand the Lease to another pod within the lease duration (plus a retry period),
 admission must carry on under the new leader, and no Workload may be admitted twice (one
-``Admitted`` Event each, the ClusterQueue's usage the sum of the two).
+``Admitted`` Event each, the first Workload's QuotaReserved condition and its Job's pod unchanged
+across the failover, the ClusterQueue's usage the sum of the two).
 """
 
 from __future__ import annotations
@@ -66,6 +67,20 @@ def admitted(ns: str, name: str) -> bool:
     return get("job", name, "-n", ns)["spec"].get("suspend") is False
 
 
+def quota_reserved_at(ns: str) -> dict[str, str]:
+    """Each Workload's QuotaReserved lastTransitionTime (a second reservation would move it)."""
+    return {
+        wl["metadata"]["name"]: c["lastTransitionTime"]
+        for wl in get("workloads", "-n", ns)["items"]
+        for c in wl.get("status", {}).get("conditions", [])
+        if c["type"] == "QuotaReserved" and c["status"] == "True"
+    }
+
+
+def job_pods(ns: str, name: str) -> list[str]:
+    return sorted(pod["metadata"]["uid"] for pod in get("pods", "-n", ns, "-l", f"job-name={name}")["items"])
+
+
 def test_deleting_the_leader_pod_hands_admission_to_the_other_replica(
     two_replicas: None, queue: tuple[str, str]
 ) -> None:
@@ -74,6 +89,9 @@ def test_deleting_the_leader_pod_hands_admission_to_the_other_replica(
     submit(ns, "before")
     wait_for(lambda: admitted(ns, "before"), 90, "the first leader never admitted the Job")
 
+    reserved_before = quota_reserved_at(ns)
+    assert len(reserved_before) == 1, reserved_before
+    pods_before = wait_for(lambda: job_pods(ns, "before"), 60, "the first Job's pod exists")
     deleted_at = time.monotonic()
     kubectl("delete", "pod", leader, "-n", NAMESPACE, "--wait=false")
     new_leader = wait_for(
@@ -88,6 +106,11 @@ def test_deleting_the_leader_pod_hands_admission_to_the_other_replica(
 
     workloads = get("workloads", "-n", ns)["items"]
     assert len(workloads) == 2
+    # The new leader took over the first admission as it was: not reserved again, the Job not
+    # stopped and restarted (its pod is the same one).
+    reserved_after = quota_reserved_at(ns)
+    assert {name: reserved_after.get(name) for name in reserved_before} == reserved_before
+    assert job_pods(ns, "before") == pods_before
     events: list[dict[str, Any]] = get("events", "-n", ns, "--field-selector", "reason=Admitted")["items"]
     per_workload: dict[str, int] = {}
     for event in events:

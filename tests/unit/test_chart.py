@@ -199,6 +199,22 @@ def test_webhook_is_highly_available(default_objects: list[Obj]) -> None:
     assert pdb["spec"]["minAvailable"] < webhook["spec"]["replicas"]
 
 
+def test_a_terminating_webhook_pod_keeps_serving_while_the_service_stops_routing_to_it(
+    default_objects: list[Obj],
+) -> None:
+    webhook = one(default_objects, "Deployment", "pykueue-webhook")
+    assert container(webhook)["lifecycle"] == {"preStop": {"sleep": {"seconds": 5}}}
+    # The sleep and gunicorn's graceful stop (10 s) fit in the grace period.
+    assert webhook["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 5 + 10
+    off = one(helm.render_objects(set_values={"webhook.preStopSleepSeconds": "0"}), "Deployment", "pykueue-webhook")
+    assert "lifecycle" not in container(off)
+    # The sleep action is GA in 1.34 and on by default since 1.30; before that it is not rendered.
+    old = helm.run_helm("template", "pykueue", str(helm.CHART_DIR), "--namespace", NAMESPACE,
+                        "--kube-version", "1.29.0").stdout  # fmt: skip
+    on_129 = one([d for d in yaml.safe_load_all(old) if d], "Deployment", "pykueue-webhook")
+    assert "lifecycle" not in container(on_129)
+
+
 def test_hard_anti_affinity_is_required_scheduling() -> None:
     objects = helm.render_objects(set_values={"webhook.podAntiAffinity": "hard"})
     anti = one(objects, "Deployment", "pykueue-webhook")["spec"]["template"]["spec"]["affinity"][
@@ -644,6 +660,10 @@ def test_webhook_rbac_is_scoped_to_its_own_objects(default_objects: list[Obj]) -
         assert allowed(default_objects, sa, "list", "kueue.x-k8s.io", resource)
         assert not allowed(default_objects, sa, "update", "kueue.x-k8s.io", resource)
     assert allowed(default_objects, sa, "get", "kueue.x-k8s.io", "cohorts")
+    # webhook/cluster_state.py's optional reads (found on kind, where the webhook is its own user).
+    for resource in ["workloadpriorityclasses", "admissionchecks"]:
+        assert allowed(default_objects, sa, "get", "kueue.x-k8s.io", resource)
+        assert not allowed(default_objects, sa, "list", "kueue.x-k8s.io", resource)
     assert allowed(default_objects, sa, "get", "", "namespaces")
     assert allowed(default_objects, sa, "get", "batch", "jobs")
     assert not allowed(default_objects, sa, "patch", "batch", "jobs")

@@ -184,14 +184,19 @@ def ci_machine(tmp_path: Path) -> CiMachine:
     machine.path.mkdir()
     machine.provide("bash", "env", "date", "dirname", "id", "cat")
     machine.script(
-        "make", f'#!/bin/sh\necho "$*" >>{machine.make_calls}\n[ "$1" != test ] || exit "${{FAIL_TEST:-0}}"\n'
+        "make",
+        f'#!/bin/sh\necho "$*" >>{machine.make_calls}\n[ "$1" != test ] || exit "${{FAIL_TEST:-0}}"\n'
+        f'[ "$1" != kind-e2e ] || exit "${{FAIL_KIND:-0}}"\n',
     )
     return machine
 
 
 def test_ci_runs_exactly_the_readmes_test_command(ci_machine: CiMachine) -> None:
-    """`.ci/run` with a recording `make`: set up the venv, the binaries, then the README's command."""
+    """`.ci/run` with a recording `make`: set up the venv, the binaries, then the README's command,
+    then the kind run (the image builders' tools present)."""
     ci_machine.provide("git", "curl")
+    for builder in ("debootstrap", "gcc"):  # only looked up, never run: make is a stand-in
+        ci_machine.script(builder, "#!/bin/sh\n")
     passed = ci_machine.run()
     assert passed.returncode == 0, passed.stderr
     readme_test = _readme_commands()[1].removeprefix("make ")
@@ -199,13 +204,20 @@ def test_ci_runs_exactly_the_readmes_test_command(ci_machine: CiMachine) -> None
         f"env PYTHON={sys.executable}",
         "binaries",
         readme_test,
+        "kind-e2e",
     ]
-    assert "make test passed" in passed.stdout
+    assert "make test passed" in passed.stdout and "make kind-e2e passed" in passed.stdout
 
     ci_machine.make_calls.unlink()
     failed = ci_machine.run(FAIL_TEST="2")
     assert failed.returncode == 2
     assert "the local cluster's logs are in" in failed.stdout
+    assert "kind-e2e" not in ci_machine.make_calls.read_text().splitlines(), "no kind run after a failed test"
+
+    failed_on_kind = ci_machine.run(FAIL_KIND="2", ARTIFACTS="/somewhere")
+    assert failed_on_kind.returncode == 2
+    assert "failed on kind; the cluster's and pods' logs are in /somewhere" in failed_on_kind.stdout
+    assert "the local cluster's logs are in" not in failed_on_kind.stdout
 
 
 def test_ci_installs_the_tools_a_fresh_machine_lacks_before_the_test_command(ci_machine: CiMachine) -> None:
@@ -225,9 +237,15 @@ def test_ci_installs_the_tools_a_fresh_machine_lacks_before_the_test_command(ci_
         "install -y -qq git",
         "update -qq",
         "install -y -qq curl",
+        # What the kind run's image builders need, after `make test`.
+        "update -qq",
+        "install -y -qq debootstrap",
+        "update -qq",
+        "install -y -qq gcc libc6-dev",
     ]
     assert "installing git" in passed.stdout and "installing curl" in passed.stdout
-    assert ci_machine.make_calls.read_text().splitlines()[-1] == "test"
+    assert "installing debootstrap" in passed.stdout and "installing gcc" in passed.stdout
+    assert ci_machine.make_calls.read_text().splitlines()[-2:] == ["test", "kind-e2e"]
 
 
 def test_ci_without_a_way_to_install_a_missing_tool_says_which_and_stops(ci_machine: CiMachine) -> None:

@@ -114,6 +114,27 @@ def test_rotates_when_due_and_every_replica_follows(tmp_path: Path) -> None:
     assert (tmp_path / "a" / "certs" / "tls.crt").read_bytes() == rotated.cert
 
 
+def test_a_new_ca_is_published_before_the_files_switch_to_its_certificate(tmp_path: Path) -> None:
+    """A replica that serves a certificate of a CA the apiserver does not trust yet fails requests."""
+    kube = FakeKube()
+    files = CertFiles(tmp_path / "certs")
+    on_disk_when_published: list[bytes | None] = []
+
+    class Recording:
+        def sync(self, ca_cert: bytes) -> None:
+            current = files.read()
+            on_disk_when_published.append(current[0] if current else None)
+
+    replica = provisioner(kube, tmp_path, configurations=Recording())
+    first = replica.sync()
+    kube.replace(r.SECRETS, {**kube.get(r.SECRETS, "cert", "pykueue-system"), "data": {}})  # forced rotation
+    second = replica.sync()
+    assert second.ca_cert != first.ca_cert
+    # Each CA was published while the files still held the previous certificate (none at first).
+    assert on_disk_when_published == [None, first.cert]
+    assert files.read() == (second.cert, second.key)
+
+
 def test_local_configurations_are_written_with_both_cas_after_rotation(tmp_path: Path) -> None:
     kube = FakeKube()
     sync = LocalConfigurations(kube, "https://127.0.0.1:9443", own_namespace="pykueue-system",
