@@ -11,7 +11,8 @@ controllers all record through controller-runtime's one broadcaster:
   Events per admission from inside its admission writes, and sending them there made every
   admission wait for two more round trips (58 % of the admission writers' time in the scheduler
   baseline, docs/performance.md). The queues (:class:`~controller.runtime.event_queue.PendingEvents`)
-  hold at most :data:`MAX_QUEUED` distinct Events (client-go's ``maxQueuedEvents``): an Event
+  hold at most :data:`MAX_QUEUED` distinct Events (ten times client-go's ``maxQueuedEvents``,
+  affordable because a waiting Event keeps only the reference to its object): an Event
   identical to one still waiting is folded into it (one write, its ``count`` raised by the
   repeats), and a full queue sheds the least useful waiting Event (a superseded message of the
   same object and reason, else the oldest Normal one) rather than slow a controller down or
@@ -62,8 +63,11 @@ Clock = Callable[[], float]
 COMPONENT = "pykueue-controller"
 # Kueue truncates event messages to 1024 characters (api.TruncateEventMessage).
 MAX_MESSAGE = 1024
-# client-go's broadcaster queue length (maxQueuedEvents), shared by the senders.
-MAX_QUEUED = 1000
+# Distinct Events waiting, shared by the senders: ten times client-go's maxQueuedEvents. At
+# Kueue's QPS the scheduler baseline emits about 86 Events/s (two per admission) against a budget
+# of 50/s, so a burst of admissions outruns the senders for minutes; each entry keeps only the
+# object reference (a few hundred bytes), so 10,000 cost a few MiB (docs/performance.md).
+MAX_QUEUED = 10_000
 SENDERS = 4
 # client-go's EventSourceObjectSpamFilter defaults: 25 Events at once per source+object, then
 # one more every 5 minutes (defaultSpamBurst, defaultSpamQPS = 1/300).
@@ -103,6 +107,17 @@ AGGREGATED = Counter(
 
 def truncate(message: str, limit: int = MAX_MESSAGE) -> str:
     return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+def reference(involved: Mapping[str, Any]) -> dict[str, Any]:
+    """What an Event needs of its object (its ``involvedObject``), so a waiting Event does not
+    keep the whole object alive."""
+    meta = involved.get("metadata") or {}
+    return {
+        "apiVersion": involved.get("apiVersion"),
+        "kind": involved.get("kind"),
+        "metadata": {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion") if key in meta},
+    }
 
 
 class EventLike(Protocol):
@@ -405,7 +420,7 @@ class EventBroadcaster:
         meta = involved.get("metadata") or {}
         shard = hash((meta.get("namespace"), meta.get("name"))) % len(self._queues)
         outcome = self._queues[shard].put(
-            dict(involved), event.type, event.reason, truncate(event.message), component
+            reference(involved), event.type, event.reason, truncate(event.message), component
         )
         self._count(outcome)
 

@@ -3,17 +3,24 @@
 They check that each benchmark completes and prints its figures and JSON summary; timings are
 never asserted (a shared 2-core machine makes them meaningless as a gate). The scheduler
 baseline uses the session's controller (``--controller-pid``, or ``--external-controller`` when
-the chart runs it) so two controllers never admit the same workloads.
+the chart runs it) so two controllers never admit the same workloads; its Kueue variant runs on a
+local cluster of its own for the same reason.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench import baseline, informer_sync
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _summary(out: str) -> dict[str, Any]:
@@ -76,3 +83,31 @@ def test_informer_sync_smoke(cluster: Any, capsys: pytest.CaptureFixture[str]) -
     result = _summary(out)
     assert result["objects"] == 50
     assert result["list_sync_seconds"] >= 0
+
+
+KUEUE_VERSION = "v0.14.8"
+
+
+@pytest.mark.timeout(1500)
+def test_kueue_variant_builds_and_completes(tmp_path: Any) -> None:
+    """``--variants kueue@<version>``: Kueue's own manager, built from the Go module proxy into the
+    binaries cache (minutes the first time, then reused), runs the same tiny load on a local
+    cluster of its own, where no pykueue controller or webhook runs to compete for the workloads.
+    Completion and the printed figures only, never a timing."""
+    name = f"{os.environ.get('PYKUEUE_CLUSTER_NAME') or 'pykueue-e2e'}-kueue"
+    env = {k: v for k, v in os.environ.items() if k != "PYKUEUE_KUBECONFIG"}
+    env["PYKUEUE_CLUSTER_NAME"] = name
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.baseline", "--scale", "0.003", "--timeout", "300",
+         "--variants", f"kueue@{KUEUE_VERSION}", "--json", str(tmp_path / "summary.json")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1400,
+    )
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    assert "wall time" in done.stdout and "mean time to admission small" in done.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    (run,) = summary["runs"]
+    assert run["variant"] == f"kueue@{KUEUE_VERSION}"
+    assert run["controller_source"] == {"kueue": KUEUE_VERSION}
+    assert run["completed"] and run["workloads"] == run["finished"] == 30 * 3
+    assert all(c["admitted"] == c["workloads"] == 30 for c in run["classes"].values())
+    assert run["controller"]["cpu_s"] is not None

@@ -431,3 +431,20 @@ def test_recording_events_keeps_what_would_have_been_sent_truncated() -> None:
     events.emit(WorkloadBuilder("wl", "ns").obj(), EventSpec("Normal", "Admitted", "y" * (MAX_MESSAGE + 1)))
     assert events.reasons("ns/wl") == ["Admitted"] and events.reasons("ns/other") == []
     assert len(events.events[0][3]) == MAX_MESSAGE
+
+
+def test_a_waiting_event_keeps_only_its_objects_reference() -> None:
+    api, broadcaster = _blocked_broadcaster(max_queued=4)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    wl["metadata"]["uid"] = "u-1"
+    broadcaster.recorder().emit(wl, EventSpec("Normal", "QuotaReserved", "m"))
+    (waiting,) = broadcaster._queues[0]._normal.values()
+    assert waiting.involved == {
+        "apiVersion": wl["apiVersion"],
+        "kind": "Workload",
+        "metadata": {k: v for k, v in wl["metadata"].items() if k in ("name", "namespace", "uid", "resourceVersion")},
+    }
+    api.gate.set()
+    assert broadcaster.flush(5)
+    created = [e for e in api.events.values() if e["reason"] == "QuotaReserved"]
+    assert created[0]["involvedObject"]["uid"] == "u-1" and created[0]["involvedObject"]["kind"] == "Workload"
