@@ -269,9 +269,8 @@ class CrdSwap:
     def install(self) -> None:
         for doc in self._wanted:
             name = doc["metadata"]["name"]
-            try:
-                live = self._client.get(self._res, name)
-            except NotFound:
+            live = self._client.get(self._res, name)  # None when it does not exist
+            if live is None:
                 self._client.create(self._res, doc)
                 self._added.append(name)
                 continue
@@ -289,6 +288,8 @@ class CrdSwap:
 
     def _put(self, name: str, spec: dict[str, Any]) -> None:
         current = self._client.get(self._res, name)
+        if current is None:
+            raise RuntimeError(f"CRD {name} disappeared during the swap")
         self._client.replace(
             self._res,
             {
@@ -308,7 +309,7 @@ class CrdSwap:
         deadline = time.monotonic() + self._timeout_s
         pending = set(names)
         while pending:
-            pending = {n for n in pending if not _established(self._client.get(self._res, n))}
+            pending = {n for n in pending if not _established(self._client.get(self._res, n) or {})}
             if not pending:
                 break
             if time.monotonic() > deadline:

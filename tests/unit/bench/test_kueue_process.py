@@ -12,7 +12,6 @@ import yaml
 from cryptography import x509
 
 from bench.kueue_process import METRICS_CERT_DIR, CrdSwap, KueueProcess, configuration, write_serving_pair
-from pykueue.kube.errors import NotFound
 
 
 def test_configuration_has_the_variants_client_rate_and_nothing_in_cluster() -> None:
@@ -63,10 +62,9 @@ class FakeCrds:
         obj["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
         return obj
 
-    def get(self, res: Any, name: str) -> dict[str, Any]:
-        if name not in self.objects:
-            raise NotFound(404, "NotFound", name)
-        return copy.deepcopy(self.objects[name])
+    def get(self, res: Any, name: str) -> dict[str, Any] | None:
+        """None for a missing object, as KubeClient.get answers."""
+        return copy.deepcopy(self.objects[name]) if name in self.objects else None
 
     def create(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
         self.objects[obj["metadata"]["name"]] = self._stamp(copy.deepcopy(obj))
