@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help env test test-unit test-e2e test-image images kind-node-image kind-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
+.PHONY: help env test test-unit test-e2e test-image images kind-node-image kind-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl kueue cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -25,6 +25,9 @@ kueue-crds: ## fetch (or reuse cached) Kueue's published CRDs, the schema parity
 
 kueuectl: ## build (or reuse cached) Kueue's kubectl plugin, for the kueuectl compatibility e2e test
 	@hack/build-binaries.sh kueuectl >/dev/null
+
+kueue: ## build (or reuse cached) Kueue's manager and fetch its CRDs, for the baseline's kueue@ variant
+	@hack/build-binaries.sh kueue >/dev/null
 
 test-unit: $(STAMP) kueue-crds ## unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q

@@ -71,6 +71,7 @@ from .baseline_variants import (
     plan_runs,
 )
 from .controller_process import REPO_ROOT, ControllerProcess
+from .kueue_process import CrdSwap, KueueProcess, kueue_artifacts
 from .procstats import ProcSample, sample
 
 log = logging.getLogger("bench.baseline")
@@ -206,11 +207,25 @@ def run_once(
 ) -> dict[str, Any]:
     """Start a controller (unless one is given), run the load, measure, clean up."""
     names = Names(uuid.uuid4().hex[:6])
-    controller: ControllerProcess | None = None
+    controller: ControllerProcess | KueueProcess | None = None
+    crd_swap: CrdSwap | None = None
     profile = None
     if options.profile_dir is not None:
         profile = options.profile_dir / f"controller-{variant.name}-{index}-{options.profile_mode}.txt"
-    if not options.external_controller:
+    if variant.kueue_version is not None:
+        _, crd_dir = kueue_artifacts(variant.kueue_version)
+        crd_swap = CrdSwap(client, crd_dir)
+        crd_swap.install()
+        controller = KueueProcess(
+            kubeconfig, version=variant.kueue_version, qps=variant.qps, burst=variant.burst,
+            workdir=options.workdir, label=f"{index}",
+        )
+        try:
+            controller.start()
+        except Exception:
+            crd_swap.restore()
+            raise
+    elif not options.external_controller:
         controller = ControllerProcess(
             kubeconfig, qps=variant.qps, burst=variant.burst, workdir=options.workdir,
             label=f"{variant.name}-{index}", profile_to=profile, profile_mode=options.profile_mode,
@@ -271,7 +286,9 @@ def run_once(
             "burst": None if options.external_controller else variant.burst,
             "scale": options.scale,
             "run_id": names.run_id,
-            "controller_source": describe_tree(variant.source_tree or REPO_ROOT)
+            "controller_source": {"kueue": variant.kueue_version}
+            if variant.kueue_version is not None
+            else describe_tree(variant.source_tree or REPO_ROOT)
             if not options.external_controller
             else None,
             **summarise(recorder.snapshot(), shape, cq_recorder.snapshot()),
@@ -305,6 +322,8 @@ def run_once(
             print(f"  warning: run {names.run_id}'s objects were not all deleted within 300 s", flush=True)
         if controller is not None:
             controller.stop()
+        if crd_swap is not None:
+            crd_swap.restore()
 
 
 # --- command line ---------------------------------------------------------------------------------
@@ -314,7 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench.baseline", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="baseline", help="config of bench/baseline.yaml (baseline, large_scale)")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the workloads (intervals kept)")
-    parser.add_argument("--variants", default="kueue-qps,unthrottled", help=f"comma-separated: {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--variants",
+        default="kueue-qps,unthrottled",
+        help=f"comma-separated: {', '.join(VARIANTS)}, kueue@<version> (Kueue's own manager, e.g. kueue@v0.14.8)",
+    )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per variant, interleaved A, B, A, B, ...; medians are reported"
     )

@@ -208,6 +208,15 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
             lines.append(
                 f"{'  mean API latency':<{width}}" + ", ".join(f"{verb} {ms} ms" for verb, ms in latency.items())
             )
+        events = api.get("events") or {}
+        if any(events.values()):
+            parts = [
+                f"{figure} {sum(values.values())} ({', '.join(f'{k} {v}' for k, v in values.items())})"
+                if values
+                else f"{figure} n/a"
+                for figure, values in events.items()
+            ]
+            lines.append(f"{'controller Events':<{width}}" + "; ".join(parts))
     driver = result.get("driver") or {}
     create_lag, finish_lag = driver.get("create_lag") or {}, driver.get("finish_lag") or {}
     lines.append(

@@ -7,6 +7,9 @@ controller comes from another checkout (typically ``git worktree add --detach DI
 it is named ``<rate limit>@<LABEL>`` (LABEL defaults to the tree's short commit, else the
 directory name), so the printed blocks and the JSON summary tell the two apart.
 
+``kueue@<version>`` (e.g. ``kueue@v0.14.8``) is Kueue's own manager at that release, run out of
+cluster at Kueue's QPS with Kueue's CRDs in place for its runs (:mod:`bench.kueue_process`).
+
 The machine is shared and noisy, so runs of different variants must not be grouped in time: a
 drift (another job starting, the apiserver's etcd compacting) would then hit one variant only.
 :func:`plan_runs` interleaves them — A, B, A, B, ... — round by round.
@@ -14,6 +17,7 @@ drift (another job starting, the apiserver's etcd compacting) would then hit one
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -33,12 +37,29 @@ class Variant:
     qps: float
     burst: int
     source_tree: Path | None = None
+    kueue_version: str | None = None  # Kueue's manager at this release instead of pykueue's
 
 
 VARIANTS = {
     "kueue-qps": Variant("kueue-qps", 50.0, 100),
     "unthrottled": Variant("unthrottled", UNTHROTTLED_QPS, 200_000),
 }
+KUEUE_PREFIX = "kueue@"
+_KUEUE_VERSION = re.compile(r"^v\d+\.\d+\.\d+$")
+
+
+def kueue_variant(name: str) -> Variant | None:
+    """``kueue@vX.Y.Z`` as a variant at Kueue's QPS (None for other names); ValueError for a
+    malformed version."""
+    if not name.startswith(KUEUE_PREFIX):
+        return None
+    version = name[len(KUEUE_PREFIX):]
+    if not _KUEUE_VERSION.match(version):
+        raise ValueError(f"--variants {name}: expected kueue@vMAJOR.MINOR.PATCH, e.g. kueue@v0.14.8")
+    kueue_qps = VARIANTS["kueue-qps"]
+    return Variant(name, kueue_qps.qps, kueue_qps.burst, kueue_version=version)
+
+
 # A controller this program did not start: its rate limit is whatever it was started with.
 EXTERNAL = Variant("external-controller", 0.0, 0)
 
@@ -85,7 +106,7 @@ def parse_source_tree(spec: str) -> SourceTree:
 def choose_variants(names: Sequence[str], trees: Sequence[SourceTree]) -> list[Variant]:
     """Every chosen rate limit with this checkout's controller, each followed by the same rate
     limit with every other source tree's. Raises ValueError for unknown names or repeated labels."""
-    unknown = [name for name in names if name not in VARIANTS]
+    unknown = [name for name in names if name not in VARIANTS and not name.startswith(KUEUE_PREFIX)]
     if unknown or not names:
         raise ValueError(f"--variants: unknown {unknown} (known: {', '.join(VARIANTS)})")
     labels = [tree.label for tree in trees]
@@ -93,6 +114,10 @@ def choose_variants(names: Sequence[str], trees: Sequence[SourceTree]) -> list[V
         raise ValueError(f"--controller-src: labels must differ, got {labels}")
     chosen = []
     for name in dict.fromkeys(names):
+        kueue = kueue_variant(name)
+        if kueue is not None:
+            chosen.append(kueue)  # another tree's controller does not apply to Kueue's
+            continue
         base = VARIANTS[name]
         chosen.append(base)
         chosen += [replace(base, name=f"{base.name}@{tree.label}", source_tree=tree.path) for tree in trees]

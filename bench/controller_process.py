@@ -213,15 +213,26 @@ class ControllerProcess:
 
 def client_request_figures(metrics_text: str) -> dict[str, Any]:
     """``pykueue_rest_client_*`` figures from a Prometheus text page: requests per verb and per
-    status code, mean latency per verb, and the seconds spent waiting for the rate limiter."""
+    status code, mean latency per verb, and the seconds spent waiting for the rate limiter; and
+    the Event recorder's ``pykueue_events_*`` counters (sent by write, aggregated by how, dropped
+    by reason; a controller older than a counter has none of its entries)."""
     by_verb: dict[str, int] = {}
     codes: dict[str, int] = {}
     latency_sum: dict[str, float] = {}
     latency_count: dict[str, float] = {}
     limiter_wait = 0.0
+    events: dict[str, dict[str, int]] = {"sent": {}, "aggregated": {}, "dropped": {}}
+    event_metrics = {
+        "pykueue_events_sent_total": ("sent", "write"),
+        "pykueue_events_aggregated_total": ("aggregated", "how"),
+        "pykueue_events_dropped_total": ("dropped", "reason"),
+    }
     for family in text_string_to_metric_families(metrics_text):
         for metric in family.samples:
-            if metric.name == "pykueue_rest_client_requests_total":
+            if metric.name in event_metrics:
+                figure, label = event_metrics[metric.name]
+                events[figure][metric.labels.get(label, "?")] = int(metric.value)
+            elif metric.name == "pykueue_rest_client_requests_total":
                 verb, code = metric.labels.get("verb", "?"), metric.labels.get("code", "?")
                 by_verb[verb] = by_verb.get(verb, 0) + int(metric.value)
                 codes[code] = codes.get(code, 0) + int(metric.value)
@@ -243,4 +254,5 @@ def client_request_figures(metrics_text: str) -> dict[str, Any]:
             for verb, count in sorted(latency_count.items())
             if count and verb in latency_sum and verb != "WATCH"
         },
+        "events": {figure: dict(sorted(values.items())) for figure, values in events.items()},
     }

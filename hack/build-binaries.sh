@@ -137,7 +137,9 @@ go_install() { # name module version
 # Kueue's published CRDs, the oracle of the schema parity test (tests/unit/api/test_kueue_crd_parity.py).
 # They ship inside the sigs.k8s.io/kueue Go module, so one `go mod download` (about a second, no
 # build) fetches them; only the CRD files are kept, under a directory per pin with a stamp.
-fetch_kueue_crds() {
+fetch_kueue_crds() { fetch_kueue_module_crds "$KUEUE_VERSION"; }
+fetch_kueue_module_crds() { # version
+  local KUEUE_VERSION=$1
   local out="$cache/kueue-$KUEUE_VERSION/crds"
   stamp_ok "$out" "$KUEUE_VERSION" && return 0
   command -v go >/dev/null 2>&1 || die "Go is not installed but is needed to fetch Kueue $KUEUE_VERSION's CRDs; install Go (https://go.dev/dl) and re-run \`make kueue-crds\`."
@@ -179,6 +181,9 @@ for t in $targets; do
     # Kueue's kubectl plugin, not part of the cluster: `make kueuectl` builds both pins.
     kueuectl) go_install kubectl-kueue sigs.k8s.io/kueue/cmd/kueuectl "$KUEUECTL_VERSION"
               go_install kubectl-kueue sigs.k8s.io/kueue/cmd/kueuectl "$KUEUECTL_V1BETA1_VERSION" ;;
+    # Kueue's manager, run out of cluster as the baseline's `kueue@<version>` variant: `make kueue`.
+    kueue) go_install kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_BENCH_VERSION"
+           fetch_kueue_module_crds "$KUEUE_BENCH_VERSION" ;;
     *) die "unknown target $t" ;;
   esac
 done

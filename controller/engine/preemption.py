@@ -22,11 +22,18 @@ Kueue's algorithm (kueue/pkg/scheduler/preemption/classical/), applied to the li
 * **Search**: greedy removal in that order until the preemptor fits (with or without borrowing,
   tried in Kueue's order for the policy), skipping a candidate whose queue or subtree has come
   back within its nominal quota; then *fill back* every removed workload that was not needed.
+
+Flavor assignment asks the oracle once per flavor and resource, and the cycle then asks for the
+targets of the assignment it chose, usually the very same question. Inside
+:meth:`Preemptor.nomination` (the cycle opens one per head it nominates, and nothing changes the
+quota between those questions) each search is answered once: the candidate lists and the
+ancestors' advantage map are built per distinct question, not per caller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pykueue.api import constants as c
@@ -85,6 +92,22 @@ class Preemptor:
         # Fair sharing's preemption strategies (Configuration fairSharing.preemptionStrategies);
         # empty: fair sharing is off and the classical rules apply.
         self.fair_strategies: tuple[str, ...] = ()
+        # The searches of the nomination in progress (None outside one), by question.
+        self._memo: dict[tuple[object, ...], list[_Candidate]] | None = None
+
+    @contextmanager
+    def nomination(self) -> Iterator[None]:
+        """The questions about one head, against quota that does not change meanwhile.
+
+        Resets :attr:`passed_over_fresh` and answers a repeated search from memory. A repeat finds
+        :attr:`passed_over_fresh` as the first search left it, which is what it would set again.
+        """
+        self.passed_over_fresh = False
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
 
     # --- candidates ------------------------------------------------------------------------------
     def _within_allows(self, policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
@@ -117,13 +140,15 @@ class Preemptor:
         hierarchy: list[_Candidate] = []
         by_priority: list[_Candidate] = []
         if own_node.parent is not None and policy.reclaim_within_cohort != c.PREEMPT_NEVER:
-            advantage = _advantage_by_ancestor(own_node, usage)
+            advantage: dict[quota.QuotaNode, bool] | None = None  # built once a borrower qualifies
             forbidden = policy.borrow_within_cohort == c.PREEMPT_NEVER
             threshold = policy.max_priority_threshold
             # Only queues above nominal quota hold reclaimable workloads; the tree indexes them.
             for node in own_node.tree_borrowers:
                 if node is own_node or node.borrowing.isdisjoint(frs):
                     continue
+                if advantage is None:
+                    advantage = _advantage_by_ancestor(own_node, usage)
                 lca = _shared_cohort(node, advantage)
                 if lca is None or not _over_nominal_below(node, lca, frs):
                     continue
@@ -149,9 +174,11 @@ class Preemptor:
                         by_priority.append(
                             _Candidate(info, node.name, node, False, c.REASON_IN_COHORT_RECLAIM_WHILE_BORROWING, lca)
                         )
-        lists = [sorted(group, key=self._order) for group in (hierarchy, by_priority, same)]
-        free = [cand for group in lists for cand in group if self._is_free(cand)]
-        rest = [cand for group in lists for cand in group if not self._is_free(cand)]
+        free: list[_Candidate] = []
+        rest: list[_Candidate] = []
+        for group in (hierarchy, by_priority, same):
+            for cand in sorted(group, key=self._order):
+                (free if self._is_free(cand) else rest).append(cand)
         return free + rest, len(hierarchy) + len(by_priority), bool(hierarchy)
 
     def _is_free(self, cand: _Candidate) -> bool:
@@ -211,6 +238,17 @@ class Preemptor:
         self, preemptor: WorkloadInfo, spec: ClusterQueueSpec, usage: Mapping[FlavorResource, int], frs: set[FlavorResource]
     ) -> list[_Candidate]:
         """The victims, in the order Kueue tries borrowing and not borrowing for the policy."""
+        if self._memo is None:
+            return self._search_now(preemptor, spec, usage, frs)
+        question = (preemptor.key, preemptor.priority, spec.name, frozenset(usage.items()), frozenset(frs))
+        answer = self._memo.get(question)
+        if answer is None:
+            answer = self._memo[question] = self._search_now(preemptor, spec, usage, frs)
+        return answer
+
+    def _search_now(
+        self, preemptor: WorkloadInfo, spec: ClusterQueueSpec, usage: Mapping[FlavorResource, int], frs: set[FlavorResource]
+    ) -> list[_Candidate]:
         if self.fair_strategies:
             return fair_search(self, preemptor, spec, usage, frs)
         node = self._forest.cluster_queues[spec.name]

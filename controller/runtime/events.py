@@ -10,16 +10,26 @@ controllers all record through controller-runtime's one broadcaster:
 * ``emit`` only enqueues: background sender threads write to the API. The scheduler emits two
   Events per admission from inside its admission writes, and sending them there made every
   admission wait for two more round trips (58 % of the admission writers' time in the scheduler
-  baseline, docs/performance.md). The queues hold at most :data:`MAX_QUEUED` Events (client-go's
-  ``maxQueuedEvents``); beyond that Events are dropped and counted rather than slow a controller
-  down. :data:`SENDERS` threads send in parallel, each object's Events always through the same
-  one, so they keep the order in which they were emitted.
+  baseline, docs/performance.md). The queues (:class:`~controller.runtime.event_queue.PendingEvents`)
+  hold at most :data:`MAX_QUEUED` distinct Events (ten times client-go's ``maxQueuedEvents``,
+  affordable because a waiting Event keeps only the reference to its object): an Event
+  identical to one still waiting is folded into it (one write, its ``count`` raised by the
+  repeats), and a full queue sheds the least useful waiting Event (a superseded message of the
+  same object and reason, else the oldest Normal one) rather than slow a controller down or
+  lose the newest. :data:`SENDERS` threads send in parallel, each object's Events always through
+  the same one, so they keep the order in which they were emitted.
 * Before sending, :class:`EventCorrelator` does what client-go's ``EventCorrelator`` does:
   a per source+object token bucket (:class:`SpamFilter`, client-go's
-  ``EventSourceObjectSpamFilter``: burst 25, one more every 5 minutes) drops the excess, and an
-  identical repeat within :data:`SERIES_WINDOW_SECONDS` patches the earlier Event's ``count`` and
-  ``lastTimestamp`` instead of creating another (a workload that stays inadmissible for an hour
-  is one Event with a growing count, not thousands).
+  ``EventSourceObjectSpamFilter``: burst 25, one more every 5 minutes) drops the excess;
+  :class:`SimilarEvents` (client-go's ``EventAggregator``) turns the 10th and later distinct
+  messages of one object, type and reason within 10 minutes into one Event whose message is
+  ``(combined from similar events): <latest message>``; and an identical repeat within
+  :data:`SERIES_WINDOW_SECONDS` patches the earlier Event's ``count`` and ``lastTimestamp``
+  instead of creating another (a workload that stays inadmissible for an hour is one Event with
+  a growing count, not thousands).
+* Metrics: ``pykueue_events_sent_total`` (writes that reached the API, by ``write`` = create or
+  patch), ``pykueue_events_aggregated_total`` (emitted Events that did not need a write of their
+  own, by ``how`` = queued, series, similar) and ``pykueue_events_dropped_total`` (by ``reason``).
 * Messages are truncated to :data:`MAX_MESSAGE` characters, as Kueue's
   ``api.TruncateEventMessage`` does.
 
@@ -29,10 +39,8 @@ reconcile. :class:`RecordingEvents` is the in-memory recorder unit tests assert 
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
-import queue
 import threading
 import time
 from collections import OrderedDict
@@ -41,6 +49,7 @@ from typing import Any, Protocol
 
 from prometheus_client import Counter
 
+from controller.runtime.event_queue import Outcome, PendingEvents
 from pykueue.api.timestamps import now_time
 from pykueue.kube.errors import ApiError, NotFound
 from pykueue.kube.resources import EVENTS, Resource
@@ -54,8 +63,11 @@ Clock = Callable[[], float]
 COMPONENT = "pykueue-controller"
 # Kueue truncates event messages to 1024 characters (api.TruncateEventMessage).
 MAX_MESSAGE = 1024
-# client-go's broadcaster queue length (maxQueuedEvents), shared by the senders.
-MAX_QUEUED = 1000
+# Distinct Events waiting, shared by the senders: ten times client-go's maxQueuedEvents. At
+# Kueue's QPS the scheduler baseline emits about 86 Events/s (two per admission) against a budget
+# of 50/s, so a burst of admissions outruns the senders for minutes; each entry keeps only the
+# object reference (a few hundred bytes), so 10,000 cost a few MiB (docs/performance.md).
+MAX_QUEUED = 10_000
 SENDERS = 4
 # client-go's EventSourceObjectSpamFilter defaults: 25 Events at once per source+object, then
 # one more every 5 minutes (defaultSpamBurst, defaultSpamQPS = 1/300).
@@ -66,16 +78,46 @@ SPAM_REFILL_SECONDS = 300.0
 # the apiserver's default one hour Event TTL so the Event we patch usually still exists).
 SERIES_WINDOW_SECONDS = 600.0
 CACHE_ENTRIES = 4096
+# client-go's EventAggregator defaults: from the 10th distinct message of one object, type and
+# reason within 10 minutes, the messages are combined into one Event.
+SIMILAR_MAX_MESSAGES = 10
+SIMILAR_WINDOW_SECONDS = 600.0
+COMBINED_PREFIX = "(combined from similar events): "
 
 DROPPED = Counter(
     "pykueue_events_dropped_total",
-    "Events not sent, by cause (queue_full: the senders fell behind; spam: the per-object rate limit).",
+    "Emitted Events never written, by cause (superseded: a newer message of the same object and reason "
+    "replaced it in a full queue; queue_full_normal / queue_full_warning: shed from a full queue; "
+    "spam: the per-object rate limit).",
     ["reason"],
+)
+SENT = Counter(
+    "pykueue_events_sent_total",
+    "Event writes that reached the API server, by write (create: a new Event; patch: a count bump).",
+    ["write"],
+)
+AGGREGATED = Counter(
+    "pykueue_events_aggregated_total",
+    "Emitted Events that needed no write of their own, by how (queued: folded into an identical Event "
+    "still waiting; series: written as a count bump of an Event already sent; similar: combined with "
+    "similar messages).",
+    ["how"],
 )
 
 
 def truncate(message: str, limit: int = MAX_MESSAGE) -> str:
     return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+def reference(involved: Mapping[str, Any]) -> dict[str, Any]:
+    """What an Event needs of its object (its ``involvedObject``), so a waiting Event does not
+    keep the whole object alive."""
+    meta = involved.get("metadata") or {}
+    return {
+        "apiVersion": involved.get("apiVersion"),
+        "kind": involved.get("kind"),
+        "metadata": {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion") if key in meta},
+    }
 
 
 class EventLike(Protocol):
@@ -143,6 +185,50 @@ class SpamFilter:
             return allowed
 
 
+class SimilarEvents:
+    """client-go's ``EventAggregator``: the distinct messages seen per source, object, type and
+    reason; from the ``max_messages``-th within ``window`` seconds the Event becomes one combined
+    Event (message prefixed by :data:`COMBINED_PREFIX`, counted on one series).
+
+    client-go keys the combined series by everything but the message and writes the latest
+    message on each bump; :meth:`combine` returns that message and key. Entries live in an LRU of
+    :data:`CACHE_ENTRIES`, each holding at most ``max_messages`` messages.
+    """
+
+    def __init__(
+        self,
+        max_messages: int = SIMILAR_MAX_MESSAGES,
+        window: float = SIMILAR_WINDOW_SECONDS,
+        capacity: int = CACHE_ENTRIES,
+    ) -> None:
+        self._max = max(1, max_messages)
+        self._window = window
+        self._capacity = capacity
+        self._seen: OrderedDict[tuple[str, ...], tuple[set[str], float]] = OrderedDict()  # messages, last
+        self._lock = threading.Lock()
+
+    def combine(self, key: tuple[str, ...], message: str, now: float) -> str | None:
+        """The combined message when ``message`` makes ``max_messages`` distinct ones for ``key``
+        (the window restarts after ``window`` seconds without an Event for it); else ``None``.
+
+        As client-go's: the set is then trimmed by one arbitrary message, so once an object has
+        been combined, a message it has seen before may be combined or not.
+        """
+        with self._lock:
+            messages, last = self._seen.get(key, (set(), now))
+            if now - last > self._window:
+                messages = set()
+            messages.add(message)
+            self._seen[key] = (messages, now)
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+            if len(messages) < self._max:
+                return None
+            messages.pop()
+            return truncate(COMBINED_PREFIX + message)
+
+
 class _Series:
     """Recently written Events by identity, so a repeat bumps ``count`` (client-go's EventLogger)."""
 
@@ -185,19 +271,32 @@ class EventCorrelator:
         spam_burst: int = SPAM_BURST,
         spam_refill_seconds: float = SPAM_REFILL_SECONDS,
         series_window_seconds: float = SERIES_WINDOW_SECONDS,
+        similar_max_messages: int = SIMILAR_MAX_MESSAGES,
+        similar_window_seconds: float = SIMILAR_WINDOW_SECONDS,
     ) -> None:
         self._client = client
         self._clock = clock
         self._spam = SpamFilter(spam_burst, spam_refill_seconds, clock=clock)
+        self._similar = SimilarEvents(similar_max_messages, similar_window_seconds)
         self._series = _Series(series_window_seconds)
         self._serial = itertools.count()
         self._filtered = DROPPED.labels("spam")
         self.filtered = 0
 
     def write(
-        self, involved: Mapping[str, Any], type_: str, reason: str, message: str, component: str
+        self,
+        involved: Mapping[str, Any],
+        type_: str,
+        reason: str,
+        message: str,
+        component: str,
+        repeats: int = 1,
     ) -> dict[str, Any] | None:
-        """The Event written or patched; ``None`` when filtered or when the API refused it."""
+        """The Event written or patched; ``None`` when filtered or when the API refused it.
+
+        ``repeats`` identical emits (folded while they waited) are one write whose ``count``
+        rises by ``repeats``; the spam filter takes one token for them, as they cost one write.
+        """
         meta = involved.get("metadata") or {}
         involved_ns = str(meta.get("namespace") or "")
         event_ns = involved_ns or "default"
@@ -206,30 +305,40 @@ class EventCorrelator:
         kind = str(involved.get("kind") or "")
         api_version = str(involved.get("apiVersion") or "")
         message = truncate(message)
-        if not self._spam.allow((component, api_version, kind, involved_ns, name, uid)):
-            self.filtered += 1
-            self._filtered.inc()
+        identity = (component, api_version, kind, involved_ns, name, uid)
+        if not self._spam.allow(identity):
+            self.filtered += repeats
+            self._filtered.inc(repeats)
             if self.filtered == 1 or self.filtered % 1000 == 0:
                 log.info(
                     "event rate limit reached for an object; dropping its events",
                     extra={"reason": reason, "involved": f"{involved_ns}/{name}", "filtered": self.filtered},
                 )
             return None
-        key = (uid, event_ns, name, type_, reason, message, component)
         now = self._clock()
+        combined = self._similar.combine((*identity, type_, reason), message, now)
+        if combined is not None:
+            message = combined
+            AGGREGATED.labels("similar").inc(repeats)
+            key = (uid, event_ns, name, type_, reason, COMBINED_PREFIX, component)
+        else:
+            key = (uid, event_ns, name, type_, reason, message, component)
         timestamp = now_time()
         try:
             previous = self._series.lookup(key, now)
             if previous is not None:
                 prev_ns, prev_name, prev_count = previous
+                bump: dict[str, Any] = {"count": prev_count + repeats, "lastTimestamp": timestamp}
+                if combined is not None:
+                    bump["message"] = message
                 try:
-                    updated = self._client.patch(
-                        EVENTS, prev_name, {"count": prev_count + 1, "lastTimestamp": timestamp}, prev_ns
-                    )
+                    updated = self._client.patch(EVENTS, prev_name, bump, prev_ns)
                 except NotFound:  # the apiserver's TTL removed it: start a new series
                     self._series.forget(key)
                 else:
-                    self._series.remember(key, prev_ns, prev_name, prev_count + 1, now)
+                    self._series.remember(key, prev_ns, prev_name, prev_count + repeats, now)
+                    SENT.labels("patch").inc()
+                    AGGREGATED.labels("series").inc(repeats)
                     return updated
             event = {
                 "apiVersion": "v1",
@@ -253,10 +362,11 @@ class EventCorrelator:
                 "reportingComponent": component,
                 "firstTimestamp": timestamp,
                 "lastTimestamp": timestamp,
-                "count": 1,
+                "count": repeats,
             }
             created = self._client.create(EVENTS, event, event_ns)
-            self._series.remember(key, event_ns, created["metadata"]["name"], 1, now)
+            SENT.labels("create").inc()
+            self._series.remember(key, event_ns, created["metadata"]["name"], repeats, now)
             return created
         except (ApiError, ValueError, KeyError, TypeError) as exc:
             log.warning(
@@ -264,9 +374,6 @@ class EventCorrelator:
                 extra={"reason": reason, "involved": f"{involved_ns}/{name}", "error": str(exc)},
             )
             return None
-
-
-_Item = tuple[dict[str, Any], str, str, str, str]  # involved, type, reason, message, component
 
 
 class EventBroadcaster:
@@ -286,15 +393,14 @@ class EventBroadcaster:
             client, clock=clock, spam_burst=spam_burst, spam_refill_seconds=spam_refill_seconds
         )
         per_sender = max(1, max_queued // max(1, senders))
-        self._queues: list[queue.Queue[_Item | None]] = [
-            queue.Queue(maxsize=per_sender) for _ in range(max(1, senders))
-        ]
+        self._queues: list[PendingEvents] = [PendingEvents(per_sender) for _ in range(max(1, senders))]
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._started = False
         self._stopped = False
-        self._dropped = DROPPED.labels("queue_full")
+        self._queued_merges = AGGREGATED.labels("queued")
         self.dropped = 0
+        self.aggregated = 0
 
     @property
     def filtered(self) -> int:
@@ -306,32 +412,36 @@ class EventBroadcaster:
         return Recorder(self, component)
 
     def enqueue(self, involved: Mapping[str, Any], event: EventLike, component: str) -> None:
-        """Hand the Event to its object's sender; never blocks (a full queue drops and counts)."""
+        """Hand the Event to its object's sender; never blocks (a repeat merges, a full queue
+        sheds the least useful Event and counts it)."""
         if self._stopped:
             return
         self._ensure_senders()
         meta = involved.get("metadata") or {}
         shard = hash((meta.get("namespace"), meta.get("name"))) % len(self._queues)
-        item = (dict(involved), event.type, event.reason, truncate(event.message), component)
-        try:
-            self._queues[shard].put_nowait(item)
-        except queue.Full:
-            self.dropped += 1
-            self._dropped.inc()
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.warning("event queue full; dropping events", extra={"dropped": self.dropped})
+        outcome = self._queues[shard].put(
+            reference(involved), event.type, event.reason, truncate(event.message), component
+        )
+        self._count(outcome)
+
+    def _count(self, outcome: Outcome) -> None:
+        if outcome.merged:
+            self.aggregated += 1
+            self._queued_merges.inc()
+        if outcome.shed_reason is not None:
+            self.dropped += outcome.shed_events
+            DROPPED.labels(outcome.shed_reason).inc(outcome.shed_events)
+            if self.dropped == outcome.shed_events or self.dropped // 1000 != (self.dropped - outcome.shed_events) // 1000:
+                log.warning(
+                    "event queue full; shedding events",
+                    extra={"dropped": self.dropped, "reason": outcome.shed_reason},
+                )
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every queued Event was sent (or ``timeout``); True when drained."""
-        done = threading.Event()
 
-        def join_all() -> None:
-            for pending in self._queues:
-                pending.join()
-            done.set()
-
-        threading.Thread(target=join_all, daemon=True).start()
-        return done.wait(timeout)
+        deadline = time.monotonic() + timeout
+        return all(pending.join(max(0.0, deadline - time.monotonic())) for pending in self._queues)
 
     def shutdown(self, timeout: float = 5.0) -> bool:
         """Send what is queued (bounded by ``timeout``), then stop the senders; later Events are
@@ -343,9 +453,9 @@ class EventBroadcaster:
             return True
         flushed = self.flush(timeout)
         for pending in self._queues:
-            # Not flushed in time, the queue may be full: that daemon sender ends with the process.
-            with contextlib.suppress(queue.Full):
-                pending.put_nowait(None)
+            # Not flushed in time, a sender may still be busy: that daemon thread ends with the
+            # process; the others return once their queue is empty.
+            pending.stop()
         return flushed
 
     def _ensure_senders(self) -> None:
@@ -362,15 +472,17 @@ class EventBroadcaster:
                 self._threads.append(thread)
             self._started = True
 
-    def _send_loop(self, pending: queue.Queue[_Item | None]) -> None:
+    def _send_loop(self, pending: PendingEvents) -> None:
         while True:
             item = pending.get()
+            if item is None:
+                return
             try:
-                if item is None:
-                    return
-                self.correlator.write(*item)
+                self.correlator.write(
+                    item.involved, item.type, item.reason, item.message, item.component, item.repeats
+                )
             except Exception:  # write never raises by contract; a bug must not kill the sender
-                log.exception("sending an event failed", extra={"reason": item[2] if item else ""})
+                log.exception("sending an event failed", extra={"reason": item.reason})
             finally:
                 pending.task_done()
 

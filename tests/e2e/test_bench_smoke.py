@@ -3,17 +3,21 @@
 They check that each benchmark completes and prints its figures and JSON summary; timings are
 never asserted (a shared 2-core machine makes them meaningless as a gate). The scheduler
 baseline uses the session's controller (``--controller-pid``, or ``--external-controller`` when
-the chart runs it) so two controllers never admit the same workloads.
+the chart runs it) so two controllers never admit the same workloads; its Kueue variant runs on a
+local cluster of its own for the same reason.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench import baseline, informer_sync
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _summary(out: str) -> dict[str, Any]:

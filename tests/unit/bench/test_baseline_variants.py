@@ -150,3 +150,17 @@ def test_the_command_line_refuses_bad_options_before_touching_a_cluster(
 ) -> None:
     assert baseline.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_kueue_at_a_version_is_kueues_manager_at_kueues_qps_and_runs_interleaved() -> None:
+    variants = choose_variants(["kueue-qps", "kueue@v0.14.8"], [])
+    assert [v.name for v in variants] == ["kueue-qps", "kueue@v0.14.8"]
+    kueue = variants[1]
+    assert kueue.kueue_version == "v0.14.8" and kueue.source_tree is None
+    assert (kueue.qps, kueue.burst) == (VARIANTS["kueue-qps"].qps, VARIANTS["kueue-qps"].burst)
+    assert [v.name for v, _ in plan_runs(variants, repeat=2)] == ["kueue-qps", "kueue@v0.14.8"] * 2
+
+
+def test_kueue_variant_needs_a_full_version() -> None:
+    with pytest.raises(ValueError, match=r"kueue@vMAJOR\.MINOR\.PATCH"):
+        choose_variants(["kueue@0.14"], [])

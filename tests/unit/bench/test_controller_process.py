@@ -37,3 +37,20 @@ def test_requests_by_verb_and_code_latency_and_limiter_wait() -> None:
 
 def test_an_empty_page_has_no_requests() -> None:
     assert client_request_figures("")["total"] == 0
+
+
+def test_event_counters_by_label() -> None:
+    page = """# HELP pykueue_events_sent_total Event writes
+# TYPE pykueue_events_sent_total counter
+pykueue_events_sent_total{write="create"} 120.0
+pykueue_events_sent_total{write="patch"} 7.0
+# HELP pykueue_events_dropped_total Events not sent
+# TYPE pykueue_events_dropped_total counter
+pykueue_events_dropped_total{reason="queue_full_normal"} 3.0
+"""
+    events = client_request_figures(page)["events"]
+    assert events == {
+        "sent": {"create": 120, "patch": 7},
+        "aggregated": {},
+        "dropped": {"queue_full_normal": 3},
+    }

@@ -1,5 +1,6 @@
-"""The process's Event pipeline: background senders in order, a bounded queue that drops and
-counts, a series count for identical repeats, and client-go's per-object spam filter."""
+"""The process's Event pipeline: background senders in order, a bounded queue that folds repeats
+and sheds the least useful Event when full (counted), a series count for identical repeats,
+client-go's similar-message aggregation and its per-object spam filter."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from controller.runtime.events import (
+    COMBINED_PREFIX,
     MAX_MESSAGE,
     SPAM_BURST,
     EventBroadcaster,
@@ -96,18 +98,19 @@ def test_emit_returns_at_once_and_the_sender_keeps_the_order() -> None:
     assert {e["source"]["component"] for e in api.events.values()} == {"pykueue-controller"}
 
 
-def test_a_full_queue_drops_and_counts_instead_of_blocking() -> None:
+def test_a_full_queue_sheds_the_oldest_and_counts_instead_of_blocking() -> None:
     api = EventApi()
     broadcaster = EventBroadcaster(api, max_queued=2, senders=1)
     recorder = broadcaster.recorder()
     wl = WorkloadBuilder("wl", "ns").obj()
     for i in range(6):
         recorder.emit(wl, EventSpec("Normal", f"R{i}", "m"))
-    # one may be in the sender's hands already; the queue holds two more; the rest are dropped
+    # one may be in the sender's hands already; the queue holds two more; the older are shed
     assert broadcaster.dropped in (3, 4)
     api.gate.set()
     assert broadcaster.flush(5)
     assert len(api.sent) + broadcaster.dropped == 6
+    assert _reasons(api)[-2:] == ["R4", "R5"], "the newest Events are the ones kept"
 
 
 def test_a_failing_send_does_not_stop_the_sender() -> None:
@@ -178,6 +181,133 @@ def test_shutdown_of_an_unused_broadcaster_starts_nothing() -> None:
     broadcaster = EventBroadcaster(EventApi())
     assert broadcaster.shutdown(0.1)
     assert not any(t.name.startswith("event-sender") and t.is_alive() for t in broadcaster._threads)
+
+
+# --- the queue under load: repeats fold, the least useful Event is shed ----------------------
+
+
+def _sample(name: str, labels: dict[str, str]) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def _blocked_broadcaster(max_queued: int) -> tuple[EventApi, EventBroadcaster]:
+    """One sender, held inside its first write (of an Event about ``blocker``) until the test
+    opens ``api.gate``: everything emitted afterwards waits in a queue of ``max_queued``."""
+    api = EventApi()
+    broadcaster = EventBroadcaster(api, max_queued=max_queued, senders=1)
+    broadcaster.recorder().emit(WorkloadBuilder("blocker", "ns").obj(), EventSpec("Normal", "Blocker", "m"))
+    for _ in range(200):
+        with api.lock:
+            if api.in_flight:
+                break
+        threading.Event().wait(0.01)
+    assert api.in_flight == 1
+    return api, broadcaster
+
+
+def test_identical_events_waiting_in_a_full_queue_fold_into_one_write_with_their_count() -> None:
+    queued_before = _sample("pykueue_events_aggregated_total", {"how": "queued"})
+    api, broadcaster = _blocked_broadcaster(max_queued=2)
+    recorder = broadcaster.recorder()
+    wl = WorkloadBuilder("wl", "ns").obj()
+    other = WorkloadBuilder("other", "ns").obj()
+    for _ in range(50):
+        recorder.emit(wl, EventSpec("Warning", "Pending", "couldn't assign flavors"))
+        recorder.emit(other, EventSpec("Normal", "QuotaReserved", "Quota reserved in ClusterQueue cq"))
+    assert broadcaster.dropped == 0, "repeats take no room in the queue"
+    assert broadcaster.aggregated == 98
+    assert _sample("pykueue_events_aggregated_total", {"how": "queued"}) - queued_before == 98
+    api.gate.set()
+    assert broadcaster.flush(5)
+    assert _reasons(api) == ["Blocker", "Pending", "QuotaReserved"], "one write each, in emit order"
+    counts = {e["reason"]: e["count"] for e in api.events.values()}
+    assert counts == {"Blocker": 1, "Pending": 50, "QuotaReserved": 50}
+
+
+def test_a_full_queue_sheds_normal_events_before_warnings_and_counts_each_reason() -> None:
+    def dropped(reason: str) -> float:
+        return _sample("pykueue_events_dropped_total", {"reason": reason})
+
+    before = {r: dropped(r) for r in ("queue_full_normal", "queue_full_warning")}
+    api, broadcaster = _blocked_broadcaster(max_queued=2)
+    recorder = broadcaster.recorder()
+    for name, type_ in (("w1", "Warning"), ("n1", "Normal"), ("w2", "Warning")):
+        recorder.emit(WorkloadBuilder(name, "ns").obj(), EventSpec(type_, "R", "m"))  # n1 is shed
+    recorder.emit(WorkloadBuilder("n2", "ns").obj(), EventSpec("Normal", "R", "m"))  # only Warnings wait: n2 is
+    recorder.emit(WorkloadBuilder("w3", "ns").obj(), EventSpec("Warning", "R", "m"))  # w1, the oldest, is
+    assert broadcaster.dropped == 3
+    assert dropped("queue_full_normal") - before["queue_full_normal"] == 2
+    assert dropped("queue_full_warning") - before["queue_full_warning"] == 1
+    api.gate.set()
+    assert broadcaster.flush(5)
+    assert [name for name, *_ in api.sent] == ["blocker", "w2", "w3"]
+
+
+def test_a_full_queue_sheds_an_older_message_of_the_same_object_and_reason_first() -> None:
+    before = _sample("pykueue_events_dropped_total", {"reason": "superseded"})
+    api, broadcaster = _blocked_broadcaster(max_queued=2)
+    recorder = broadcaster.recorder()
+    wl = WorkloadBuilder("wl", "ns").obj()
+    recorder.emit(wl, EventSpec("Normal", "Pending", "3 more cpu needed"))
+    recorder.emit(WorkloadBuilder("old", "ns").obj(), EventSpec("Normal", "QuotaReserved", "m"))
+    recorder.emit(wl, EventSpec("Normal", "Pending", "1 more cpu needed"))
+    assert broadcaster.dropped == 1
+    assert _sample("pykueue_events_dropped_total", {"reason": "superseded"}) - before == 1
+    api.gate.set()
+    assert broadcaster.flush(5)
+    assert [(name, message) for name, _, _, message in api.sent[1:]] == [
+        ("old", "m"),
+        ("wl", "1 more cpu needed"),
+    ], "the oldest Normal would have been the QuotaReserved; the superseded message goes instead"
+
+
+def test_sent_events_are_counted_by_write() -> None:
+    def sent(write: str) -> float:
+        return _sample("pykueue_events_sent_total", {"write": write})
+
+    before = (sent("create"), sent("patch"), _sample("pykueue_events_aggregated_total", {"how": "series"}))
+    api = EventApi()
+    api.gate.set()
+    correlator = EventCorrelator(api)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    correlator.write(wl, "Normal", "Admitted", "m", "c")
+    correlator.write(wl, "Normal", "Admitted", "m", "c", repeats=4)
+    assert [e["count"] for e in api.events.values()] == [5]
+    assert sent("create") - before[0] == 1 and sent("patch") - before[1] == 1
+    assert _sample("pykueue_events_aggregated_total", {"how": "series"}) - before[2] == 4
+
+
+# --- similar messages: client-go's EventAggregator ------------------------------------------------
+
+
+def test_the_tenth_distinct_message_for_one_object_and_reason_is_combined() -> None:
+    api = EventApi()
+    api.gate.set()
+    clock = FakeClock()
+    correlator = EventCorrelator(api, clock=clock)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    for i in range(12):
+        clock.now += 1
+        correlator.write(wl, "Warning", "Pending", f"{i} more cpu needed", "c")
+    correlator.write(wl, "Warning", "Other", "unrelated", "c")
+    messages = [message for *_, message in api.sent]
+    assert messages[:9] == [f"{i} more cpu needed" for i in range(9)]
+    assert messages[9:] == [COMBINED_PREFIX + "9 more cpu needed", "unrelated"], "another reason is not combined"
+    combined = next(e for e in api.events.values() if e["message"].startswith(COMBINED_PREFIX))
+    assert combined["count"] == 3 and combined["message"] == COMBINED_PREFIX + "11 more cpu needed"
+
+
+def test_similar_messages_start_afresh_after_ten_quiet_minutes() -> None:
+    api = EventApi()
+    api.gate.set()
+    clock = FakeClock()
+    correlator = EventCorrelator(api, clock=clock)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    for i in range(9):
+        correlator.write(wl, "Warning", "Pending", f"m{i}", "c")
+    clock.now += 601
+    correlator.write(wl, "Warning", "Pending", "m9", "c")
+    assert not any(message.startswith(COMBINED_PREFIX) for *_, message in api.sent)
 
 
 # --- aggregation: identical repeats become a count on one Event ---------------------------------
@@ -301,3 +431,20 @@ def test_recording_events_keeps_what_would_have_been_sent_truncated() -> None:
     events.emit(WorkloadBuilder("wl", "ns").obj(), EventSpec("Normal", "Admitted", "y" * (MAX_MESSAGE + 1)))
     assert events.reasons("ns/wl") == ["Admitted"] and events.reasons("ns/other") == []
     assert len(events.events[0][3]) == MAX_MESSAGE
+
+
+def test_a_waiting_event_keeps_only_its_objects_reference() -> None:
+    api, broadcaster = _blocked_broadcaster(max_queued=4)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    wl["metadata"]["uid"] = "u-1"
+    broadcaster.recorder().emit(wl, EventSpec("Normal", "QuotaReserved", "m"))
+    (waiting,) = broadcaster._queues[0]._normal.values()
+    assert waiting.involved == {
+        "apiVersion": wl["apiVersion"],
+        "kind": "Workload",
+        "metadata": {k: v for k, v in wl["metadata"].items() if k in ("name", "namespace", "uid", "resourceVersion")},
+    }
+    api.gate.set()
+    assert broadcaster.flush(5)
+    created = [e for e in api.events.values() if e["reason"] == "QuotaReserved"]
+    assert created[0]["involvedObject"]["uid"] == "u-1" and created[0]["involvedObject"]["kind"] == "Workload"

@@ -1,0 +1,318 @@
+"""Run Kueue's own manager out of cluster, as the scheduler baseline's ``kueue@<version>`` variant.
+
+Kueue's scheduler performance test runs its manager beside a bare apiserver and creates
+Workloads directly, with no webhook in the path; this does the same against our local cluster:
+
+* the binary is ``sigs.k8s.io/kueue/cmd/kueue`` at the pinned version, built from the Go module
+  proxy once and cached like the control-plane binaries (``hack/build-binaries.sh kueue``,
+  ``make kueue``), next to that version's published CRDs (:func:`kueue_artifacts`);
+* its Configuration (:func:`configuration`) sets the same client rate as the pykueue variant it
+  is compared with, leader election off, internal certificate management off, the batch/Job
+  integration only, and its webhook server on a self-signed serving pair; no webhook
+  configuration is registered, so the apiserver never calls it;
+* with internal certificates off, v0.14 insists on a metrics serving pair at the fixed path
+  ``/etc/kueue/metrics/certs``. Rather than write under ``/etc``, the manager is started in a
+  mount namespace of its own (``unshare --mount``) in which ``/etc`` is an overlay whose upper
+  layer lives in the run's work directory; the pair is copied there and nothing outside the
+  process's namespace changes. That needs ``CAP_SYS_ADMIN`` (root in a container is enough);
+  without it the start fails with the reason.
+
+Kueue's ``/metrics`` is served over TLS behind authentication, so the run's API request figures
+are not read for this variant (``api_requests`` is ``None``); CPU and RSS come from ``/proc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import ipaddress
+import os
+import shlex
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from pykueue.kube.errors import NotFound
+from pykueue.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
+
+from .controller_process import REPO_ROOT, _free_port
+from .procstats import ProcSample, sample
+
+READY_TIMEOUT_S = 120.0
+METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # fixed in Kueue v0.14's cmd/kueue/main.go
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("PYKUEUE_CACHE") or Path.home() / ".cache" / "pykueue")
+
+
+def kueue_artifacts(version: str, *, build: bool = True) -> tuple[Path, Path]:
+    """The cached manager binary and CRD directory of Kueue ``version``, built on first use by
+    ``hack/build-binaries.sh kueue`` (which needs Go and the module proxy once)."""
+    binary = cache_root() / "bin" / f"kueue-{version}" / "kueue"
+    crds = cache_root() / f"kueue-{version}" / "crds"
+    if build and not (binary.is_file() and any(crds.glob("*.yaml"))):
+        env = dict(os.environ, KUEUE_BENCH_VERSION=version)
+        done = subprocess.run(
+            [str(REPO_ROOT / "hack" / "build-binaries.sh"), "kueue"], env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"building Kueue {version} failed:\n{done.stderr[-2000:]}")
+    if not binary.is_file():
+        raise RuntimeError(f"Kueue {version}'s manager is not in the cache ({binary})")
+    if not any(crds.glob("*.yaml")):
+        raise RuntimeError(f"Kueue {version}'s CRDs are not in the cache ({crds})")
+    return binary, crds
+
+
+def write_serving_pair(directory: Path) -> None:
+    """A self-signed ``tls.crt``/``tls.key`` for 127.0.0.1 (what the webhook and metrics servers
+    load; nobody verifies them in these runs)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kueue-bench")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path = directory / "tls.key"
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    key_path.chmod(0o600)
+
+
+def configuration(*, qps: float, burst: int, health_port: int, metrics_port: int, webhook_port: int,
+                  cert_dir: Path) -> str:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta1) for an out-of-cluster run."""
+    return f"""apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+namespace: kueue-system
+health:
+  healthProbeBindAddress: 127.0.0.1:{health_port}
+metrics:
+  bindAddress: 127.0.0.1:{metrics_port}
+webhook:
+  host: 127.0.0.1
+  port: {webhook_port}
+  certDir: {cert_dir}
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+clientConnection:
+  qps: {qps:g}
+  burst: {burst}
+manageJobsWithoutQueueName: false
+integrations:
+  frameworks:
+  - batch/job
+"""
+
+
+class KueueProcess:
+    """Kueue's manager as a local process; the interface of :class:`bench.controller_process.ControllerProcess`
+    that the baseline uses (start, pid, alive, stop, log_tail, api_requests, profiler no-ops)."""
+
+    def __init__(self, kubeconfig: str, *, version: str, qps: float, burst: int, workdir: Path, label: str,
+                 log_level: str = "error") -> None:
+        self.kubeconfig = kubeconfig
+        self.version = version
+        self.qps = qps
+        self.burst = burst
+        self.workdir = workdir / f"kueue-{label}"
+        self.label = label
+        self.log_level = log_level
+        self.log_path = workdir / f"kueue-{label}.log"
+        self.health_port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def command(self, binary: Path) -> list[str]:
+        """``unshare --mount`` around a shell that overlays ``/etc`` in the new namespace, puts the
+        metrics pair at Kueue's fixed path there and execs the manager (see the module docstring)."""
+        overlay = self.workdir / "etc-overlay"
+        for part in ("upper", "work"):
+            (overlay / part).mkdir(parents=True, exist_ok=True)
+        certs = self.workdir / "certs"
+        config = self.workdir / "config.yaml"
+        script = " && ".join(
+            [
+                "mount --make-rprivate /",
+                f"mount -t overlay overlay -o lowerdir=/etc,upperdir={shlex.quote(str(overlay / 'upper'))},"
+                f"workdir={shlex.quote(str(overlay / 'work'))} /etc",
+                f"mkdir -p {METRICS_CERT_DIR}",
+                f"cp {shlex.quote(str(certs / 'tls.crt'))} {shlex.quote(str(certs / 'tls.key'))} {METRICS_CERT_DIR}/",
+                f"exec {shlex.quote(str(binary))} --config={shlex.quote(str(config))} "
+                f"--zap-log-level={shlex.quote(self.log_level)}",
+            ]
+        )
+        return ["unshare", "--mount", "sh", "-c", script]
+
+    def start(self) -> None:
+        binary, _ = kueue_artifacts(self.version)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        write_serving_pair(self.workdir / "certs")
+        self.health_port = _free_port()
+        (self.workdir / "config.yaml").write_text(
+            configuration(
+                qps=self.qps, burst=self.burst, health_port=self.health_port, metrics_port=_free_port(),
+                webhook_port=_free_port(), cert_dir=self.workdir / "certs",
+            )
+        )
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig)
+        with self.log_path.open("wb") as log_file:
+            self.process = subprocess.Popen(
+                self.command(binary), stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=env
+            )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not self._ready():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Kueue exited during start-up:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"Kueue was not ready within {READY_TIMEOUT_S:.0f}s:\n{self.log_tail()}")
+            time.sleep(0.3)
+
+    def start_profiler(self) -> bool:
+        return False  # py-spy profiles Python; Kueue is Go
+
+    def stop_profiler(self) -> None:
+        return None
+
+    def api_requests(self) -> dict[str, Any] | None:
+        return None  # Kueue's /metrics needs TLS and an authorised token; see the module docstring
+
+    def sample(self) -> ProcSample | None:
+        return sample(self.pid) if self.pid is not None else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+
+# --- Kueue's CRDs in place of ours for the length of a run -----------------------------------------
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+class CrdSwap:
+    """Installs Kueue's CRDs for one run and puts the cluster's own back afterwards.
+
+    Both sets define the same ``kueue.x-k8s.io`` resources (Kueue v0.14 serves and stores
+    v1beta1, as our CRDs store it), so a run's objects are created under Kueue's schema by the
+    same driver. The live definitions are saved before the swap and restored as they were (a
+    running pykueue webhook's conversion settings included); definitions only Kueue has are
+    deleted again. Call :meth:`restore` only once the run's objects are gone.
+    """
+
+    def __init__(self, client: Any, crd_dir: Path, timeout_s: float = 60.0) -> None:
+        self._client = client
+        self._res = CUSTOM_RESOURCE_DEFINITIONS
+        self._timeout_s = timeout_s
+        self._wanted = [yaml.safe_load(path.read_text()) for path in sorted(crd_dir.glob("*.yaml"))]
+        self._saved: dict[str, dict[str, Any]] = {}
+        self._added: list[str] = []
+
+    def install(self) -> None:
+        for doc in self._wanted:
+            name = doc["metadata"]["name"]
+            live = self._client.get(self._res, name)  # None when it does not exist
+            if live is None:
+                self._client.create(self._res, doc)
+                self._added.append(name)
+                continue
+            self._saved[name] = live
+            self._put(name, doc["spec"])
+        self._wait([d["metadata"]["name"] for d in self._wanted])
+
+    def restore(self) -> None:
+        for name, live in self._saved.items():
+            self._put(name, live["spec"])
+        for name in self._added:
+            with contextlib.suppress(NotFound):
+                self._client.delete(self._res, name)
+        self._wait(list(self._saved))
+
+    def _put(self, name: str, spec: dict[str, Any]) -> None:
+        current = self._client.get(self._res, name)
+        if current is None:
+            raise RuntimeError(f"CRD {name} disappeared during the swap")
+        self._client.replace(
+            self._res,
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {
+                    "name": name,
+                    "resourceVersion": current["metadata"]["resourceVersion"],
+                    "labels": current["metadata"].get("labels") or {},
+                    "annotations": current["metadata"].get("annotations") or {},
+                },
+                "spec": spec,
+            },
+        )
+
+    def _wait(self, names: list[str]) -> None:
+        deadline = time.monotonic() + self._timeout_s
+        pending = set(names)
+        while pending:
+            pending = {n for n in pending if not _established(self._client.get(self._res, n) or {})}
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"CRDs not Established within {self._timeout_s:.0f}s: {sorted(pending)}")
+            time.sleep(0.3)
+        time.sleep(1.0)  # the apiserver's handlers switch to the new definitions asynchronously

@@ -1,0 +1,174 @@
+"""The bounded queue of Events waiting for a sender: repeats merge, and a full queue sheds the
+least useful Event instead of the newest one.
+
+client-go's broadcaster drops whatever arrives once its ``maxQueuedEvents`` are waiting, and its
+correlator folds repeats only after they were dequeued. Under load that is backwards: a
+scheduler that marks a thousand workloads inadmissible in a second fills the queue with
+identical Events, and then the next ``QuotaReserved`` is the one lost. :class:`PendingEvents`
+therefore
+
+* folds an Event identical (same source, object, type, reason and message) to one still
+  waiting into it: one entry, its ``repeats`` bumped, written as one Event whose ``count``
+  rises by that much (what the series count would have shown had each been sent);
+* holds at most ``capacity`` distinct entries; when full, sheds, in this order:
+  1. an older waiting Event of the same object, type and reason (its message is superseded by
+     the newer one, as the newer one describes the object's state now) -- ``superseded``;
+  2. the oldest waiting ``Normal`` Event -- ``queue_full_normal`` (Warnings are what an
+     operator looks for; the oldest Normal is the stalest news);
+  3. the new Event when it is ``Normal`` and every waiting one is a Warning, else the oldest
+     Warning -- ``queue_full_normal`` / ``queue_full_warning``.
+
+Entries leave in arrival order (a merged repeat keeps the first one's place), so each object's
+Events keep the order in which they were emitted. Memory is bounded by ``capacity`` entries.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+# Why an Event was not sent, the ``reason`` label of ``pykueue_events_dropped_total``.
+SUPERSEDED = "superseded"
+SHED_NORMAL = "queue_full_normal"
+SHED_WARNING = "queue_full_warning"
+
+Key = tuple[str, ...]
+
+
+@dataclass
+class Pending:
+    """One Event waiting for a sender; ``repeats`` identical emits folded into it."""
+
+    involved: dict[str, Any]
+    type: str
+    reason: str
+    message: str
+    component: str
+    repeats: int = 1
+    seq: int = 0
+    key: Key = field(default=(), repr=False)
+    similar: Key = field(default=(), repr=False)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What :meth:`PendingEvents.put` did: merged into a waiting entry, and what it shed (the
+    drop reason and how many emitted Events that entry held), if anything."""
+
+    merged: bool = False
+    shed_reason: str | None = None
+    shed_events: int = 0
+
+
+def _identity(involved: dict[str, Any], component: str) -> Key:
+    meta = involved.get("metadata") or {}
+    return (
+        component,
+        str(involved.get("apiVersion") or ""),
+        str(involved.get("kind") or ""),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+        str(meta.get("uid") or ""),
+    )
+
+
+class PendingEvents:
+    """A FIFO of distinct waiting Events with merging and shedding (see the module docstring).
+
+    Thread safe; :meth:`get` blocks. ``join`` waits until every entry taken was ``task_done``.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = max(1, capacity)
+        # One ordered map per type, so the oldest Normal is found at once; ``get`` takes the
+        # older of the two heads.
+        self._normal: OrderedDict[Key, Pending] = OrderedDict()
+        self._other: OrderedDict[Key, Pending] = OrderedDict()
+        self._similar: dict[Key, Key] = {}  # object+type+reason -> key of its waiting entry
+        self._seq = itertools.count()
+        self._unfinished = 0
+        self._stopped = False
+        self._cond = threading.Condition()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._normal) + len(self._other)
+
+    def put(self, involved: dict[str, Any], type_: str, reason: str, message: str, component: str) -> Outcome:
+        identity = _identity(involved, component)
+        similar = (*identity, type_, reason)
+        key = (*similar, message)
+        with self._cond:
+            bucket = self._normal if type_ == "Normal" else self._other
+            waiting = bucket.get(key)
+            if waiting is not None:
+                waiting.repeats += 1
+                return Outcome(merged=True)
+            shed: Pending | None = None
+            shed_reason: str | None = None
+            if len(self._normal) + len(self._other) >= self._capacity:
+                older_key = self._similar.get(similar)
+                if older_key is not None:
+                    shed, shed_reason = self._remove(older_key), SUPERSEDED
+                elif self._normal:
+                    shed, shed_reason = self._remove(next(iter(self._normal))), SHED_NORMAL
+                elif type_ == "Normal":
+                    return Outcome(shed_reason=SHED_NORMAL, shed_events=1)
+                else:
+                    shed, shed_reason = self._remove(next(iter(self._other))), SHED_WARNING
+            entry = Pending(
+                dict(involved), type_, reason, message, component, seq=next(self._seq), key=key, similar=similar
+            )
+            bucket[key] = entry
+            self._similar[similar] = key
+            self._unfinished += 1
+            self._cond.notify()
+            if shed is not None:
+                self._unfinished -= 1
+                self._cond.notify_all()
+                return Outcome(shed_reason=shed_reason, shed_events=shed.repeats)
+            return Outcome()
+
+    def get(self) -> Pending | None:
+        """The oldest waiting entry; blocks while there is none; ``None`` once stopped."""
+        with self._cond:
+            while not self._normal and not self._other:
+                if self._stopped:
+                    return None
+                self._cond.wait()
+            heads = [next(iter(b.values())) for b in (self._normal, self._other) if b]
+            oldest = min(heads, key=lambda p: p.seq)
+            return self._remove(oldest.key)
+
+    def task_done(self) -> None:
+        with self._cond:
+            self._unfinished -= 1
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> bool:
+        """Wait until every entry was taken and done; False after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._unfinished > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def stop(self) -> None:
+        """Wake the sender: ``get`` returns ``None`` once nothing is left."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    def _remove(self, key: Key) -> Pending:
+        bucket = self._normal if key in self._normal else self._other
+        entry = bucket.pop(key)
+        if self._similar.get(entry.similar) == key:
+            del self._similar[entry.similar]
+        return entry

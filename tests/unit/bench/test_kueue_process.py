@@ -1,0 +1,104 @@
+"""Kueue's manager as a baseline variant: its Configuration, the /etc overlay that gives it the
+metrics pair v0.14 insists on, and the CRD swap around its runs (fake API, no cluster)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+
+from bench.kueue_process import METRICS_CERT_DIR, CrdSwap, KueueProcess, configuration, write_serving_pair
+
+
+def test_configuration_has_the_variants_client_rate_and_nothing_in_cluster() -> None:
+    config = yaml.safe_load(
+        configuration(qps=50, burst=100, health_port=1, metrics_port=2, webhook_port=3, cert_dir=Path("/c"))
+    )
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta1" and config["kind"] == "Configuration"
+    assert config["clientConnection"] == {"qps": 50, "burst": 100}
+    assert config["internalCertManagement"] == {"enable": False}
+    assert config["leaderElection"] == {"leaderElect": False}
+    assert config["webhook"] == {"host": "127.0.0.1", "port": 3, "certDir": "/c"}
+    assert config["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
+    assert config["integrations"]["frameworks"] == ["batch/job"]
+
+
+def test_the_serving_pair_is_self_signed_for_localhost(tmp_path: Path) -> None:
+    write_serving_pair(tmp_path)
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    assert cert.issuer == cert.subject
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "localhost" in sans.get_values_for_type(x509.DNSName)
+    assert (tmp_path / "tls.key").stat().st_mode & 0o077 == 0
+
+
+def test_the_manager_starts_in_its_own_mount_namespace_with_etc_overlaid(tmp_path: Path) -> None:
+    process = KueueProcess("/kc", version="v0.14.8", qps=50, burst=100, workdir=tmp_path, label="0")
+    command = process.command(Path("/cache/kueue"))
+    assert command[:4] == ["unshare", "--mount", "sh", "-c"]
+    script = command[4]
+    assert "mount --make-rprivate /" in script
+    assert f"upperdir={tmp_path}/kueue-0/etc-overlay/upper" in script and script.count(" /etc") >= 1
+    assert f"mkdir -p {METRICS_CERT_DIR}" in script
+    assert script.rstrip().split(" && ")[-1].startswith("exec /cache/kueue --config=")
+    assert not Path("/etc/kueue").exists(), "nothing is written under the real /etc"
+
+
+class FakeCrds:
+    """An in-memory CRD API with resourceVersions and instant Established."""
+
+    def __init__(self, live: dict[str, dict[str, Any]]) -> None:
+        self.objects = {name: copy.deepcopy(obj) for name, obj in live.items()}
+        self.version = 10
+        self.deleted: list[str] = []
+
+    def _stamp(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.version += 1
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        obj["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
+        return obj
+
+    def get(self, res: Any, name: str) -> dict[str, Any] | None:
+        """None for a missing object, as KubeClient.get answers."""
+        return copy.deepcopy(self.objects[name]) if name in self.objects else None
+
+    def create(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
+        self.objects[obj["metadata"]["name"]] = self._stamp(copy.deepcopy(obj))
+        return obj
+
+    def replace(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
+        name = obj["metadata"]["name"]
+        assert obj["metadata"]["resourceVersion"] == self.objects[name]["metadata"]["resourceVersion"]
+        self.objects[name] = self._stamp(copy.deepcopy(obj))
+        return obj
+
+    def delete(self, res: Any, name: str) -> None:
+        self.deleted.append(name)
+        self.objects.pop(name)
+
+
+def _crd(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name, "resourceVersion": "1"}, "spec": spec}
+
+
+def test_the_swap_installs_kueues_crds_and_restores_the_live_ones_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("bench.kueue_process.time.sleep", lambda _s: None)
+    ours = {"versions": ["v1beta1", "v1beta2"], "conversion": {"strategy": "Webhook", "url": "https://live"}}
+    api = FakeCrds({"clusterqueues.kueue.x-k8s.io": _crd("clusterqueues.kueue.x-k8s.io", ours)})
+    kueue_cq = {"versions": ["v1beta1"]}
+    (tmp_path / "cq.yaml").write_text(yaml.safe_dump(_crd("clusterqueues.kueue.x-k8s.io", kueue_cq)))
+    (tmp_path / "topologies.yaml").write_text(yaml.safe_dump(_crd("topologies.kueue.x-k8s.io", {"versions": []})))
+    swap = CrdSwap(api, tmp_path)
+    swap.install()
+    assert api.objects["clusterqueues.kueue.x-k8s.io"]["spec"] == kueue_cq, "no conversion stanza of ours left"
+    assert "topologies.kueue.x-k8s.io" in api.objects
+    swap.restore()
+    assert api.objects["clusterqueues.kueue.x-k8s.io"]["spec"] == ours
+    assert api.deleted == ["topologies.kueue.x-k8s.io"], "what only Kueue defines goes again"
