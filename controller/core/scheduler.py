@@ -115,13 +115,18 @@ class SchedulerLoop:
         max_in_flight: int = MAX_WRITES_IN_FLIGHT,
         block_admission: bool = False,
         pending_reason_grace: float = PENDING_REASON_GRACE_SECONDS,
+        claim_winner: Callable[[dict[str, Any]], str | None] | None = None,
     ) -> None:
+        """``claim_winner``: see :class:`controller.concurrentadmission.winner.WinnerClaims`; an
+        option reserved without checks is admitted by the reservation write, so it claims its
+        parent first."""
         missing = [kind for kind in KINDS if kind not in informers]
         if missing:
             raise ValueError(f"scheduler needs informers for {missing}")
         self._client = client
         self._informers = informers
         self._events = events
+        self._claim_winner = claim_winner
         self._engine_factory = engine_factory
         self._clock = clock
         self._write_threads = write_threads
@@ -557,6 +562,8 @@ class SchedulerLoop:
     def _reserve(self, reservation: Reservation, now: datetime) -> bool:
         """The reservation write."""
         wl_before = self._informers["workloads"].store.get(reservation.workload)
+        if not reservation.admission_checks and not self._claimed(wl_before):
+            return False
         try:
             written = self._write(
                 reservation.workload,
@@ -593,6 +600,22 @@ class SchedulerLoop:
                 "borrowing": reservation.borrowing,
             },
         )
+        return True
+
+    def _claimed(self, wl: dict[str, Any] | None) -> bool:
+        """A reservation without checks also admits: a concurrent-admission option claims its
+        parent first (one winner per parent). False sends the reservation back to the engine,
+        which sees the winning sibling Admitted once the cache has it (engine rule 3)."""
+        if wl is None or self._claim_winner is None:
+            return True
+        try:
+            refused = self._claim_winner(wl)
+        except ApiError as err:
+            log.warning("winner claim failed", extra={"workload": wv.key(wl), "error": str(err)})
+            return False
+        if refused is not None:
+            log.info("reservation dropped", extra={"workload": wv.key(wl), "reason": refused})
+            return False
         return True
 
     @staticmethod

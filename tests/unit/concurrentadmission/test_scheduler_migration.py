@@ -10,9 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from controller.concurrentadmission.winner import WinnerClaims
 from controller.core.scheduler import KINDS, SchedulerLoop
 from controller.engine.results import CycleResult
 from controller.runtime.events import RecordingEvents
+from pykueue.api import constants as C
 from pykueue.kube.errors import ServerError
 from tests.builders import (
     LocalQueueBuilder,
@@ -20,7 +22,7 @@ from tests.builders import (
     ResourceFlavorBuilder,
     SeedClusterQueueBuilder,
 )
-from tests.unit.concurrentadmission.helpers import config_of, option, parent
+from tests.unit.concurrentadmission.helpers import config_of, option, parent, reserved
 from tests.unit.core.fakes import FakeApi, FakeInformer
 
 SPOT = "job-a-12345-option-spot"
@@ -159,3 +161,35 @@ def test_an_option_that_preempts_records_the_preemption_gate_in_the_api() -> Non
         pool.shutdown()
     gated = api.objects[("workloads", f"ns/{SPOT}")]
     assert gated["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] == "2027-01-15T08:00:00Z"
+
+
+def test_an_option_admitted_by_its_reservation_claims_the_parent_first() -> None:
+    """An option of a queue without checks is admitted by the reservation write. When the API
+    already has a sibling admitted (the workload controller's write, which the scheduler's cache
+    does not show yet), the claim on the parent is refused and the reservation is dropped."""
+    harness = Harness()
+    try:
+        claims = WinnerClaims(harness.api, harness.informers["workloads"].store.get)
+        harness.loop = SchedulerLoop(
+            harness.api,
+            harness.informers,
+            RecordingEvents(),
+            clock=lambda: harness.now,
+            claim_winner=claims.claim,
+        )
+        harness.engine = harness.loop.start_engine()
+        # Behind the cache's back: the sibling reserved, claimed the parent and was admitted.
+        key = f"ns/{RESERVATION}"
+        sibling = copy.deepcopy(harness.api.objects[("workloads", key)])
+        sibling["status"] = reserved(sibling, "reservation")["status"]
+        harness.api.objects[("workloads", key)] = sibling
+        parent_key = ("workloads", "ns/job-a-12345")
+        claimed = copy.deepcopy(harness.api.objects[parent_key])
+        claimed["metadata"]["annotations"] = {C.OPTION_WINNER_ANNOTATION: RESERVATION}
+        claimed["metadata"]["resourceVersion"] = "999"
+        harness.api.objects[parent_key] = claimed
+        harness.step()
+        assert harness.holders() == {RESERVATION}, "the spot option was not reserved next to the winner"
+        assert harness.api.conflicts >= 1
+    finally:
+        harness.pool.shutdown()
