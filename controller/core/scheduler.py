@@ -25,7 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -424,19 +424,23 @@ class SchedulerLoop:
                 functools.partial(self._evict, eviction, now),
                 functools.partial(self._eviction_done, engine, eviction),
             )
-        for preemption in result.preemptions:
-            self.writes.submit(
-                pool,
-                (preemption.victim,),
-                functools.partial(self._preempt, preemption, now),
-                functools.partial(self._preemption_done, engine, preemption.victim),
-            )
+        # A concurrent-admission option's preemption gate is written before the preemptions it
+        # covers, and they are not issued when it could not be: a crash between the two leaves
+        # the gate without victims (it lapses), never victims without the gate.
+        gates: dict[str, Future[bool]] = {}
         for preemptor in self._gates_to_open(engine, result, now.timestamp()):
-            self.writes.submit(
+            gates[preemptor] = self.writes.submit(
                 pool,
                 (preemptor,),
                 functools.partial(self._open_gate, preemptor, now),
                 lambda ok: None,
+            )
+        for preemption in result.preemptions:
+            self.writes.submit(
+                pool,
+                (preemption.victim,),
+                functools.partial(self._preempt_behind_gate, gates.get(preemption.preemptor), preemption, now),
+                functools.partial(self._preemption_done, engine, preemption.victim),
             )
         reservations = result.reservations
         if self._block_admission and len(reservations) > 1:
@@ -644,6 +648,18 @@ class SchedulerLoop:
             log.warning("preemption gate not recorded", extra={"workload": key, "error": str(err)})
             return False
         return True
+
+    def _preempt_behind_gate(self, gate: Future[bool] | None, preemption: Preemption, now: datetime) -> bool:
+        """Preempt once the preemptor's gate write (if this cycle opened one) has landed; a gate
+        that could not be written holds the preemption back (the engine decides it again). The
+        gate was submitted first to a FIFO pool, so waiting for it cannot deadlock."""
+        if gate is not None and not (gate.exception() is None and gate.result()):
+            log.warning(
+                "preemption held back: the preemption gate was not recorded",
+                extra={"victim": preemption.victim, "preemptor": preemption.preemptor},
+            )
+            return False
+        return self._preempt(preemption, now)
 
     def _preempt(self, preemption: Preemption, now: datetime) -> bool:
         """Evict one victim; False only when the write failed (the engine may pick it again).
