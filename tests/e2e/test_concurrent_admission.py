@@ -77,6 +77,8 @@ class HolderWatcher(threading.Thread):
         self.events_seen = 0
         self.max_holders = 0
         self.overlap_since: dict[str, float] = {}  # parent -> when a sibling held quota next to its winner
+        self.longest_overlap = 0.0  # seconds, the longest such moment seen
+        self.admitted_ever: dict[str, set[str]] = {}  # parent uid -> every option seen Admitted
         self.error: BaseException | None = None
 
     def _check(self) -> None:
@@ -91,11 +93,13 @@ class HolderWatcher(threading.Thread):
         for parent, holding in by_parent.items():
             names = sorted(wl["metadata"]["name"] for wl in holding)
             admitted = [wl["metadata"]["name"] for wl in holding if is_true(wl, "Admitted")]
+            self.admitted_ever.setdefault(parent, set()).update(admitted)
             self.max_holders = max(self.max_holders, len(names))
             if len(admitted) > 1:
                 self.violations.append(f"parent {parent}: {sorted(admitted)} admitted at the same time")
             if admitted and len(names) > 1:
                 since = self.overlap_since.setdefault(parent, now)
+                self.longest_overlap = max(self.longest_overlap, now - since)
                 if now - since > LOSER_RELEASE_GRACE:
                     self.violations.append(
                         f"parent {parent}: {names} hold quota next to the admitted {admitted[0]} "
@@ -167,6 +171,7 @@ class World:
         self.node_prefixes: list[str] = []
         self.queues: dict[str, str] = {}  # LocalQueue -> ClusterQueue
         self.expects_holders = True  # a story where no option ever holds quota says so
+        self.watcher: HolderWatcher | None = None  # set by the fixture
 
     # flavors and queues
     def flavors(self, *names: str, nodes: bool = True) -> None:
@@ -356,6 +361,7 @@ def world(
     watcher = HolderWatcher(kube, namespace)
     watcher.start()
     env = World(cluster, kube, kueue, namespace)
+    env.watcher = watcher
     try:
         yield env
     finally:
@@ -675,6 +681,74 @@ def test_story8_options_reserve_then_race_their_checks_first_ready_wins(
         timeout=15,
         message="the losing option is deactivated and gives its quota back",
     )
+
+
+def test_options_whose_checks_turn_ready_together_admit_exactly_one(
+    world: World, kueue: KueueApi, namespace: str
+) -> None:
+    """The race's one winner is decided on the parent (the winner claim, written with a
+    resourceVersion precondition before an option is marked Admitted). Both options of each of
+    three Jobs reserve, then both checks are set Ready at the same instant from two threads; the
+    watch stream must never show a second option of a parent Admitted, not even for a moment."""
+    world.flavors("a", "b")
+    checks = {unique("check-a"): "a", unique("check-b"): "b"}
+    for check in checks:
+        kueue.create(AdmissionCheckBuilder(check).obj())
+        kueue.set_active_condition("AdmissionCheck", check, True)
+    world.cluster_queue("RemoveOther", _cpu(("a", "4"), ("b", "4")), checks=checks)
+    check_of = {flavor: check for check, flavor in checks.items()}
+    jobs = ["train-0", "train-1", "train-2"]
+    parents = {}
+    for job in jobs:
+        world.job(job)
+        parents[job] = world.parent_of_job(job)
+    for job in jobs:
+        wait_for(
+            lambda job=job: world.reserving(parents[job]) == {"a", "b"},
+            timeout=CONVERGE,
+            message=f"both options of {job} reserve quota and wait for their checks",
+        )
+        names = {f: wl["metadata"]["name"] for f, wl in world.options(parents[job]).items()}
+        barrier = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def ready(
+            flavor: str,
+            names: dict[str, str] = names,
+            barrier: threading.Barrier = barrier,
+            errors: list[BaseException] = errors,
+        ) -> None:
+            try:
+                barrier.wait(timeout=10)
+                kueue.set_check_state(namespace, names[flavor], check_of[flavor], "Ready")
+            except BaseException as err:  # reported below
+                errors.append(err)
+
+        threads = [threading.Thread(target=ready, args=(f,)) for f in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert not errors, errors
+    for job in jobs:
+        wait_for(
+            lambda job=job: world.running_on(job) in ("a", "b"), timeout=CONVERGE, message=f"{job} runs"
+        )
+        winner = world.holder(parents[job])
+        assert winner is not None
+        wait_for(
+            lambda job=job, winner=winner: world.reserving(parents[job]) == {winner},
+            timeout=CONVERGE,
+            message=f"the losing option of {job} gives its quota back",
+        )
+        assert world.running_on(job) == winner
+    assert world.watcher is not None
+    for job in jobs:
+        seen = world.watcher.admitted_ever.get(parents[job]["metadata"]["uid"], set())
+        assert len(seen) == 1, f"{job}: options seen Admitted on the watch stream: {sorted(seen)}"
+        parent = world.refresh(parents[job])
+        claimed = parent["metadata"].get("annotations", {}).get("kueue.x-k8s.io/option-winner")
+        assert claimed == next(iter(seen)), "the parent names its winner"
 
 
 # --- beyond the stories: queue changes and preemption of the holder ----------------------------------
