@@ -129,6 +129,32 @@ def test_once_an_option_is_admitted_remove_other_deactivates_the_rest_and_the_pa
     assert after == before + 2
 
 
+def test_a_losing_option_holding_a_reservation_gives_it_back_in_the_same_reconcile() -> None:
+    """Two options reserved and raced; one was admitted. The loser never ran (it was never
+    Admitted, so it has no pods): one reconcile of the parent deactivates it and, in a second
+    write guarded by the deactivation's resourceVersion, evicts it and releases its quota, so no
+    watch round trip (workload controller, then option controller again) stands between the
+    winner's admission and the loser's quota coming back."""
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    world.api.put("workloads", reserved(world.workload("job-a-12345-option-spot"), "spot"))
+    world.api.put(
+        "workloads", reserved(world.workload("job-a-12345-option-on-demand"), "on-demand", admitted=False)
+    )
+    world.controller.reconcile("ns/job-a-12345")
+    loser = world.workload("job-a-12345-option-on-demand")
+    assert loser["spec"]["active"] is False
+    assert "admission" not in loser["status"], "the loser's quota is back within the reconcile"
+    conditions = {c["type"]: c for c in loser["status"]["conditions"]}
+    assert conditions["QuotaReserved"]["status"] == "False"
+    assert conditions["Evicted"]["status"] == "True" and conditions["Evicted"]["reason"] == "Deactivated"
+    assert "RemoveOther" in conditions["Evicted"]["message"]
+    winner = world.workload("job-a-12345-option-spot")
+    assert winner["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": "spot"}
+
+
 def test_the_parent_drops_the_mirrored_admission_when_its_winner_lost_its_quota() -> None:
     world = World(three_flavor_queue("RemoveOther"))
     world.api.put("workloads", _job_workload())
