@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 FALLBACK_TRIGGER_ATTEMPTS = 5
 
 MAX_CONFLICT_RETRIES = 3
+# A concurrent-admission option refused the parent's winner claim is looked at again after this.
+CLAIM_RETRY_SECONDS = 5.0
 
 
 def _priority_class_label(wl: dict[str, Any]) -> str:
@@ -198,6 +200,9 @@ class WorkloadController:
             refused = self._claim_winner(wl)
             if refused is not None:
                 withhold_admission(plan, wl, f"Not admitted: {refused}")
+                # Nothing on this option changes when the claiming sibling gives its quota back
+                # without being admitted (its check turned Rejected): look again later.
+                plan.wake_in(CLAIM_RETRY_SECONDS)
         if plan.deactivate:
             self._patch_spec(wl, {"active": False})
         patch = workload_status_patch(wl, plan, now)
