@@ -1021,3 +1021,80 @@ def test_a_migration_preempts_a_lower_priority_workload_to_reach_the_reservation
     assert "EvictedDueToFlavorMigration" in world.events("Workload", train_spot)
     # The preempted Job comes back on the flavor the migration freed.
     world.wait_running_on("other", "spot")
+
+
+HOLD_FINALIZER = "pykueue.dev/e2e-hold"
+
+
+def _hold_pods(world: World, job: str, namespace: str, hold: bool) -> None:
+    """Keep the Job's pods from going away (a finalizer), or let them go."""
+    pods = world.core.list_namespaced_pod(namespace, label_selector=f"batch.kubernetes.io/job-name={job}").items
+    for pod in pods:
+        finalizers = [f for f in pod.metadata.finalizers or [] if f != HOLD_FINALIZER]
+        if hold:
+            finalizers.append(HOLD_FINALIZER)
+        world.core.patch_namespaced_pod(pod.metadata.name, namespace, {"metadata": {"finalizers": finalizers or None}})
+
+
+def test_a_preempting_migration_keeps_the_freed_quota_while_the_winners_pods_go_away(
+    world: World, kueue: KueueApi, namespace: str
+) -> None:
+    """"train" runs on spot and "other" (same priority) on the reservation. train's priority is
+    raised: its reservation option preempts other, then evicts train's spot option
+    (FlavorMigration). train's pod is held terminating (a finalizer), so the migration waits
+    for it; meanwhile the reservation quota other freed stays free for train, though other's
+    reservation option and a lower-priority job both want it. Once the pod goes, train runs on
+    the reservation."""
+    world.flavors("reservation", "spot")
+    low, mid, high = unique("low"), unique("mid"), unique("high")
+    kueue.create(WorkloadPriorityClassBuilder(low, 1).obj())
+    kueue.create(WorkloadPriorityClassBuilder(mid, 10).obj())
+    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    world.cluster_queue("RemoveLower", _cpu(("reservation", "1"), ("spot", "1")), preemption="LowerPriority")
+    world.job("other", priority_class=mid)
+    other = world.parent_of_job("other")
+    world.wait_running_on("other", "reservation")
+    world.job("train", priority_class=mid)
+    train = world.parent_of_job("train")
+    world.wait_running_on("train", "spot")
+    world.job("late", priority_class=low)
+    late = world.parent_of_job("late")
+    train_spot = world.options(train)["spot"]["metadata"]["name"]
+    try:
+        _hold_pods(world, "train", namespace, hold=True)
+        world.batch.patch_namespaced_job(
+            "train", namespace, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": high}}}
+        )
+        wait_for(
+            lambda: is_true(world.kueue.workload(namespace, train_spot), "Evicted"),
+            timeout=CONVERGE,
+            message="train's spot option is evicted for the migration",
+        )
+        assert "EvictedDueToFlavorMigration" in world.events("Workload", train_spot)
+
+        def reservation_taken_by_others() -> bool:
+            for parent in (other, late):
+                for wl in world.options(parent).values():
+                    flavors = {
+                        f
+                        for ps in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+                        for f in (ps.get("flavors") or {}).values()
+                    }
+                    if holds_quota(wl) and world.flavor["reservation"] in flavors:
+                        return True
+            return False
+
+        wait_for(
+            lambda: not reservation_taken_by_others(),
+            timeout=CONVERGE,
+            message="other's reservation option is preempted and gives its quota back",
+        )
+        stays(
+            lambda: not reservation_taken_by_others() and holds_quota(world.kueue.workload(namespace, train_spot)),
+            8,
+            "while train's pod goes away, the reservation quota is kept for train's migration",
+        )
+    finally:
+        _hold_pods(world, "train", namespace, hold=False)
+    world.wait_running_on("train", "reservation")
+    world.wait_option_statuses(train, {"reservation": "Admitted", "spot": "Removed"})
