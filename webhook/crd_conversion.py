@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +126,11 @@ class MountedCaSync:
     once, and docs/install.md says how to set the bundle by hand.
     """
 
-    def __init__(self, sync: Any, ca_file: Path) -> None:
-        self.sync = sync
+    def __init__(self, make_sync: Callable[[], Any], ca_file: Path) -> None:
+        # The client is built on first use, on the sync's thread: serving admission never waits
+        # for, or fails on, the API (a webhook run without a kubeconfig still serves).
+        self._make_sync = make_sync
+        self._sync: Any = None
         self.ca_file = ca_file
         self._applied: bytes | None = None
         self._warned = False
@@ -144,7 +148,9 @@ class MountedCaSync:
                 self._warned = True
             return False
         if ca != self._applied:
-            self.sync.sync(ca)
+            if self._sync is None:
+                self._sync = self._make_sync()
+            self._sync.sync(ca)
             self._applied = ca
         return True
 

@@ -271,8 +271,10 @@ def main(argv: list[str] | None = None) -> int:
         _wait_for_files(files.certfile, files.keyfile)
         if not settings.local_url:
             mounted = MountedCaSync(
-                CrdConversion(_kube_client(settings),
-                              service_client_config(settings.service_name, settings.namespace, settings.service_port)),
+                lambda: CrdConversion(
+                    _kube_client(settings),
+                    service_client_config(settings.service_name, settings.namespace, settings.service_port),
+                ),
                 files.directory / "ca.crt",
             )
 

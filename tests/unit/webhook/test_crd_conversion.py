@@ -119,7 +119,7 @@ def test_a_crd_without_webhook_conversion_is_left_alone() -> None:
 def test_cert_manager_mode_trusts_the_mounted_ca_and_follows_its_renewal(tmp_path: Any) -> None:
     store = CrdStore()
     ca_file = tmp_path / "ca.crt"
-    sync = MountedCaSync(CrdConversion(store, service_client_config("wh", "ns", 443)), ca_file)  # type: ignore[arg-type]
+    sync = MountedCaSync(lambda: CrdConversion(store, service_client_config("wh", "ns", 443)), ca_file)  # type: ignore[arg-type]
     assert sync.run_once() is False and store.patches == 0  # no ca.crt (yet, or an ACME issuer): nothing written
     first = generate_bundle(dns_names=["wh.ns.svc"]).ca_cert
     ca_file.write_bytes(first)
