@@ -155,6 +155,7 @@ def queued(name: str, namespace: str, *, pods: int = 2, cpu: str = "1", seconds:
     )
 
 
+@pytest.mark.both_versions  # also in v1beta2, through the conversion webhook
 def test_job_beyond_quota_waits_without_pods_then_runs_on_its_flavor(
     jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
 ) -> None:
