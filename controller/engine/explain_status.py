@@ -9,7 +9,8 @@ service reads the stored object on the request's thread and calls these pure fun
 answer says *which* check holds the workload and with which message, the way
 ``controller.workload.decisions`` will act on it:
 
-* a ``Rejected`` check deactivates the workload (Kueue: ``AdmissionCheckRejected``);
+* a ``Rejected`` check deactivates the workload (Kueue: ``AdmissionCheckRejected``); once it is
+  deactivated the checks are reset and its ``Evicted`` condition says why;
 * a ``Retry`` check evicts it, releases the quota and requeues it after the check's backoff;
 * ``Pending`` checks leave the quota reserved until every check is ``Ready``.
 
@@ -32,6 +33,13 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def _entries(value: Any) -> list[Mapping[str, Any]]:
     return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+
+
+def _condition(workload: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for cond in _entries(_mapping(workload.get("status")).get("conditions")):
+        if cond.get("type") == type_ and cond.get("status") == "True":
+            return cond
+    return None
 
 
 def check_states(workload: Mapping[str, Any]) -> list[CheckView]:
@@ -76,6 +84,16 @@ def with_stored_status(
     result.check_states = check_states(workload)
     if is_parent(workload):
         _with_options(result, workload, options or {})
+        return result
+    if _mapping(workload.get("spec")).get("active") is False:
+        # Deactivated: the engine no longer queues it, and its eviction reset the checks to
+        # Pending, so the Evicted condition is what still says why (a Rejected check reads
+        # "DeactivatedDueToAdmissionCheck: Admission check(s) rejected: ...").
+        result.state = "Deactivated"
+        evicted = _condition(workload, c.COND_EVICTED)
+        why = f" ({evicted.get('reason')}: {evicted.get('message')})" if evicted else ""
+        result.suggestion = (f"it is deactivated{why}; remove the cause, then set spec.active to true "
+                             "to queue it again")
         return result
     rejected = [v for v in result.check_states if v.state == c.CHECK_REJECTED]
     retry = [v for v in result.check_states if v.state == c.CHECK_RETRY]

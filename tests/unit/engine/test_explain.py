@@ -197,3 +197,17 @@ def test_a_concurrent_admission_parent_says_where_each_option_is() -> None:
     assert result.suggestion.startswith(
         "a concurrent-admission parent is scheduled through its options: job-option-reservation (reservation) is "
         "Pending at position 0, dry run DoesNotFit; job-option-spot (spot) is QuotaReserved")
+
+
+def test_a_deactivated_workload_says_why_from_its_evicted_condition() -> None:
+    world = _checks_world()
+    wl = (PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").active(False)
+          .condition("Evicted", True, "DeactivatedDueToAdmissionCheck",
+                     "Admission check(s) rejected: prov (no capacity in any zone)")
+          .check("prov", "Pending").check("budget", "Pending").obj())
+    world.add(wl)
+    result = with_stored_status(world.engine.explain("ns/mine"), wl)
+    assert result.state == "Deactivated"
+    assert result.suggestion == ("it is deactivated (DeactivatedDueToAdmissionCheck: Admission check(s) rejected: "
+                                 "prov (no capacity in any zone)); remove the cause, then set spec.active to true "
+                                 "to queue it again")
