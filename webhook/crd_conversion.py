@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pykueue.api.constants import GROUP
@@ -107,3 +110,55 @@ class Syncs:
     def sync(self, ca_cert: bytes) -> None:
         for sync in self.syncs:
             sync.sync(ca_cert)
+
+
+class MountedCaSync:
+    """cert-manager mode (``--cert-management=external``): keep the CRDs' conversion webhook
+    pointed at this program, trusting the CA cert-manager writes next to the serving pair.
+
+    The chart's CRDs live in its ``crds/`` directory, which Helm installs verbatim: they cannot
+    carry a release-specific ``cert-manager.io/inject-ca-from`` annotation, as the webhook
+    configurations do. So the webhook does what the injector would: it reads ``ca.crt`` from the
+    mounted Secret (cert-manager fills it for self-signed and CA issuers) and runs the same
+    :class:`CrdConversion` sync the self-provisioned mode runs, again whenever the file changes
+    (cert-manager rewrites the mounted Secret on renewal; the previous CA is kept in the bundle
+    by the merge). An issuer that writes no ``ca.crt`` (ACME) leaves v1beta2 unconverted: logged
+    once, and docs/install.md says how to set the bundle by hand.
+    """
+
+    def __init__(self, make_sync: Callable[[], Any], ca_file: Path) -> None:
+        # The client is built on first use, on the sync's thread: serving admission never waits
+        # for, or fails on, the API (a webhook run without a kubeconfig still serves).
+        self._make_sync = make_sync
+        self._sync: Any = None
+        self.ca_file = ca_file
+        self._applied: bytes | None = None
+        self._warned = False
+
+    def run_once(self) -> bool:
+        """Sync if the CA changed since the last successful sync; True when the CRDs trust it."""
+        try:
+            ca = self.ca_file.read_bytes()
+        except OSError:
+            ca = b""
+        if not ca.strip():
+            if not self._warned:
+                log.warning("no CA in the mounted certificate Secret; the CRDs' conversion webhook is not "
+                            "configured and v1beta2 is not served", extra={"file": str(self.ca_file)})
+                self._warned = True
+            return False
+        if ca != self._applied:
+            if self._sync is None:
+                self._sync = self._make_sync()
+            self._sync.sync(ca)
+            self._applied = ca
+        return True
+
+    def run(self, stop: threading.Event, interval: float) -> None:
+        while True:
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("could not configure the CRDs' conversion webhook; retrying")
+            if stop.wait(interval):
+                return

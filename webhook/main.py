@@ -229,7 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     from pykueue.tls.certs import service_dns_names
     from webhook.certprovision import CertFiles, CertProvisioner
     from webhook.configurations import LocalConfigurations, ServiceConfigurations
-    from webhook.crd_conversion import CrdConversion, Syncs, service_client_config, url_client_config
+    from webhook.crd_conversion import (
+        CrdConversion,
+        MountedCaSync,
+        Syncs,
+        service_client_config,
+        url_client_config,
+    )
     from webhook.server import WebhookServer
 
     job_policy = job_policy_from_config(settings)
@@ -237,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     local: LocalConfigurations | None = None
     provisioner: CertProvisioner | None = None
+    mounted: MountedCaSync | None = None
 
     if settings.cert_management == "internal":
         client = _kube_client(settings)
@@ -262,11 +269,23 @@ def main(argv: list[str] | None = None) -> int:
         _sync_with_retries(provisioner)
     else:
         _wait_for_files(files.certfile, files.keyfile)
+        if not settings.local_url:
+            mounted = MountedCaSync(
+                lambda: CrdConversion(
+                    _kube_client(settings),
+                    service_client_config(settings.service_name, settings.namespace, settings.service_port),
+                ),
+                files.directory / "ca.crt",
+            )
 
     def on_ready() -> None:
         if provisioner is not None:
             threading.Thread(
                 target=provisioner.run, args=(stop, settings.cert_check_interval), name="cert-sync", daemon=True
+            ).start()
+        if mounted is not None:
+            threading.Thread(
+                target=mounted.run, args=(stop, settings.cert_check_interval), name="crd-ca-sync", daemon=True
             ).start()
         log.info("serving admission webhooks", extra={"bind": f"{settings.bind}:{settings.port}"})
 

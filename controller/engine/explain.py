@@ -44,6 +44,31 @@ class ResourceView:
     missing_amount: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class CheckView:
+    """One entry of the Workload's ``status.admissionChecks`` as stored (the check controller's words)."""
+
+    name: str
+    state: str  # Pending, Ready, Retry, Rejected
+    message: str = ""
+    last_transition_time: str = ""
+    retry_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OptionView:
+    """A concurrent-admission parent's option: its entry in the parent's ``status.options`` and,
+    when the engine queues it, where it stands."""
+
+    name: str
+    flavors: list[str]
+    status: str  # Pending, QuotaReserved, Admitted, Evicted, Removed (the parent's status.options)
+    message: str = ""
+    state: str = ""  # the option's own explanation state (Pending, HoldsQuota, Unknown)
+    position: int | None = None
+    outcome: str = ""
+
+
 @dataclass(slots=True)
 class Explanation:
     workload: ObjectKey
@@ -67,6 +92,9 @@ class Explanation:
     last_reason: str = ""
     last_message: str = ""
     suggestion: str = ""
+    admitted: bool = False  # HoldsQuota only: Admitted=True (every admission check Ready)
+    check_states: list[CheckView] = field(default_factory=list)  # from the stored status (explain_status)
+    options: list[OptionView] = field(default_factory=list)  # a concurrent-admission parent's options
 
 
 def _q(amount: int, resource: str) -> str:
@@ -84,9 +112,17 @@ def explain(
     cycle; a dry run never calls it (``_nominate`` only reads, and the preemptor restores)."""
     admitted = cache.admitted_workload(key)
     if admitted is not None and admitted.admission is not None:
-        return Explanation(key, "HoldsQuota", cluster_queue=admitted.admission.cluster_queue,
-                           local_queue=admitted.queue_name,
-                           suggestion="it holds quota already; nothing to change")
+        holding = admitted.admission.cluster_queue
+        result = Explanation(key, "HoldsQuota", cluster_queue=holding, local_queue=admitted.queue_name,
+                             admitted=admitted.admission.admitted)
+        spec = cache.cluster_queues.get(holding)
+        result.admission_checks = [rule.name for rule in spec.checks] if spec is not None else []
+        if admitted.admission.admitted:
+            result.suggestion = "it is admitted; nothing to change"
+        else:
+            result.suggestion = (f"it holds quota in ClusterQueue {holding} and waits for its admission checks "
+                                 f"({', '.join(result.admission_checks) or 'none configured'}) to be Ready")
+        return result
     info = workloads.get(key)
     if info is None:
         return Explanation(key, "Unknown", suggestion="the scheduler does not queue this workload (finished, "

@@ -253,8 +253,23 @@ def explanation(version: str, result: Any) -> dict[str, Any]:
     if result.victims:
         body["preemptionVictims"] = [{"namespace": k.partition("/")[0], "name": k.partition("/")[2],
                                       "clusterQueue": cq, "reason": reason} for k, cq, reason in result.victims]
+    if result.state == "HoldsQuota":
+        body["admitted"] = result.admitted
     if result.admission_checks:
         body["admissionChecks"] = result.admission_checks
+    if result.check_states:
+        body["admissionCheckStates"] = [
+            {"name": v.name, "state": v.state, "message": v.message, "lastTransitionTime": v.last_transition_time}
+            | ({"retryCount": v.retry_count} if v.retry_count is not None else {})
+            for v in result.check_states
+        ]
+    if result.options:
+        body["options"] = [
+            {"name": o.name, "resourceFlavors": o.flavors, "status": o.status, "message": o.message,
+             "state": o.state, "outcome": o.outcome}
+            | ({"positionInClusterQueue": o.position} if o.position is not None else {})
+            for o in result.options
+        ]
     if result.excluded_flavors:
         body["excludedFlavors"] = result.excluded_flavors
     if result.last_reason:

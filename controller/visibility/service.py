@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controller.core.engine_reads import NotLeading
-from controller.engine import Engine
+from controller.engine import Engine, explain_status
 from controller.engine import visibility as ev
 
 from . import api
@@ -81,22 +81,25 @@ class VisibilityService:
         return 200, api.summary(request.version, items, self._workload_of)
 
     def _explain(self, request: api.Request) -> Answer:
-        """A dry run on the scheduler loop's thread (it nominates one workload: milliseconds)."""
-        if self._workload_of(f"{request.namespace}/{request.name}") is None:
+        """A dry run on the scheduler loop's thread (it nominates one workload, or a parent's few
+        options: milliseconds); the stored status's check states and options are added here."""
+        workload = self._workload_of(f"{request.namespace}/{request.name}")
+        if workload is None:
             return 404, api.status(404, f'workloads.kueue.x-k8s.io "{request.name}" not found', name=request.name,
                                    kind="workloads")
+        options = explain_status.option_names(workload) if explain_status.is_parent(workload) else []
         try:
-            result = self._reads.submit(_explain_read(request), READ_TIMEOUT_SECONDS)
+            result, by_option = self._reads.submit(_explain_read(request, options), READ_TIMEOUT_SECONDS)
         except NotLeading:
             return 503, api.status(503, NOT_LEADER_MESSAGE)
         except TimeoutError:
             return 503, api.status(503, "the scheduler did not answer in time; retry")
-        return 200, api.explanation(request.version, result)
+        return 200, api.explanation(request.version, explain_status.with_stored_status(result, workload, by_option))
 
 
-def _explain_read(request: api.Request) -> Callable[[Engine], Any]:
+def _explain_read(request: api.Request, options: Sequence[str]) -> Callable[[Engine], Any]:
     key = f"{request.namespace}/{request.name}"
-    return lambda engine: engine.explain(key)
+    return lambda engine: (engine.explain(key), {o: engine.explain(f"{request.namespace}/{o}") for o in options})
 
 
 def _snapshot(engine: Engine, request: api.Request) -> ev.QueueSnapshot | None:

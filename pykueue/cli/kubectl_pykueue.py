@@ -85,6 +85,13 @@ def render_explanation(body: dict[str, Any], out: TextIO) -> None:
                   f"({victim['reason']})\n")
     if body.get("admissionChecks"):
         out.write(f"Admission checks: {', '.join(body['admissionChecks'])}\n")
+    for check in body.get("admissionCheckStates") or []:
+        out.write(f"  {check.get('name')}: {check.get('state')}"
+                  f"{' (' + check['message'] + ')' if check.get('message') else ''}\n")
+    for option in body.get("options") or []:
+        where = f", position {option['positionInClusterQueue']}" if "positionInClusterQueue" in option else ""
+        out.write(f"Option:        {option.get('name')} ({', '.join(option.get('resourceFlavors') or [])}): "
+                  f"{option.get('status')}{where}{' - ' + option['message'] if option.get('message') else ''}\n")
     if body.get("excludedFlavors"):
         out.write(f"Excluded flavors (fallbacks): {', '.join(body['excludedFlavors'])}\n")
     out.write(f"To admit it:   {body.get('suggestion')}\n")

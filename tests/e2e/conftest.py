@@ -31,6 +31,23 @@ def pytest_configure(config: pytest.Config) -> None:
         "plane, or restarts the controller or webhook on another Configuration), so it needs the local "
         "cluster (runs there; skipped, with the reason, when PYKUEUE_KUBECONFIG points elsewhere)",
     )
+    config.addinivalue_line(
+        "markers",
+        "both_versions: runs twice, its KueueApi speaking kueue.x-k8s.io v1beta1 and then v1beta2 (through "
+        "the conversion webhook); the suite's cheap v1beta2 subset (docs/design/api-versions.md). With "
+        "PYKUEUE_E2E_KUEUE_VERSION set, it runs once, in that version, like every other test",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``both_versions`` tests get the ``kueue`` fixture once per wire version, in one session (one
+    cluster): ``test_x[v1beta1]`` and ``test_x[v1beta2]``."""
+    if (
+        metafunc.definition.get_closest_marker("both_versions") is not None
+        and "kueue" in metafunc.fixturenames
+        and not os.environ.get("PYKUEUE_E2E_KUEUE_VERSION")
+    ):
+        metafunc.parametrize("kueue", ["v1beta1", "v1beta2"], indirect=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

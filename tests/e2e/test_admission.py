@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
@@ -29,6 +30,7 @@ def events_for(kube: k8s.ApiClient, namespace: str, name: str) -> list[str]:
     return [e.reason for e in events.items]
 
 
+@pytest.mark.both_versions  # also in v1beta2, through the conversion webhook
 def test_admits_within_quota_and_queues_the_rest_with_a_reason(
     kueue: KueueApi, kube: k8s.ApiClient, namespace: str
 ) -> None:

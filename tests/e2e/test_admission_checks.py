@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.builders import AdmissionCheckBuilder
 from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, make_queues, submit, unique
 from tests.e2e.helpers.wait import wait_for
@@ -59,6 +61,7 @@ def test_ready_admits(kueue: KueueApi, namespace: str) -> None:
     wait_for(lambda: is_admitted(kueue.workload(namespace, "w")), timeout=30, message="Ready admits")
 
 
+@pytest.mark.both_versions  # also in v1beta2, through the conversion webhook
 def test_retry_evicts_and_requeues_with_reset_checks(kueue: KueueApi, namespace: str) -> None:
     check, _ = _setup(kueue, namespace)
     submit(kueue, namespace, "w")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from tests.e2e.helpers.kueue import (
@@ -44,6 +45,7 @@ def _wait_for_event(kube: k8s.ApiClient, namespace: str, name: str, reason: str)
     )
 
 
+@pytest.mark.both_versions  # also in v1beta2, through the conversion webhook
 def test_borrowing_from_a_cohort_and_reclaim_by_the_lender(
     kueue: KueueApi, kube: k8s.ApiClient, namespace: str
 ) -> None:

@@ -3,6 +3,8 @@ HoldAndDrain also evicts what runs; back to None resumes admission."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.e2e.helpers.kueue import (
     KueueApi,
     condition,
@@ -19,6 +21,7 @@ def _active(kueue: KueueApi, kind: str, name: str, namespace: str | None = None)
     return condition(kueue.get(kind, name, namespace) or {}, "Active")
 
 
+@pytest.mark.both_versions  # also in v1beta2, through the conversion webhook
 def test_cluster_queue_hold_then_hold_and_drain(kueue: KueueApi, namespace: str) -> None:
     _, cq = make_queues(kueue, namespace, cpu="1")
     submit(kueue, namespace, "running")

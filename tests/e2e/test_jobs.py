@@ -42,6 +42,7 @@ def timestamp(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
+@pytest.mark.both_versions  # also in v1beta2, through the conversion webhook
 def test_job_beyond_quota_waits_without_pods_then_runs_on_its_flavor(
     jobs: Jobs, kueue: KueueApi, namespace: str, flavor_nodes: str
 ) -> None:

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.helpers.kueue import KueueApi, is_admitted, make_queues, submit
+from tests.builders import (
+    AdmissionCheckBuilder,
+    LocalQueueBuilder,
+    ResourceFlavorBuilder,
+    SeedClusterQueueBuilder,
+)
+from tests.e2e.helpers.check_controller import flavor_check_controller
+from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, make_queues, submit, unique
 from tests.e2e.helpers.wait import wait_for
 
 GROUP = "visibility.kueue.x-k8s.io"
@@ -269,3 +276,140 @@ def test_explain_answers_and_the_suggested_change_admits(
     assert "set spec.stopPolicy to None" in answer["suggestion"]
     kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "None"}})
     wait_for(lambda: is_admitted(kueue.workload(namespace, "held")), timeout=30, message="resuming admits it")
+
+
+def _stopped(kueue: KueueApi, cq: str) -> bool:
+    conditions = ((kueue.get("ClusterQueue", cq) or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Active" and c["status"] == "False" for c in conditions)
+
+
+def test_explain_after_preemption_names_the_victim_the_cycle_then_evicts(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
+) -> None:
+    """The queue is held while the answer is read (a live cycle would preempt within a second);
+    resuming it, the cycle preempts the very workload the dry run named."""
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    flavor, cq = make_queues(kueue, namespace, cpu="1", preemption=("LowerPriority",))
+    submit(kueue, namespace, "low", priority=0)
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "low")), timeout=30, message="low admitted")
+    kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "Hold"}})
+    wait_for(lambda: _stopped(kueue, cq), timeout=30, message="the ClusterQueue stopped")
+    submit(kueue, namespace, "high", priority=10)
+    answer = wait_for(lambda: (a := _explain(cluster, namespace, "high")).get("dryRun") and a,
+                      timeout=30, message="explain for the high-priority workload")
+    assert answer["state"] == "Pending" and answer["clusterQueueActive"] is False
+    assert answer["dryRun"]["outcome"] == "FitsAfterPreemption"
+    assert answer["dryRun"]["flavors"] == {"main": {"cpu": flavor}}
+    assert answer["preemptionVictims"] == [
+        {"namespace": namespace, "name": "low", "clusterQueue": cq, "reason": "InClusterQueue"}]
+    assert answer["resources"] == [{"flavor": flavor, "resource": "cpu", "requested": "1", "free": "0",
+                                    "nominalQuota": "1", "cohortCanLend": "0", "missing": "1"}]
+    kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "None"}})
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "high")), timeout=30, message="high admitted")
+    low = kueue.workload(namespace, "low")
+    assert (condition(low, "Preempted") or {}).get("reason") == "InClusterQueue", low["status"]
+    assert (condition(low, "Evicted") or {}).get("reason") == "Preempted", low["status"]
+
+
+def test_explain_a_workload_that_fits_behind_the_head_of_a_strict_fifo_queue(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
+) -> None:
+    """What is admitted next: the head that does not fit blocks a StrictFIFO queue; the one behind
+    it fits now and is admitted as soon as the head is gone."""
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    flavor, _ = make_queues(kueue, namespace, cpu="2", strategy=("StrictFIFO",))
+    submit(kueue, namespace, "running", cpu="1")
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "running")), timeout=30, message="running admitted")
+    submit(kueue, namespace, "big", cpu="2")
+    wait_for(lambda: _explain(cluster, namespace, "big").get("positionInClusterQueue") == 0, timeout=30,
+             message="big queued")
+    submit(kueue, namespace, "small", cpu="1")
+    small = wait_for(lambda: (a := _explain(cluster, namespace, "small")).get("positionInClusterQueue") == 1 and a,
+                     timeout=30, message="small queued behind big")
+    assert small["dryRun"]["outcome"] == "Fits" and small["dryRun"]["flavors"] == {"main": {"cpu": flavor}}
+    assert small["ahead"] == {"count": 1, "first": [{"namespace": namespace, "name": "big"}]}
+    assert small["suggestion"].startswith("it fits now, after the 1 workload(s) ahead of it")
+    big = _explain(cluster, namespace, "big")
+    assert big["dryRun"]["outcome"] == "DoesNotFit" and big["ahead"] == {"count": 0, "first": []}
+    assert big["resources"] == [{"flavor": flavor, "resource": "cpu", "requested": "2", "free": "1",
+                                 "nominalQuota": "2", "cohortCanLend": "0", "missing": "1"}]
+    assert big["suggestion"].startswith(f"free 1 of cpu in flavor {flavor}")
+    assert not is_admitted(kueue.workload(namespace, "small"))
+    cluster.kubectl("delete", "workload", "big", "-n", namespace)
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "small")), timeout=30,
+             message="small is admitted once the head is gone")
+
+
+def test_explain_waiting_on_admission_checks_gives_each_checks_state(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
+) -> None:
+    """The check controller's own words, as stored in status.admissionChecks: Pending while the
+    quota is held, then admitted once Ready; after a Rejected check the deactivated workload's
+    answer quotes the check's message from its Evicted condition."""
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    check = unique("capacity")
+    kueue.create(AdmissionCheckBuilder(check).obj())
+    kueue.set_active_condition("AdmissionCheck", check, True)
+    _, cq = make_queues(kueue, namespace, cpu="4", admission_checks=(check,))
+    submit(kueue, namespace, "mine")
+    wait_for(lambda: holds_quota(kueue.workload(namespace, "mine")), timeout=30, message="mine reserves quota")
+    kueue.set_check_state(namespace, "mine", check, "Pending", "waiting for capacity, ETA 5m")
+    answer = wait_for(lambda: (a := _explain(cluster, namespace, "mine")).get("admissionCheckStates", [{}])[0]
+                      .get("message") and a, timeout=30, message="explain shows the check's message")
+    assert (answer["state"], answer["admitted"], answer["clusterQueue"], answer["admissionChecks"]) == (
+        "HoldsQuota", False, cq, [check])
+    [state] = answer["admissionCheckStates"]
+    assert (state["name"], state["state"], state["message"]) == (check, "Pending", "waiting for capacity, ETA 5m")
+    assert answer["suggestion"] == (f"it holds quota in ClusterQueue {cq} and waits for admission check(s): "
+                                    f"{check} is Pending (waiting for capacity, ETA 5m)")
+
+    kueue.set_check_state(namespace, "mine", check, "Ready", "capacity found")
+    wait_for(lambda: is_admitted(kueue.workload(namespace, "mine")), timeout=30, message="admitted once Ready")
+    answer = wait_for(lambda: (a := _explain(cluster, namespace, "mine")).get("admitted") and a, timeout=30,
+                      message="explain says admitted")
+    assert answer["suggestion"] == "it is admitted; nothing to change"
+    assert [(s["state"], s["message"]) for s in answer["admissionCheckStates"]] == [("Ready", "capacity found")]
+
+    submit(kueue, namespace, "doomed")
+    wait_for(lambda: holds_quota(kueue.workload(namespace, "doomed")), timeout=30, message="doomed reserves quota")
+    kueue.set_check_state(namespace, "doomed", check, "Rejected", "no capacity in any zone")
+    wait_for(lambda: kueue.workload(namespace, "doomed")["spec"].get("active") is False, timeout=30,
+             message="a Rejected check deactivates the workload")
+    # The eviction resets the checks to Pending; the Evicted condition keeps the check's words.
+    answer = wait_for(lambda: (a := _explain(cluster, namespace, "doomed")).get("state") == "Deactivated" and a,
+                      timeout=30, message="explain says deactivated")
+    assert answer["suggestion"].startswith("it is deactivated (DeactivatedDueToAdmissionCheck: "), answer
+    assert "no capacity in any zone" in answer["suggestion"], answer
+
+
+def test_explain_names_a_flavor_excluded_by_a_fallback_and_offers_only_the_others(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
+) -> None:
+    """docs/design/fallbacks.md: an admission check rejects Spot; Spot is then excluded, and the
+    answer weighs only On-demand, which a filler holds."""
+    wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+    spot, on_demand = unique("spot"), unique("on-demand")
+    for flavor in (spot, on_demand):
+        kueue.create(ResourceFlavorBuilder(flavor).obj())
+    check = unique("capacity")
+    kueue.create(AdmissionCheckBuilder(check).obj())
+    kueue.set_active_condition("AdmissionCheck", check, True)
+    cq = unique("cq")
+    kueue.create(SeedClusterQueueBuilder(cq).flavor(spot, cpu="1").flavor(on_demand, cpu="2")
+                 .admission_checks(check).fallback().fallback_rule(spot, "AdmissionCheckRejected").obj())
+    kueue.create(LocalQueueBuilder("lq", namespace, cq).obj())
+    with flavor_check_controller(kueue, namespace, check, {spot}):
+        submit(kueue, namespace, "filler", cpu="2")  # more than Spot has: it goes to On-demand
+        wait_for(lambda: is_admitted(kueue.workload(namespace, "filler")), timeout=30, message="filler admitted")
+        submit(kueue, namespace, "mine", cpu="1")
+        answer = wait_for(lambda: (a := _explain(cluster, namespace, "mine")).get("excludedFlavors") and a.get("state")
+                          == "Pending" and a, timeout=60, message="Spot rejected and excluded")
+        assert answer["excludedFlavors"] == [spot]
+        assert answer["dryRun"]["outcome"] == "DoesNotFit"
+        assert answer["resources"] == [{"flavor": on_demand, "resource": "cpu", "requested": "1", "free": "0",
+                                        "nominalQuota": "2", "cohortCanLend": "0", "missing": "1"}]
+        assert answer["suggestion"].startswith(f"free 1 of cpu in flavor {on_demand}")
+        kueue.finish(kueue.workload(namespace, "filler"))
+        wait_for(lambda: is_admitted(kueue.workload(namespace, "mine")), timeout=30, message="mine admitted")
+    admission = kueue.workload(namespace, "mine")["status"]["admission"]
+    assert admission["podSetAssignments"][0]["flavors"] == {"cpu": on_demand}

@@ -709,6 +709,16 @@ def test_cert_manager_variant(cert_manager_objects: list[Obj]) -> None:
         objects, sa, "get", "", "secrets", namespace=NAMESPACE, name="pykueue-webhook-server-cert"
     )
     assert not find(objects, "Role", "pykueue-webhook")
+    # The CRDs' conversion webhook trusts the mounted ca.crt (webhook/crd_conversion.py MountedCaSync):
+    # the injector cannot annotate the verbatim crds/, so the webhook patches exactly the Kueue CRDs.
+    for plural in ("workloads", "clusterqueues", "admissionchecks"):
+        assert allowed(objects, sa, "patch", "apiextensions.k8s.io", "customresourcedefinitions",
+                       name=f"{plural}.kueue.x-k8s.io")
+    assert not allowed(objects, sa, "patch", "apiextensions.k8s.io", "customresourcedefinitions",
+                       name="certificates.cert-manager.io")
+    cert_mount = next(m for m in webhook["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+                      if m["name"] == cert_volume["name"])
+    assert cert_mount["readOnly"] is True  # tls.crt, tls.key and ca.crt, as cert-manager writes them
 
 
 def test_cert_manager_with_an_existing_issuer() -> None:

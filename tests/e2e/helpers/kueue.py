@@ -74,15 +74,21 @@ def holds_quota(wl: dict[str, Any]) -> bool:
 
 
 class KueueApi:
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    """Kueue objects through the apiserver in ``version`` (default: ``WIRE_VERSION``); tests build
+    and assert on v1beta1 objects whatever the wire version."""
+
+    def __init__(self, api_client: k8s.ApiClient, version: str | None = None) -> None:
         self.custom = k8s.CustomObjectsApi(api_client)
         self.created: list[tuple[str, str]] = []
+        self.version = version or WIRE_VERSION
+        if self.version not in ("v1beta1", "v1beta2"):
+            raise ValueError(f"KueueApi version {self.version!r}: expected v1beta1 or v1beta2")
 
     def _out(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         """A v1beta1 object or partial patch as the wire version spells it."""
-        if WIRE_VERSION == VERSION:
+        if self.version == VERSION:
             return body
-        converted = convert({**body, "apiVersion": f"{GROUP}/{VERSION}", "kind": kind}, WIRE_VERSION)
+        converted = convert({**body, "apiVersion": f"{GROUP}/{VERSION}", "kind": kind}, self.version)
         if "apiVersion" not in body:
             converted.pop("apiVersion", None)
             converted.pop("kind", None)
@@ -90,7 +96,7 @@ class KueueApi:
 
     def _in(self, obj: dict[str, Any]) -> dict[str, Any]:
         """What the apiserver answered, as the v1beta1 object the tests assert on."""
-        if WIRE_VERSION == VERSION or obj.get("apiVersion") != f"{GROUP}/{WIRE_VERSION}":
+        if self.version == VERSION or obj.get("apiVersion") != f"{GROUP}/{self.version}":
             return obj
         return convert(obj, VERSION)
 
@@ -100,10 +106,10 @@ class KueueApi:
         if kind in NAMESPACED:
             return self._in(
                 self.custom.create_namespaced_custom_object(
-                    GROUP, WIRE_VERSION, obj["metadata"]["namespace"], plural, self._out(kind, obj)
+                    GROUP, self.version, obj["metadata"]["namespace"], plural, self._out(kind, obj)
                 )
             )
-        created = self.custom.create_cluster_custom_object(GROUP, WIRE_VERSION, plural, self._out(kind, obj))
+        created = self.custom.create_cluster_custom_object(GROUP, self.version, plural, self._out(kind, obj))
         self.created.append((kind, obj["metadata"]["name"]))
         return self._in(created)
 
@@ -111,9 +117,9 @@ class KueueApi:
         try:
             if kind in NAMESPACED:
                 return self._in(
-                    self.custom.get_namespaced_custom_object(GROUP, WIRE_VERSION, namespace, PLURALS[kind], name)
+                    self.custom.get_namespaced_custom_object(GROUP, self.version, namespace, PLURALS[kind], name)
                 )
-            return self._in(self.custom.get_cluster_custom_object(GROUP, WIRE_VERSION, PLURALS[kind], name))
+            return self._in(self.custom.get_cluster_custom_object(GROUP, self.version, PLURALS[kind], name))
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -125,8 +131,8 @@ class KueueApi:
         return wl
 
     def workloads(self, namespace: str) -> list[dict[str, Any]]:
-        listed = self.custom.list_namespaced_custom_object(GROUP, WIRE_VERSION, namespace, "workloads")["items"]
-        return [self._in({"apiVersion": f"{GROUP}/{WIRE_VERSION}", "kind": "Workload", **wl}) for wl in listed]
+        listed = self.custom.list_namespaced_custom_object(GROUP, self.version, namespace, "workloads")["items"]
+        return [self._in({"apiVersion": f"{GROUP}/{self.version}", "kind": "Workload", **wl}) for wl in listed]
 
     def patch(
         self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None
@@ -134,9 +140,9 @@ class KueueApi:
         body = self._out(kind, body)
         if kind in NAMESPACED:
             return self._in(
-                self.custom.patch_namespaced_custom_object(GROUP, WIRE_VERSION, namespace, PLURALS[kind], name, body)
+                self.custom.patch_namespaced_custom_object(GROUP, self.version, namespace, PLURALS[kind], name, body)
             )
-        return self._in(self.custom.patch_cluster_custom_object(GROUP, WIRE_VERSION, PLURALS[kind], name, body))
+        return self._in(self.custom.patch_cluster_custom_object(GROUP, self.version, PLURALS[kind], name, body))
 
     def patch_status(
         self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None
@@ -145,11 +151,11 @@ class KueueApi:
         if kind in NAMESPACED:
             return self._in(
                 self.custom.patch_namespaced_custom_object_status(
-                    GROUP, WIRE_VERSION, namespace, PLURALS[kind], name, body
+                    GROUP, self.version, namespace, PLURALS[kind], name, body
                 )
             )
         return self._in(
-            self.custom.patch_cluster_custom_object_status(GROUP, WIRE_VERSION, PLURALS[kind], name, body)
+            self.custom.patch_cluster_custom_object_status(GROUP, self.version, PLURALS[kind], name, body)
         )
 
     def finish(self, wl: dict[str, Any]) -> None:

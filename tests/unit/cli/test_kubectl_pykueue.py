@@ -69,3 +69,18 @@ def test_explain_finds_a_jobs_workload_and_prints_the_answer() -> None:
     assert "Position:      1 (1 ahead: ns/other)" in text
     assert "f/cpu: needs 2, free 0, nominal 2, cohort can lend 0, missing 2" in text
     assert text.splitlines()[-1] == "To admit it:   free 2 of cpu in flavor f"
+
+
+def test_explain_prints_each_checks_state_and_each_option() -> None:
+    from pykueue.cli.kubectl_pykueue import render_explanation
+
+    out = io.StringIO()
+    render_explanation({"metadata": {"name": "w", "namespace": "ns"}, "state": "HoldsQuota", "admitted": False,
+                        "admissionChecks": ["prov"],
+                        "admissionCheckStates": [{"name": "prov", "state": "Pending", "message": "ETA 5m"}],
+                        "options": [{"name": "w-option-spot", "resourceFlavors": ["spot"], "status": "Pending",
+                                     "message": "Created", "positionInClusterQueue": 2}],
+                        "suggestion": "waits"}, out)
+    text = out.getvalue()
+    assert "  prov: Pending (ETA 5m)\n" in text
+    assert "Option:        w-option-spot (spot): Pending, position 2 - Created\n" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from controller.engine.explain_status import check_states, option_names, with_stored_status
 from tests.builders import (
     AdmissionCheckBuilder,
     FungibleClusterQueueBuilder,
@@ -100,3 +101,113 @@ def test_admission_checks_follow_the_reservation() -> None:
                                  "then admission checks prov must pass")
     (reservation,) = world.cycle().reservations
     assert reservation.admission_checks  # the cycle reserves and leaves admission to the check
+
+
+def _checks_world() -> World:
+    world = World().flavors("default")
+    world.engine.upsert_admission_check(AdmissionCheckBuilder("prov").active(True).obj())
+    world.engine.upsert_admission_check(AdmissionCheckBuilder("budget").active(True).obj())
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").admission_checks("prov", "budget").obj(),
+                lq="lq")
+    return world
+
+
+def test_reserved_and_waiting_on_checks_names_each_checks_state_and_message() -> None:
+    world = _checks_world()
+    wl = (PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1")
+          .reserved("cq", {"cpu": "default"}, {"cpu": "1"})
+          .check("prov", "Pending", message="waiting for capacity, ETA 5m")
+          .check("budget", "Ready", message="within budget").obj())
+    world.add(wl)
+    result = with_stored_status(world.engine.explain("ns/mine"), wl)
+    assert (result.state, result.admitted, result.cluster_queue, result.admission_checks) == (
+        "HoldsQuota", False, "cq", ["prov", "budget"])
+    assert [(v.name, v.state, v.message) for v in result.check_states] == [
+        ("prov", "Pending", "waiting for capacity, ETA 5m"), ("budget", "Ready", "within budget")]
+    # Only the check that is not Ready is named as what it waits for.
+    assert result.suggestion == ("it holds quota in ClusterQueue cq and waits for admission check(s): "
+                                 "prov is Pending (waiting for capacity, ETA 5m)")
+
+
+def test_an_admitted_workload_has_nothing_to_change() -> None:
+    world = _checks_world()
+    wl = (PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1")
+          .reserved("cq", {"cpu": "default"}, {"cpu": "1"}).admitted()
+          .check("prov", "Ready").check("budget", "Ready").obj())
+    world.add(wl)
+    result = with_stored_status(world.engine.explain("ns/mine"), wl)
+    assert (result.state, result.admitted) == ("HoldsQuota", True)
+    assert result.suggestion == "it is admitted; nothing to change"
+
+
+def test_a_retry_check_holds_a_pending_workload_until_it_is_reset() -> None:
+    world = _checks_world()
+    wl = (PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1")
+          .check("prov", "Retry", message="ProvisioningRequest mine-prov-1 failed", retry_count=1)
+          .check("budget", "Pending").obj())
+    world.add(wl)
+    result = with_stored_status(world.engine.explain("ns/mine"), wl)
+    assert result.state == "Pending" and result.check_states[0].retry_count == 1
+    assert result.suggestion.startswith(
+        "admission check prov is Retry (ProvisioningRequest mine-prov-1 failed): the workload is evicted")
+    assert world.admit() == []  # the cycle does not take it while the check says Retry
+
+
+def test_a_rejected_check_says_the_workload_is_deactivated() -> None:
+    world = _checks_world()
+    wl = (PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1")
+          .reserved("cq", {"cpu": "default"}, {"cpu": "1"})
+          .check("prov", "Rejected", message="no capacity in any zone").check("budget", "Ready").obj())
+    world.add(wl)
+    result = with_stored_status(world.engine.explain("ns/mine"), wl)
+    assert result.suggestion.startswith("admission check prov is Rejected (no capacity in any zone): "
+                                        "the workload is deactivated")
+
+
+def test_strange_check_entries_are_skipped() -> None:
+    wl = {"status": {"admissionChecks": ["x", {"state": "Ready"}, {"name": "ok", "state": "Pending", "retryCount": True}]}}
+    assert [(v.name, v.state, v.retry_count) for v in check_states(wl)] == [("ok", "Pending", None)]
+    assert check_states({"status": "nonsense"}) == []
+
+
+def test_a_concurrent_admission_parent_says_where_each_option_is() -> None:
+    world = World().flavors("reservation", "spot")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("reservation", cpu="1").flavor("spot", cpu="1").obj(),
+                lq="lq")
+    world.add(PlacementWorkloadBuilder("busy", "ns").queue("lq").podset(cpu="1")
+              .reserved("cq", {"cpu": "reservation"}, {"cpu": "1"}).admitted().obj())
+    parent = PlacementWorkloadBuilder("job", "ns").queue("lq").podset(cpu="1").obj()
+    parent["metadata"]["labels"] = {"kueue.x-k8s.io/concurrent-admission-parent": "true"}
+    parent["status"] = {"options": [
+        {"name": "job-option-reservation", "resourceFlavors": ["reservation"], "status": "Pending", "message": "Created"},
+        {"name": "job-option-spot", "resourceFlavors": ["spot"], "status": "QuotaReserved", "message": ""},
+    ]}
+    world.add(parent)
+    world.add(PlacementWorkloadBuilder("job-option-reservation", "ns").queue("lq").podset(cpu="1").obj())
+    world.add(PlacementWorkloadBuilder("job-option-spot", "ns").queue("lq").podset(cpu="1")
+              .reserved("cq", {"cpu": "spot"}, {"cpu": "1"}).obj())
+    assert world.engine.explain("ns/job").state == "Unknown"  # the engine never queues a parent
+    by_option = {o: world.engine.explain(f"ns/{o}") for o in option_names(parent)}
+    result = with_stored_status(world.engine.explain("ns/job"), parent, by_option)
+    assert result.state == "Parent"
+    assert [(o.name, o.flavors, o.status, o.state, o.position) for o in result.options] == [
+        ("job-option-reservation", ["reservation"], "Pending", "Pending", 0),
+        ("job-option-spot", ["spot"], "QuotaReserved", "HoldsQuota", None)]
+    assert result.options[0].outcome == "DoesNotFit"
+    assert result.suggestion.startswith(
+        "a concurrent-admission parent is scheduled through its options: job-option-reservation (reservation) is "
+        "Pending at position 0, dry run DoesNotFit; job-option-spot (spot) is QuotaReserved")
+
+
+def test_a_deactivated_workload_says_why_from_its_evicted_condition() -> None:
+    world = _checks_world()
+    wl = (PlacementWorkloadBuilder("mine", "ns").queue("lq").podset(cpu="1").active(False)
+          .condition("Evicted", True, "DeactivatedDueToAdmissionCheck",
+                     "Admission check(s) rejected: prov (no capacity in any zone)")
+          .check("prov", "Pending").check("budget", "Pending").obj())
+    world.add(wl)
+    result = with_stored_status(world.engine.explain("ns/mine"), wl)
+    assert result.state == "Deactivated"
+    assert result.suggestion == ("it is deactivated (DeactivatedDueToAdmissionCheck: Admission check(s) rejected: "
+                                 "prov (no capacity in any zone)); remove the cause, then set spec.active to true "
+                                 "to queue it again")

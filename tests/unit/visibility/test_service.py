@@ -185,3 +185,28 @@ def test_explain_answers_with_the_dry_run_and_is_authorized_as_reading_the_workl
         "group": "kueue.x-k8s.io", "version": "v1beta1", "resource": "workloads", "name": "w1", "namespace": "ns",
         "verb": "get"}
     assert service.handle(path.replace("/w1/", "/nope/"), {}, ALICE)[0] == 404
+
+
+def test_explain_adds_the_stored_check_states_and_a_parents_options() -> None:
+    world = World().flavors("default")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").admission_checks("prov").obj(), lq="lq")
+    world.add(PlacementWorkloadBuilder("held", "ns").queue("lq").podset(cpu="1")
+              .reserved("cq", {"cpu": "default"}, {"cpu": "1"}).check("prov", "Pending", message="ETA 5m").obj())
+    parent = PlacementWorkloadBuilder("job", "ns").queue("lq").podset(cpu="1").obj()
+    parent["metadata"]["labels"] = {"kueue.x-k8s.io/concurrent-admission-parent": "true"}
+    parent["status"] = {"options": [{"name": "job-option-default", "resourceFlavors": ["default"],
+                                     "status": "Pending", "message": "Created"}]}
+    world.add(parent)
+    world.add(PlacementWorkloadBuilder("job-option-default", "ns").queue("lq").podset(cpu="1").obj())
+    service, _ = _service(world)
+    base = "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ns/workloads"
+    code, body = service.handle(f"{base}/held/explain", {}, ALICE)
+    assert code == 200 and (body["state"], body["admitted"], body["admissionChecks"]) == ("HoldsQuota", False, ["prov"])
+    assert body["admissionCheckStates"] == [
+        {"name": "prov", "state": "Pending", "message": "ETA 5m", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    assert "waits for admission check(s): prov is Pending (ETA 5m)" in body["suggestion"]
+    code, body = service.handle(f"{base}/job/explain", {}, ALICE)
+    assert code == 200 and body["state"] == "Parent"
+    assert body["options"] == [{"name": "job-option-default", "resourceFlavors": ["default"], "status": "Pending",
+                                "message": "Created", "state": "Pending", "outcome": "Fits",
+                                "positionInClusterQueue": 0}]

@@ -11,7 +11,13 @@ from pykueue.api.schema import KINDS
 from pykueue.kube import resources as r
 from pykueue.kube.errors import Conflict
 from pykueue.tls.certs import generate_bundle, split_pem_certificates
-from webhook.crd_conversion import CRD_NAMES, CrdConversion, service_client_config, url_client_config
+from webhook.crd_conversion import (
+    CRD_NAMES,
+    CrdConversion,
+    MountedCaSync,
+    service_client_config,
+    url_client_config,
+)
 
 
 def _merge(target: Any, patch: Any) -> Any:
@@ -108,3 +114,23 @@ def test_a_crd_without_webhook_conversion_is_left_alone() -> None:
     CrdConversion(store, url_client_config("https://127.0.0.1:9443")).sync(generate_bundle(dns_names=["a"]).ca_cert)  # type: ignore[arg-type]
     assert store.crds["cohorts.kueue.x-k8s.io"]["spec"]["conversion"] == {"strategy": "None"}
     assert "caBundle" in _client_config(store, "clusterqueues.kueue.x-k8s.io")
+
+
+def test_cert_manager_mode_trusts_the_mounted_ca_and_follows_its_renewal(tmp_path: Any) -> None:
+    store = CrdStore()
+    ca_file = tmp_path / "ca.crt"
+    sync = MountedCaSync(lambda: CrdConversion(store, service_client_config("wh", "ns", 443)), ca_file)  # type: ignore[arg-type]
+    assert sync.run_once() is False and store.patches == 0  # no ca.crt (yet, or an ACME issuer): nothing written
+    first = generate_bundle(dns_names=["wh.ns.svc"]).ca_cert
+    ca_file.write_bytes(first)
+    assert sync.run_once() is True
+    config = _client_config(store, "workloads.kueue.x-k8s.io")
+    assert config["service"] == {"name": "wh", "namespace": "ns", "path": "/convert", "port": 443}
+    assert split_pem_certificates(base64.b64decode(config["caBundle"])) == [first]
+    writes = store.patches
+    assert sync.run_once() is True and store.patches == writes  # unchanged file: not even a read of the CRDs
+    renewed = generate_bundle(dns_names=["wh.ns.svc"]).ca_cert
+    ca_file.write_bytes(renewed)
+    sync.run_once()
+    bundle = split_pem_certificates(base64.b64decode(_client_config(store, "workloads.kueue.x-k8s.io")["caBundle"]))
+    assert bundle == [renewed, first]  # the previous CA stays trusted across the renewal
