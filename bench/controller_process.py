@@ -67,7 +67,50 @@ def py_spy_path() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
-class ControllerProcess:
+class LocalProcess:
+    """What the baseline reads of any admission controller it runs as a local process (pykueue's
+    or Kueue's): its pid, CPU and memory samples, liveness, its log's tail and its ``/readyz``.
+    Subclasses set ``process``, ``log_path`` and ``health_port`` when they start."""
+
+    process: subprocess.Popen[bytes] | None
+    log_path: Path
+    health_port: int
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def sample(self) -> ProcSample | None:
+        return sample(self.pid) if self.pid is not None else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _terminate(self) -> None:
+        """SIGTERM, then SIGKILL to the process group after 30 s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+
+class ControllerProcess(LocalProcess):
     """One controller process with a given client rate limit; see the module docstring."""
 
     def __init__(
@@ -97,10 +140,6 @@ class ControllerProcess:
         self.metrics_port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.profiler: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
 
     def start(self) -> None:
         self.health_port, self.metrics_port = _free_port(), _free_port()
@@ -171,22 +210,9 @@ class ControllerProcess:
             os.killpg(self.profiler.pid, signal.SIGKILL)
             self.profiler.wait(timeout=10)
 
-    def sample(self) -> ProcSample | None:
-        return sample(self.pid) if self.pid is not None else None
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
     def stop(self) -> None:
         self.stop_profiler()
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+        self._terminate()
 
     def api_requests(self) -> dict[str, Any] | None:
         """The controller's API client counters from ``/metrics`` (None when unreachable):
@@ -197,18 +223,6 @@ class ControllerProcess:
         except OSError:
             return None
         return client_request_figures(text)
-
-    def log_tail(self, lines: int = 40) -> str:
-        if not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def _ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as response:
-                return bool(response.status == 200)
-        except OSError:
-            return False
 
 
 def client_request_figures(metrics_text: str) -> dict[str, Any]:

@@ -28,10 +28,8 @@ import datetime as dt
 import ipaddress
 import os
 import shlex
-import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +42,7 @@ from cryptography.x509.oid import NameOID
 from pykueue.kube.errors import NotFound
 from pykueue.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 
-from .controller_process import REPO_ROOT, _free_port
-from .procstats import ProcSample, sample
+from .controller_process import REPO_ROOT, LocalProcess, _free_port
 
 READY_TIMEOUT_S = 120.0
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # fixed in Kueue v0.14's cmd/kueue/main.go
@@ -135,7 +132,7 @@ integrations:
 """
 
 
-class KueueProcess:
+class KueueProcess(LocalProcess):
     """Kueue's manager as a local process; the interface of :class:`bench.controller_process.ControllerProcess`
     that the baseline uses (start, pid, alive, stop, log_tail, api_requests, profiler no-ops)."""
 
@@ -151,10 +148,6 @@ class KueueProcess:
         self.log_path = workdir / f"kueue-{label}.log"
         self.health_port = 0
         self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
 
     def command(self, binary: Path) -> list[str]:
         """``unshare --mount`` around a shell that overlays ``/etc`` in the new namespace, puts the
@@ -211,36 +204,8 @@ class KueueProcess:
     def api_requests(self) -> dict[str, Any] | None:
         return None  # Kueue's /metrics needs TLS and an authorised token; see the module docstring
 
-    def sample(self) -> ProcSample | None:
-        return sample(self.pid) if self.pid is not None else None
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def log_tail(self, lines: int = 40) -> str:
-        if not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def _ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as response:
-                return bool(response.status == 200)
-        except OSError:
-            return False
-
-
-# --- Kueue's CRDs in place of ours for the length of a run -----------------------------------------
+        self._terminate()
 
 
 def _established(crd: dict[str, Any]) -> bool:
