@@ -48,7 +48,7 @@ from controller.runtime.workers import Workers
 from controller.runtime.workqueue import WorkQueue
 from controller.workload import indexes
 from controller.workload import view as wv
-from controller.workload.decisions import clear_reservation
+from controller.workload.decisions import clear_reservation, evict
 from controller.workload.patches import workload_status_patch
 from controller.workload.status_plan import (
     EVENT_NORMAL,
@@ -59,7 +59,7 @@ from controller.workload.status_plan import (
 )
 from pykueue.api import constants as c
 from pykueue.api.timestamps import utcnow
-from pykueue.kube.errors import AlreadyExists, NotFound
+from pykueue.kube.errors import AlreadyExists, Conflict, NotFound
 from pykueue.kube.resources import WORKLOADS, Resource
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,9 @@ class OptionController:
                 with contextlib.suppress(NotFound):
                     self._client.patch_status(WORKLOADS, wv.name(option), patch, namespace)
         for removal in plan.deactivate:
-            self._set_active(removal.option, False, removal.reason)
+            written = self._set_active(removal.option, False, removal.reason)
+            if written is not None and _never_ran(written, plan):
+                self._give_back(written, removal.reason, now)
             self._events.emit(
                 parent,
                 EventSpec(
@@ -314,8 +316,9 @@ class OptionController:
             parent = self._deactivate_parent(parent, plan.deactivate_parent, plan.deactivate_reason)
         return parent
 
-    def _set_active(self, option: Mapping[str, Any], active: bool, reason: str | None) -> None:
-        """Flip ``spec.active`` and our removed-annotation in one resourceVersion-guarded write."""
+    def _set_active(self, option: Mapping[str, Any], active: bool, reason: str | None) -> dict[str, Any] | None:
+        """Flip ``spec.active`` and our removed-annotation in one resourceVersion-guarded write;
+        returns the option as written (None when it is gone)."""
         patch = {
             "metadata": {
                 "resourceVersion": wv.meta(option).get("resourceVersion"),
@@ -323,8 +326,30 @@ class OptionController:
             },
             "spec": {"active": active},
         }
-        with contextlib.suppress(NotFound):
-            self._client.patch(WORKLOADS, wv.name(option), patch, wv.namespace(option))
+        try:
+            return self._client.patch(WORKLOADS, wv.name(option), patch, wv.namespace(option))
+        except NotFound:
+            return None
+
+    def _give_back(self, option: dict[str, Any], reason: str, now: datetime) -> None:
+        """Evict a just-deactivated option that never ran and release its quota, in one status
+        write guarded by the deactivation's resourceVersion. It has no pods, so nothing waits
+        for them; the loser's quota comes back within this reconcile instead of after two more
+        watch round trips (the workload controller's eviction, then our release). On a conflict
+        (the workload controller evicted it first) the usual path finishes the job."""
+        release = WorkloadPlan()
+        evict(release, option, c.REASON_DEACTIVATED, reason, now)
+        clear_reservation(release, option)
+        patch = workload_status_patch(option, release, now)
+        if patch is None:
+            return
+        try:
+            self._client.patch_status(WORKLOADS, wv.name(option), patch, wv.namespace(option))
+        except (Conflict, NotFound):
+            return
+        for event in release.events:
+            self._events.emit(option, event)
+        log.info("option gave its quota back", extra={"option": wv.key(option)})
 
     def _deactivate_parent(self, parent: dict[str, Any], message: str, reason: str) -> dict[str, Any]:
         patch = {
@@ -347,6 +372,19 @@ class OptionController:
         message = f"Cannot create option {name}: a Workload of that name that is not an option of this workload exists"
         self._events.emit(parent, EventSpec(EVENT_WARNING, c.EVENT_OPTION_NAME_TAKEN, message))
         log.warning("option name taken by a foreign workload", extra={"option": f"{wv.namespace(parent)}/{name}"})
+
+
+def _never_ran(option: Mapping[str, Any], plan: ParentPlan) -> bool:
+    """A deactivated option that holds a reservation it never used: not the winner, never
+    Admitted (so no pods), not evicted yet."""
+    return (
+        option is not plan.winner
+        and wv.name(option) != (wv.name(plan.winner) if plan.winner is not None else None)
+        and wv.has_reservation(option)
+        and not wv.is_admitted(option)
+        and not wv.is_evicted(option)
+        and not wv.is_finished(option)
+    )
 
 
 def parent_status_patch(parent: Mapping[str, Any], plan: ParentPlan, now: datetime) -> dict[str, Any] | None:

@@ -81,9 +81,12 @@ class InFlightWrites:
             except queue.Empty:
                 return
 
-    def submit(self, pool: ThreadPoolExecutor, keys: Sequence[str], write: Write, on_done: OnDone) -> None:
+    def submit(
+        self, pool: ThreadPoolExecutor, keys: Sequence[str], write: Write, on_done: OnDone
+    ) -> Future[bool]:
         """Run ``write`` on ``pool`` after any earlier write on one of ``keys``; ``on_done(ok)`` is
-        applied later by :meth:`apply_completed` (ok is False when ``write`` raised)."""
+        applied later by :meth:`apply_completed` (ok is False when ``write`` raised). Returns the
+        write's future, for a later write that must wait for this one's outcome."""
         keys = tuple(keys)
         earlier = [f for k in keys if (f := self._last_by_key.get(k)) is not None and not f.done()]
 
@@ -112,6 +115,7 @@ class InFlightWrites:
             self._wake()
 
         future.add_done_callback(completed)
+        return future
 
     def apply_completed(self, timeout: float | None = None) -> int:
         """Apply every outcome that has arrived (waiting up to ``timeout`` for the first one when

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -115,13 +115,18 @@ class SchedulerLoop:
         max_in_flight: int = MAX_WRITES_IN_FLIGHT,
         block_admission: bool = False,
         pending_reason_grace: float = PENDING_REASON_GRACE_SECONDS,
+        claim_winner: Callable[[dict[str, Any]], str | None] | None = None,
     ) -> None:
+        """``claim_winner``: see :class:`controller.concurrentadmission.winner.WinnerClaims`; an
+        option reserved without checks is admitted by the reservation write, so it claims its
+        parent first."""
         missing = [kind for kind in KINDS if kind not in informers]
         if missing:
             raise ValueError(f"scheduler needs informers for {missing}")
         self._client = client
         self._informers = informers
         self._events = events
+        self._claim_winner = claim_winner
         self._engine_factory = engine_factory
         self._clock = clock
         self._write_threads = write_threads
@@ -419,19 +424,23 @@ class SchedulerLoop:
                 functools.partial(self._evict, eviction, now),
                 functools.partial(self._eviction_done, engine, eviction),
             )
-        for preemption in result.preemptions:
-            self.writes.submit(
-                pool,
-                (preemption.victim,),
-                functools.partial(self._preempt, preemption, now),
-                functools.partial(self._preemption_done, engine, preemption.victim),
-            )
+        # A concurrent-admission option's preemption gate is written before the preemptions it
+        # covers, and they are not issued when it could not be: a crash between the two leaves
+        # the gate without victims (it lapses), never victims without the gate.
+        gates: dict[str, Future[bool]] = {}
         for preemptor in self._gates_to_open(engine, result, now.timestamp()):
-            self.writes.submit(
+            gates[preemptor] = self.writes.submit(
                 pool,
                 (preemptor,),
                 functools.partial(self._open_gate, preemptor, now),
                 lambda ok: None,
+            )
+        for preemption in result.preemptions:
+            self.writes.submit(
+                pool,
+                (preemption.victim,),
+                functools.partial(self._preempt_behind_gate, gates.get(preemption.preemptor), preemption, now),
+                functools.partial(self._preemption_done, engine, preemption.victim),
             )
         reservations = result.reservations
         if self._block_admission and len(reservations) > 1:
@@ -557,6 +566,8 @@ class SchedulerLoop:
     def _reserve(self, reservation: Reservation, now: datetime) -> bool:
         """The reservation write."""
         wl_before = self._informers["workloads"].store.get(reservation.workload)
+        if not reservation.admission_checks and not self._claimed(wl_before):
+            return False
         try:
             written = self._write(
                 reservation.workload,
@@ -595,6 +606,22 @@ class SchedulerLoop:
         )
         return True
 
+    def _claimed(self, wl: dict[str, Any] | None) -> bool:
+        """A reservation without checks also admits: a concurrent-admission option claims its
+        parent first (one winner per parent). False sends the reservation back to the engine,
+        which sees the winning sibling Admitted once the cache has it (engine rule 3)."""
+        if wl is None or self._claim_winner is None:
+            return True
+        try:
+            refused = self._claim_winner(wl)
+        except ApiError as err:
+            log.warning("winner claim failed", extra={"workload": wv.key(wl), "error": str(err)})
+            return False
+        if refused is not None:
+            log.info("reservation dropped", extra={"workload": wv.key(wl), "reason": refused})
+            return False
+        return True
+
     @staticmethod
     def _gates_to_open(engine: Engine, result: CycleResult, now: float) -> list[str]:
         """Options that issued preemptions in this cycle and do not hold their parent's
@@ -621,6 +648,18 @@ class SchedulerLoop:
             log.warning("preemption gate not recorded", extra={"workload": key, "error": str(err)})
             return False
         return True
+
+    def _preempt_behind_gate(self, gate: Future[bool] | None, preemption: Preemption, now: datetime) -> bool:
+        """Preempt once the preemptor's gate write (if this cycle opened one) has landed; a gate
+        that could not be written holds the preemption back (the engine decides it again). The
+        gate was submitted first to a FIFO pool, so waiting for it cannot deadlock."""
+        if gate is not None and not (gate.exception() is None and gate.result()):
+            log.warning(
+                "preemption held back: the preemption gate was not recorded",
+                extra={"victim": preemption.victim, "preemptor": preemption.preemptor},
+            )
+            return False
+        return self._preempt(preemption, now)
 
     def _preempt(self, preemption: Preemption, now: datetime) -> bool:
         """Evict one victim; False only when the write failed (the engine may pick it again).

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from controller.concurrentadmission.winner import WinnerClaims
 from controller.core.fair_share_status import FairShareStatus
 from controller.core.queue_status_controller import QueueStatusController
 from controller.core.scheduler import SchedulerLoop
@@ -155,6 +156,8 @@ def setup(ctrl: Controller) -> None:
     # The process's one Event pipeline (controller.runtime.events), on its own rate limit.
     events = ctrl.event_recorder()
     policy = pods_ready_policy(ctrl.config)
+    # One winner per concurrent-admission parent, decided in the API (docs/design/concurrent-admission.md).
+    claims = WinnerClaims(ctrl.client, informers["workloads"].store.get)
     workload_controller = WorkloadController(
         ctrl.client,
         workloads=informers["workloads"],
@@ -164,6 +167,7 @@ def setup(ctrl: Controller) -> None:
         priority_classes=informers["priorityclasses"],
         pods_ready=policy,
         events=events,
+        claim_winner=claims.claim,
     )
     block = blocks_admission(ctrl.config)
     engine_factory = functools.partial(
@@ -173,7 +177,14 @@ def setup(ctrl: Controller) -> None:
         # fairSharing.enable: order heads and choose victims by dominant resource share.
         fair_sharing=fair_sharing_strategies(ctrl.config),
     )
-    loop = SchedulerLoop(ctrl.client, informers, events, engine_factory=engine_factory, block_admission=block)
+    loop = SchedulerLoop(
+        ctrl.client,
+        informers,
+        events,
+        engine_factory=engine_factory,
+        block_admission=block,
+        claim_winner=claims.claim,
+    )
     scheduler = SchedulerRunnable(loop, informers)
     queue_status = QueueStatusController(
         ctrl.client,

@@ -24,7 +24,7 @@ from controller.runtime.workqueue import WorkQueue
 from controller.workload import fallbacks as fb
 from controller.workload import indexes
 from controller.workload import view as wv
-from controller.workload.decisions import PodsReadyPolicy, WorkloadContext, plan_workload
+from controller.workload.decisions import PodsReadyPolicy, WorkloadContext, plan_workload, withhold_admission
 from controller.workload.indexes import ApiClient, InformerLike
 from controller.workload.patches import triggers_annotation_patch, workload_status_patch
 from controller.workload.status_plan import EVENT_WARNING, UNSET, EventSpec, WorkloadPlan
@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 FALLBACK_TRIGGER_ATTEMPTS = 5
 
 MAX_CONFLICT_RETRIES = 3
+# A concurrent-admission option refused the parent's winner claim is looked at again after this.
+CLAIM_RETRY_SECONDS = 5.0
 
 
 def _priority_class_label(wl: dict[str, Any]) -> str:
@@ -61,8 +63,12 @@ class WorkloadController:
         events: EventSink,
         clock: Callable[[], datetime] = utcnow,
         workers: int = 2,
+        claim_winner: Callable[[dict[str, Any]], str | None] | None = None,
     ) -> None:
+        """``claim_winner(option)``: before a concurrent-admission option is marked Admitted, claims
+        its parent (``controller.concurrentadmission.winner``); returns why not when a sibling won."""
         self._client = client
+        self._claim_winner = claim_winner
         self._workloads = workloads
         self._local_queues = local_queues
         self._cluster_queues = cluster_queues
@@ -189,6 +195,14 @@ class WorkloadController:
                 self._patch_spec(wl, {"priority": priority})
                 return None
         plan = plan_workload(wl, self.context_for(wl), now)
+        if plan.newly_admitted and self._claim_winner is not None:
+            # The parent's race has one winner: the claim is written (guarded) before Admitted.
+            refused = self._claim_winner(wl)
+            if refused is not None:
+                withhold_admission(plan, wl, f"Not admitted: {refused}")
+                # Nothing on this option changes when the claiming sibling gives its quota back
+                # without being admitted (its check turned Rejected): look again later.
+                plan.wake_in(CLAIM_RETRY_SECONDS)
         if plan.deactivate:
             self._patch_spec(wl, {"active": False})
         patch = workload_status_patch(wl, plan, now)

@@ -11,6 +11,10 @@ older), and processes them one by one against the live quota state, which the ro
   nobody else takes the room being freed, and the preemptor becomes its queue's sticky head.
   Its queue takes no more heads this cycle (evictions are serialised per queue). An entry whose
   victims overlap those of an earlier entry is skipped.
+* **migration** (concurrent admission, ``controller.engine.options``): an option that takes
+  over from its admitted sibling evicts it instead of reserving, and waits for its quota. Until
+  it reserves it keeps, like a preemptor, the quota it counts on outside the sibling's flavors
+  (held for the cycle, sticky head), so a lower-priority workload cannot take it meanwhile.
 * **no fit**: the pending reason is recorded; BestEffortFIFO parks the workload's shape class and
   moves on to the next head, StrictFIFO keeps it as the head and stops the queue for this cycle.
 
@@ -60,7 +64,7 @@ class Holdings(Protocol):
 
 
 class _Entry:
-    __slots__ = ("assignment", "cluster_queue", "displace", "info", "retry_next_cycle", "targets")
+    __slots__ = ("assignment", "cluster_queue", "displace", "info", "keep", "retry_next_cycle", "targets")
 
     def __init__(
         self,
@@ -70,6 +74,7 @@ class _Entry:
         targets: list[Target],
         displace: WorkloadInfo | None = None,
         retry_next_cycle: bool = False,
+        keep: dict[FlavorResource, int] | None = None,
     ) -> None:
         self.info = info
         self.cluster_queue = cluster_queue
@@ -78,6 +83,9 @@ class _Entry:
         self.displace = displace  # concurrent admission: the sibling option this one migrates from
         # Preemption passed over workloads admitted earlier in this cycle: decide again next cycle.
         self.retry_next_cycle = retry_next_cycle
+        # Concurrent admission: quota kept for an option whose winner is leaving for it (a
+        # migration); it waits, and no later entry of the cycle may take that quota.
+        self.keep = keep
 
     @property
     def usage(self) -> dict[FlavorResource, int]:
@@ -211,7 +219,8 @@ def _nominate_migration(
             reason=c.REASON_PENDING,
             message=f"waiting for option {holder.name} of the same parent to give its quota back",
         )
-        return _Entry(info, cluster_queue, blocked, [])
+        keep = _migration_keep(cache, holdings, info, cluster_queue, holder)
+        return _Entry(info, cluster_queue, blocked, [], keep=keep)
     if not OptionBook.may_displace(info, holder):
         blocked = Assignment(
             mode=NO_FIT,
@@ -250,6 +259,50 @@ def _nominate_migration(
     return _Entry(info, cluster_queue, assignment, [])
 
 
+def _migration_keep(
+    cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, holder: WorkloadInfo
+) -> dict[FlavorResource, int] | None:
+    """The quota to keep for ``info`` while ``holder``, evicted for its migration to ``info``
+    (``FlavorMigration``), gives its quota back: what ``info`` would use with the holder's quota
+    counted as free, when that fits. Without it, the quota the migration found free (or freed by
+    preempting) could be taken by a lower-priority workload meanwhile, which the migration would
+    then preempt a second time."""
+    if holder.option is None or not holder.option.migrated_away or not OptionBook.may_displace(info, holder):
+        return None
+    spec = cache.cluster_queues[cluster_queue]
+    node = cache.forest.cluster_queues[cluster_queue]
+    holdings.displace(holder)
+    try:
+        assignment = assign_flavors(info, spec, node, cache.flavors, cache.preemptor.preemption_level)
+    finally:
+        holdings.restore(holder)
+    if assignment.mode != FIT:
+        return None
+    # Only what lies outside the holder's own flavors: that part comes back with its release.
+    held_by_holder = holder.admission.usage if holder.admission is not None else {}
+    keep = {fr: amount for fr, amount in assignment.usage.items() if fr not in held_by_holder}
+    return keep or None
+
+
+def _keep_for_migration(
+    queues: QueueManager,
+    entry: _Entry,
+    usage: dict[FlavorResource, int],
+    node: quota.QuotaNode,
+    held: list[tuple[quota.QuotaNode, dict[FlavorResource, int]]],
+    exhausted: set[str],
+) -> None:
+    """Hold ``usage`` for the rest of the cycle and keep ``entry`` at the head of its queue (not
+    parked), so that nothing behind it takes the quota its migration counts on."""
+    name = entry.cluster_queue
+    if usage:
+        quota.add_usage(node, usage)
+        held.append((node, usage))
+    queues.requeue(entry.info, name)
+    queues.queues[name].sticky = entry.info.key
+    exhausted.add(name)
+
+
 def _process(
     cache: QuotaCache,
     queues: QueueManager,
@@ -275,7 +328,9 @@ def _process(
             if cache.admitted_workload(holder.key) is holder:
                 flavors = ", ".join(sorted({f for ps in assignment.podsets for f in ps.flavors.values()}))
                 cache.evict_for_migration(holder, migration_message(info, flavors), result.evictions)
-            queues.requeue(info, name)
+            held_by_holder = holder.admission.usage if holder.admission is not None else {}
+            keep = {fr: n for fr, n in assignment.usage.items() if fr not in held_by_holder}
+            _keep_for_migration(queues, entry, keep if quota.fits(node, keep) else {}, node, held, exhausted)
             return
         if not quota.fits(node, assignment.usage):
             # Another entry of this cycle took the room; try again next cycle, not parked.
@@ -368,6 +423,11 @@ def _process(
             quota.add_usage(node, reserve)
             held.append((node, reserve))
             exhausted.add(name)
+
+    if entry.keep is not None:
+        _keep_for_migration(queues, entry, entry.keep, node, held, exhausted)
+        queues.emit_reason(result, info.key, assignment.reason or c.REASON_PENDING, assignment.message)
+        return
 
     if entry.retry_next_cycle:
         queues.requeue(info, name)  # its victims were admitted this cycle: they are candidates next

@@ -176,6 +176,17 @@ def plan_workload(wl: Mapping[str, Any], ctx: WorkloadContext, now: datetime) ->
     return plan
 
 
+def withhold_admission(plan: WorkloadPlan, wl: Mapping[str, Any], message: str) -> None:
+    """Undo the admission ``plan`` decided: a concurrent-admission option whose sibling won the
+    parent's race (controller/concurrentadmission/winner.py) stays reserved, not admitted, until
+    the option controller deactivates it. Everything else in the plan (the synced checks) stays."""
+    plan.set_conditions = [s for s in plan.set_conditions if s.type != C.COND_ADMITTED]
+    plan.events = [e for e in plan.events if e.reason != C.EVENT_ADMITTED]
+    plan.newly_admitted = False
+    if _condition_differs(wl, C.COND_ADMITTED, "False", C.REASON_OTHER_OPTION_ADMITTED):
+        _set(plan, C.COND_ADMITTED, False, C.REASON_OTHER_OPTION_ADMITTED, message)
+
+
 def _plan_pending(plan: WorkloadPlan, wl: Mapping[str, Any], now: datetime, evicted: bool) -> None:
     """A pending, active workload: finish reactivation and the requeue backoff."""
     evicted_cond = wv.condition(wl, C.COND_EVICTED) or {}

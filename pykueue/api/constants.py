@@ -89,6 +89,10 @@ OPTION_QUEUE_TIMESTAMP_ANNOTATION: Final = "kueue.x-k8s.io/option-queue-timestam
 # deactivated, and ignored by the engine once OPTION_PREEMPTION_GATE_SECONDS have passed.
 OPTION_PREEMPTION_GATE_ANNOTATION: Final = "kueue.x-k8s.io/option-preemption-gate"
 OPTION_PREEMPTION_GATE_SECONDS: Final = 120
+# The winner of a parent's race: the name of the option last admitted, written on the parent with
+# a resourceVersion precondition *before* that option is marked Admitted, so two options whose
+# checks turn Ready together cannot both be admitted (controller/concurrentadmission/winner.py).
+OPTION_WINNER_ANNOTATION: Final = "kueue.x-k8s.io/option-winner"
 
 # --- Concurrent admission policies ---------------------------------------------------------------
 ON_SUCCESS_REMOVE_OTHER: Final = "RemoveOther"
@@ -158,6 +162,8 @@ REASON_ADMISSION_GATED: Final = "AdmissionGated"
 REASON_ADMITTED: Final = "Admitted"
 REASON_NO_RESERVATION: Final = "NoReservation"
 REASON_UNSATISFIED_CHECKS: Final = "UnsatisfiedAdmissionChecks"
+# pykueue: an option whose checks are Ready but whose sibling won the parent's race.
+REASON_OTHER_OPTION_ADMITTED: Final = "OtherOptionAdmitted"
 # Finished
 REASON_SUCCEEDED: Final = "Succeeded"
 REASON_FAILED: Final = "Failed"

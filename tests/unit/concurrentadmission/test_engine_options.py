@@ -398,3 +398,42 @@ def test_a_migration_preempts_a_lower_priority_workload_then_evicts_the_winner()
     world.finish("ns/low")  # the victim's quota is back
     result = world.cycle(advance=5)
     assert _migration_evictions(result) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
+
+
+def _pending_low(world: World, cq: Obj) -> Obj:
+    """A lower-priority job of the same queue: its reservation option, pending."""
+    other = parent("job-b-67890", queue="lq-cq")
+    other["metadata"]["uid"] = "uid-job-b"
+    other["spec"]["priority"] = -10
+    return world.add(option(other, config_of(cq), "reservation"))
+
+
+def test_a_preempting_migration_keeps_the_quota_its_victims_free() -> None:
+    """Once the victim is gone, the reservation quota it freed is the migrating option's: a
+    lower-priority workload that is pending meanwhile does not take it, neither in the cycle
+    that evicts the winner nor while the winner's pods go away; the option reserves it once the
+    winner's quota is back."""
+    cq = _queue("RemoveLower", free=("2", "0", "2"), preemption=True)
+    world = _world(cq)
+    _blocker(world, "reservation", "2", name="low", priority=-10)
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    spot = world.add(reserved(option(p, config, "spot"), "spot"))  # the job runs on spot
+    world.add(option(p, config, "reservation"))
+    assert [pr.victim for pr in world.cycle().preemptions] == ["ns/low"]
+    _pending_low(world, cq)  # a lower-priority job waits for the same quota
+    world.finish("ns/low")  # the victim's quota is back
+    result = world.cycle(advance=5)
+    assert _migration_evictions(result) == [("ns/job-a-12345-option-spot", "FlavorMigration")]
+    assert result.reservations == [], "the freed quota is kept for the migrating option"
+    # The eviction's echo: the winner's pods are going away; the quota is still kept.
+    spot = world.add(evicted(spot, "FlavorMigration", "migrating"))
+    for _ in range(3):
+        result = world.cycle(advance=5)
+        assert result.reservations == [] and result.preemptions == []
+    assert world.usage("cq", "reservation") == 0
+    # The winner's quota is released (its pods are gone): the option reserves the reservation.
+    released = dict(spot)
+    released["status"] = {}
+    world.add(released)
+    assert world.admit(advance=5) == ["ns/job-a-12345-option-reservation"]

@@ -15,7 +15,7 @@ from controller.runtime.events import RecordingEvents
 from controller.runtime.workqueue import WorkQueue
 from pykueue.kube.errors import AlreadyExists, NotFound
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, SeedWorkloadBuilder
-from tests.unit.concurrentadmission.helpers import CREATED, reserved, three_flavor_queue
+from tests.unit.concurrentadmission.helpers import CREATED, evicted, reserved, three_flavor_queue
 from tests.unit.core.fakes import FakeApi, FakeInformer
 
 NOW = datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
@@ -127,6 +127,59 @@ def test_once_an_option_is_admitted_remove_other_deactivates_the_rest_and_the_pa
         "pykueue_concurrent_admission_options_removed_total", {"cluster_queue": "cq", "cause": "policy"}
     )
     assert after == before + 2
+
+
+def test_a_losing_option_holding_a_reservation_gives_it_back_in_the_same_reconcile() -> None:
+    """Two options reserved and raced; one was admitted. The loser never ran (it was never
+    Admitted, so it has no pods): one reconcile of the parent deactivates it and, in a second
+    write guarded by the deactivation's resourceVersion, evicts it and releases its quota, so no
+    watch round trip (workload controller, then option controller again) stands between the
+    winner's admission and the loser's quota coming back."""
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    world.api.put("workloads", reserved(world.workload("job-a-12345-option-spot"), "spot"))
+    world.api.put(
+        "workloads", reserved(world.workload("job-a-12345-option-on-demand"), "on-demand", admitted=False)
+    )
+    world.controller.reconcile("ns/job-a-12345")
+    loser = world.workload("job-a-12345-option-on-demand")
+    assert loser["spec"]["active"] is False
+    assert "admission" not in loser["status"], "the loser's quota is back within the reconcile"
+    conditions = {c["type"]: c for c in loser["status"]["conditions"]}
+    assert conditions["QuotaReserved"]["status"] == "False"
+    assert conditions["Evicted"]["status"] == "True" and conditions["Evicted"]["reason"] == "Deactivated"
+    assert "RemoveOther" in conditions["Evicted"]["message"]
+    winner = world.workload("job-a-12345-option-spot")
+    assert winner["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": "spot"}
+
+
+def test_a_losers_give_back_that_conflicts_leaves_it_to_the_usual_path() -> None:
+    """The status write after the deactivation conflicts (the workload controller evicted the
+    option first): the reconcile does not fail, and the next one releases the evicted loser."""
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    world.api.put("workloads", reserved(world.workload("job-a-12345-option-spot"), "spot"))
+    world.api.put(
+        "workloads", reserved(world.workload("job-a-12345-option-on-demand"), "on-demand", admitted=False)
+    )
+    real_patch = world.api.patch_status
+
+    def evicted_first(res: Any, name: str, patch: dict[str, Any], namespace: str | None = None, **kw: Any) -> Any:
+        if name == "job-a-12345-option-on-demand" and "admission" in patch.get("status", {}):
+            world.api.put("workloads", evicted(world.workload(name), "Deactivated", "by the workload controller"))
+        return real_patch(res, name, patch, namespace, **kw)
+
+    world.api.patch_status = evicted_first  # type: ignore[method-assign]
+    world.controller.reconcile("ns/job-a-12345")
+    loser = world.workload("job-a-12345-option-on-demand")
+    assert loser["spec"]["active"] is False and "admission" in loser["status"]
+    world.api.patch_status = real_patch  # type: ignore[method-assign]
+    world.controller.reconcile("ns/job-a-12345")
+    assert "admission" not in world.workload("job-a-12345-option-on-demand")["status"]
 
 
 def test_the_parent_drops_the_mirrored_admission_when_its_winner_lost_its_quota() -> None:
