@@ -307,6 +307,12 @@ class OptionController:
         for option, patch in plan.annotate:
             with contextlib.suppress(NotFound):
                 self._client.patch(WORKLOADS, wv.name(option), patch, namespace)
+        switch = admission_switch_patch(parent, plan, now)
+        if switch is not None:
+            # The mirrored admission cannot change in place (the Workload webhook keeps
+            # status.admission immutable, as Kueue's): clear it, then mirror the new winner.
+            with contextlib.suppress(NotFound):
+                parent = self._client.patch_status(WORKLOADS, wv.name(parent), switch, namespace) or parent
         patch = parent_status_patch(parent, plan, now)
         if patch is not None:
             with contextlib.suppress(NotFound):
@@ -385,6 +391,23 @@ def _never_ran(option: Mapping[str, Any], plan: ParentPlan) -> bool:
         and not wv.is_evicted(option)
         and not wv.is_finished(option)
     )
+
+
+def admission_switch_patch(parent: Mapping[str, Any], plan: ParentPlan, now: datetime) -> dict[str, Any] | None:
+    """When the winner changed (a migration) before the parent's mirror was cleared, the patch that
+    clears the old mirror: ``status.admission`` dropped, ``QuotaReserved`` and ``Admitted`` False.
+    None when the parent mirrors nothing or already mirrors the winner."""
+    current = wv.status(parent).get("admission")
+    winner = plan.winner
+    if current is None or winner is None or current == wv.admission(winner):
+        return None
+    clear = WorkloadPlan()
+    clear.admission = None
+    message = f"Switching to option {wv.name(winner)}"
+    clear.set_conditions.append(ConditionSpec(c.COND_QUOTA_RESERVED, "False", c.REASON_PENDING, message))
+    if wv.is_true(parent, c.COND_ADMITTED):
+        clear.set_conditions.append(ConditionSpec(c.COND_ADMITTED, "False", c.REASON_NO_RESERVATION, message))
+    return workload_status_patch(parent, clear, now)
 
 
 def parent_status_patch(parent: Mapping[str, Any], plan: ParentPlan, now: datetime) -> dict[str, Any] | None:

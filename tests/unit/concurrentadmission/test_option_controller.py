@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from controller.concurrentadmission.controller import OptionController
 from controller.runtime.events import RecordingEvents
 from controller.runtime.workqueue import WorkQueue
-from pykueue.kube.errors import AlreadyExists, NotFound
+from pykueue.kube.errors import AlreadyExists, Forbidden, NotFound
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, SeedWorkloadBuilder
 from tests.unit.concurrentadmission.helpers import CREATED, evicted, reserved, three_flavor_queue
 from tests.unit.core.fakes import FakeApi, FakeInformer
@@ -47,9 +47,9 @@ class Api(FakeApi):
 
 
 class World:
-    def __init__(self, cq: dict[str, Any]) -> None:
+    def __init__(self, cq: dict[str, Any], api: type[Api] | None = None) -> None:
         self.informers = {k: FakeInformer() for k in ("workloads", "localqueues", "clusterqueues")}
-        self.api = Api(self.informers)
+        self.api = (api or Api)(self.informers)
         self.api.put("clusterqueues", cq)
         self.api.put("localqueues", LocalQueueBuilder("lq", "ns", cq["metadata"]["name"]).obj())
         self.events = RecordingEvents()
@@ -204,6 +204,45 @@ def test_the_parent_drops_the_mirrored_admission_when_its_winner_lost_its_quota(
     assert "kueue.x-k8s.io/option-removed" not in (
         world.workload("job-a-12345-option-reservation")["metadata"].get("annotations") or {}
     )
+
+
+class ImmutableAdmissionApi(Api):
+    """Api whose status writes refuse to change a stored ``status.admission`` in place, as the
+    Workload webhook does (Kueue's rule)."""
+
+    def patch(self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = None, **kw: Any) -> dict[str, Any]:
+        current = self.objects.get((res.plural, f"{namespace}/{name}")) or {}
+        before = (current.get("status") or {}).get("admission")
+        after = (patch.get("status") or {}).get("admission")
+        if before is not None and after is not None and after != before:
+            raise Forbidden(403, "Forbidden", "status.admission: Invalid value: field is immutable")
+        return super().patch(res, name, patch, namespace, **kw)
+
+
+def test_a_migration_seen_in_one_step_clears_the_parents_mirror_before_showing_the_new_winner() -> None:
+    """The old winner released its quota and the migration target was admitted before the
+    controller looked again: the parent's mirrored admission cannot be changed in place, so it is
+    cleared and then set (found in e2e: every later write of the parent was refused, and the Job,
+    woken by the parent, stayed on the old flavor)."""
+    world = World(three_flavor_queue("RemoveLower"), ImmutableAdmissionApi)
+    world.api.put("workloads", _job_workload())
+    world.controller.reconcile("ns/job-a-12345")
+    world.controller.reconcile("ns/job-a-12345")
+    world.api.put("workloads", reserved(world.workload("job-a-12345-option-spot"), "spot"))
+    world.controller.reconcile("ns/job-a-12345")
+    assert world.workload("job-a-12345")["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": "spot"}
+    spot = copy.deepcopy(evicted(world.workload("job-a-12345-option-spot"), "FlavorMigration", "migrating"))
+    del spot["status"]["admission"]
+    spot["status"]["conditions"] = [c for c in spot["status"]["conditions"] if c["type"] == "Evicted"]
+    world.api.put("workloads", spot)
+    world.api.put("workloads", reserved(world.workload("job-a-12345-option-reservation"), "reservation"))
+    world.controller.reconcile("ns/job-a-12345")
+    parent = world.workload("job-a-12345")
+    assert parent["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": "reservation"}
+    conditions = {c["type"]: c["status"] for c in parent["status"]["conditions"]}
+    assert conditions["QuotaReserved"] == "True" and conditions["Admitted"] == "True"
+    written = [p["status"].get("admission", "unset") for plural, key, p in world.api.patches if key == "ns/job-a-12345" and "status" in p]
+    assert written[-2:][0] is None  # cleared, then set
 
 
 def test_an_option_name_taken_by_a_foreign_workload_is_reported_not_created() -> None:
