@@ -60,6 +60,7 @@ def setup(ctrl: Controller) -> None:
         origin=config.multi_kueue.origin,
         worker_lost_timeout=config.multi_kueue.worker_lost_timeout,
         dispatcher=mode_of(config.multi_kueue.dispatcher_name),
+        incremental_step=config.multi_kueue.incremental_step_size,
         incremental_round_seconds=float(
             ctrl.shared.get("multikueue-incremental-round-seconds", DEFAULT_ROUND_SECONDS)
         ),
