@@ -104,6 +104,12 @@ def reserved_at(remote: Mapping[str, Any]) -> str | None:
     return str(cond.get("lastTransitionTime") or "")
 
 
+def is_admitted(remote: Mapping[str, Any]) -> bool:
+    """Whether the worker admitted the copy (every check of its own ClusterQueue Ready)."""
+    cond = _condition(remote, C.COND_ADMITTED)
+    return cond is not None and cond.get("status") == "True"
+
+
 def pick_winner(
     remotes: Mapping[str, Mapping[str, Any] | None], current: str | None, *, tie_break: str = ""
 ) -> str | None:
@@ -158,6 +164,12 @@ def check_states_patch(
         entry["state"], entry["message"] = state, message
         return states
     return None
+
+
+def is_active(cluster: Mapping[str, Any] | None) -> bool:
+    """Whether a MultiKueueCluster's ``Active`` condition is True."""
+    cond = _condition(cluster or {}, C.COND_ACTIVE)
+    return cond is not None and cond.get("status") == "True"
 
 
 def worker_lost(cluster: Mapping[str, Any] | None, timeout: float, now: datetime) -> bool:

@@ -65,7 +65,9 @@ def setup(ctrl: Controller) -> None:
             ctrl.shared.get("multikueue-incremental-round-seconds", DEFAULT_ROUND_SECONDS)
         ),
     )
-    ctrl.register(WorkloadDispatcher(ctrl.client, informers, registry, settings, events=events, watches=watches))
+    dispatcher = WorkloadDispatcher(ctrl.client, informers, registry, settings, events=events, watches=watches)
+    ctrl.register(dispatcher)
+    ctrl.shared["multikueue-dispatch-states"] = dispatcher.states  # read by explain (controller.visibility)
     ctrl.register(
         GarbageCollector(
             informers["workloads"], registry, origin=settings.origin, interval=config.multi_kueue.gc_interval

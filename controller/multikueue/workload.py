@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,7 +46,7 @@ from controller.runtime.workqueue import WorkQueue
 from controller.workload import view as wv
 from controller.workload.status_plan import EventSpec
 from pykueue.api import constants as C
-from pykueue.api.timestamps import utcnow
+from pykueue.api.timestamps import format_time, utcnow
 from pykueue.kube import resources as R
 from pykueue.kube.errors import AlreadyExists, ApiError, NotFound
 
@@ -55,6 +55,7 @@ from . import dispatchers
 from .admissioncheck import config_name, is_multikueue
 from .clusters import Registry
 from .dispatchers import IncrementalRounds, Mode
+from .status import DispatchState, DispatchStates, WorkerState
 from .watches import RemoteWatches
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ class WorkloadDispatcher:
         self._clock = clock
         self._rounds = IncrementalRounds(settings.incremental_round_seconds)
         self._watches = watches
+        self.states = DispatchStates()  # what the last pass saw, for explain (:mod:`.status`)
         # Copies go to every nominated worker at once, as Kueue creates them, so no worker
         # gets a head start in the race for the reservation.
         self._copier = ThreadPoolExecutor(max_workers=4, thread_name_prefix="multikueue-copy")
@@ -119,8 +121,22 @@ class WorkloadDispatcher:
 
         self.workloads.add_handler(FuncHandler(add=enqueue, update=lambda _o, n: enqueue(n), delete=enqueue))
         self.jobs.add_handler(FuncHandler(update=lambda _o, n: self._job_changed(n)))
+        self.clusters.add_handler(FuncHandler(update=self._cluster_changed))
         if self._watches is not None:
             self._watches.feed(self.queue.add)
+
+    def _cluster_changed(self, old: Obj, new: Obj) -> None:
+        """A worker turned active or inactive: its watches start or stop, so nothing else would
+        wake the Workloads it concerns until their resync. Those are looked at now: the ones
+        dispatched to it (a lost winner's clock starts) and the ones not dispatched yet (it can
+        be nominated, or no longer)."""
+        if d.is_active(old) == d.is_active(new):
+            return
+        cluster = str((new.get("metadata") or {}).get("name") or "")
+        for local in self.workloads.store.list():
+            status = wv.status(local)
+            if status.get("admissionChecks") and status.get("clusterName") in (None, "", cluster):
+                self.queue.add(wv.key(local))
 
     def _job_changed(self, job: Obj) -> None:
         """A MultiKueue Job on the manager changed (e.g. unsuspended once admitted): its Workload
@@ -170,6 +186,7 @@ class WorkloadDispatcher:
         local = self.workloads.store.get(key)
         if local is None:
             self._rounds.forget(key)
+            self.states.forget(key)
             self._delete_remotes(namespace, name, self.registry.names())
             return None
         found = self.multikueue_check(local)
@@ -180,6 +197,7 @@ class WorkloadDispatcher:
         entry = d.check_entry(local, check) or {}
         if wv.is_finished(local) or not wv.has_reservation(local) or wv.is_evicted(local):
             self._rounds.forget(key)
+            self.states.forget(key)
             self._delete_remotes(namespace, name, clusters)
             if not wv.is_finished(local):
                 self._reset_nomination(local)
@@ -202,13 +220,36 @@ class WorkloadDispatcher:
             targets = dispatchers.copy_targets(nominated, clusters)
             # Copies follow the nomination: a worker no longer nominated loses its copy.
             self._delete_remotes(namespace, name, [c for c in clusters if c not in targets and remotes.get(c) is not None])
-            self._create_copies(local, targets, remotes)
+            created = self._create_copies(local, targets, remotes)
+            self._record(local, check, clusters, nominated, remotes, created=created)
             after = self._requeue(targets)
             return min(after, wait) if wait is not None else after
         self._delete_remotes(namespace, name, [c for c in clusters if c != winner])
         self._ensure_remote_job(winner, local, local_job)
         self._mark_dispatched(local, check, winner)
+        self._record(local, check, clusters, nominated, {winner: remotes[winner]}, winner=winner, job=True)
         return self._requeue([winner])
+
+    def _record(
+        self, local: Obj, check: str, clusters: list[str], nominated: list[str], remotes: Mapping[str, Obj | None],
+        *, winner: str = "", job: bool | None = None, created: Collection[str] = (),
+    ) -> None:  # fmt: skip
+        """Keep what this pass saw for ``explain`` (:mod:`.status`): once a worker won, only it
+        (the other copies are being removed)."""
+        names = [winner] if winner else clusters
+        workers = []
+        for cluster in names:
+            active = self.registry.active_client(cluster) is not None
+            remote = remotes.get(cluster)
+            workers.append(WorkerState(
+                cluster, active, cluster in nominated or cluster == winner,
+                copy=(remote is not None or cluster in created) if active else None,
+                quota_reserved=remote is not None and d.reserved_at(remote) is not None,
+                admitted=remote is not None and d.is_admitted(remote),
+                job=job if cluster == winner else None,
+            ))  # fmt: skip
+        state = DispatchState(check, self.settings.dispatcher.value, winner, tuple(workers), format_time(self._clock()))
+        self.states.record(wv.key(local), state)
 
     def _requeue(self, clusters: list[str]) -> float:
         """When to look at an in-flight Workload again without news: a slow resync when every
@@ -227,29 +268,30 @@ class WorkloadDispatcher:
             return None
         return self.jobs.store.get(f"{wv.namespace(local)}/{owner.get('name')}")
 
-    def _create_copies(self, local: Obj, clusters: list[str], remotes: dict[str, Obj | None]) -> None:
+    def _create_copies(self, local: Obj, clusters: list[str], remotes: dict[str, Obj | None]) -> set[str]:
         """Create the missing copies, on all workers at once (one after the other would hand the
         first worker in the config a head start on every Workload)."""
         copy = d.remote_workload(local, self.settings.origin)
 
-        def create(cluster: str) -> None:
+        def create(cluster: str) -> bool:
             client = self.registry.active_client(cluster)
             if client is None:
-                return
+                return False
             try:
                 client.create(R.WORKLOADS, copy, wv.namespace(local))
             except AlreadyExists:
-                return  # a copy of another origin or a race with ourselves; read next pass
+                return False  # a copy of another origin or a race with ourselves; read next pass
             except ApiError as err:  # e.g. the namespace missing on the worker: it just cannot take it
                 log.info("cannot copy workload to worker",
                          extra={"workload": wv.key(local), "multiKueueCluster": cluster, "error": str(err)})  # fmt: skip
+                return False
+            return True
 
         missing = [c for c in clusters if remotes.get(c) is None]
         if len(missing) == 1:
-            create(missing[0])
-            return
-        for future in [self._copier.submit(create, c) for c in missing]:
-            future.result()
+            return set(missing) if create(missing[0]) else set()
+        futures = {c: self._copier.submit(create, c) for c in missing}
+        return {c for c, future in futures.items() if future.result()}
 
     def _ensure_remote_job(self, cluster: str, local: Obj, local_job: Obj) -> None:
         client = self.registry.active_client(cluster)
@@ -322,6 +364,7 @@ class WorkloadDispatcher:
 
     def _follow(self, local: Obj, local_job: Obj, check: str, winner: str, remotes: dict[str, Obj | None]) -> float:
         namespace, name = wv.namespace(local), wv.name(local)
+        self._record(local, check, [winner], [], remotes, winner=winner)
         if self.registry.active_client(winner) is None:
             if d.worker_lost(self.clusters.store.get(winner), self.settings.worker_lost_timeout, self._clock()):
                 self._retry(local, check, f'Admitting remote lost: worker "{winner}" inactive past workerLostTimeout')
@@ -340,6 +383,7 @@ class WorkloadDispatcher:
             return self._requeue([winner])
         if remote_job is None:
             self._ensure_remote_job(winner, local, local_job)
+        self._record(local, check, [winner], [], remotes, winner=winner, job=True)
         if remote_job is not None and not (local_job.get("spec") or {}).get("suspend"):
             patch = d.job_status_patch(local_job, remote_job)
             if patch is not None:

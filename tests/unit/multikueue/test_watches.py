@@ -153,3 +153,16 @@ def test_a_change_to_the_manager_job_wakes_its_workload() -> None:
 
 
 NS_A = "team-a"
+
+
+def test_a_worker_turning_inactive_or_active_wakes_the_workloads_it_concerns() -> None:
+    w = World()
+    w.sync()
+    w.dispatcher.register_handlers()
+    handler = w.informers["multikueueclusters"].handlers[0]
+    up = MultiKueueClusterBuilder("w1").active().obj()
+    down = MultiKueueClusterBuilder("w1").condition("Active", False, "ClientConnectionFailed", "down").obj()
+    handler.on_update(up, up)  # a probe that changed nothing
+    assert w.dispatcher.queue.get(timeout=0.05) is None
+    handler.on_update(up, down)
+    assert w.dispatcher.queue.get(timeout=1) == f"{NS_A}/job-abc"
