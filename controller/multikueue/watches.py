@@ -44,6 +44,13 @@ def workload_key_of_remote(resource: R.Resource, obj: Obj) -> str | None:
     return f"{namespace}/{meta.get('name')}" if meta.get("name") else None
 
 
+class NoCache:
+    """The answer of :meth:`RemoteWatches.cached` when only a live read can tell."""
+
+
+NO_CACHE = NoCache()
+
+
 @dataclass
 class _Watch:
     client: Any
@@ -94,6 +101,17 @@ class RemoteWatches:
         with self._lock:
             watch = self._watches.get(cluster)
         return watch is not None and watch.synced()
+
+    def cached(self, cluster: str, client: Any, resource: R.Resource, namespace: str, name: str) -> Obj | NoCache | None:
+        """The watched copy of a remote object (``None``: the worker has none of ours), or
+        :data:`NO_CACHE` when the worker is not watched through ``client`` or has not listed
+        yet. Never modify the returned object: it is the cache's."""
+        with self._lock:
+            watch = self._watches.get(cluster)
+        if watch is None or watch.client is not client or not watch.synced():
+            return NO_CACHE
+        informer = watch.informers[0 if resource == R.WORKLOADS else 1]
+        return informer.store.get(f"{namespace}/{name}")
 
     def stop(self) -> None:
         with self._lock:

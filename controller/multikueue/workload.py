@@ -56,7 +56,7 @@ from .admissioncheck import config_name, is_multikueue
 from .clusters import Registry
 from .dispatchers import IncrementalRounds, Mode
 from .status import DispatchState, DispatchStates, WorkerState
-from .watches import RemoteWatches
+from .watches import NoCache, RemoteWatches
 
 log = logging.getLogger(__name__)
 
@@ -172,11 +172,23 @@ class WorkloadDispatcher:
             return str(state.get("name")), clusters
         return None
 
-    def _remote_get(self, cluster: str, res: R.Resource, namespace: str, name: str) -> Obj | None:
+    def _remote_get(self, cluster: str, res: R.Resource, namespace: str, name: str, *, live: bool = False) -> Obj | None:
+        """A remote object from the worker's watch cache when it is synced, else (or with
+        ``live``) from the worker itself. The cache may lag: an object it lacks is confirmed
+        with a live read (:meth:`_confirmed`) before anything is concluded from its absence."""
         client = self.registry.active_client(cluster)
         if client is None:
             return None
+        if not live and self._watches is not None:
+            cached = self._watches.cached(cluster, client, res, namespace, name)
+            if not isinstance(cached, NoCache):
+                return cached
         return client.get(res, name, namespace)
+
+    def _confirmed(self, cluster: str, res: R.Resource, namespace: str, name: str, seen: Obj | None) -> Obj | None:
+        """``seen``, or when it is absent what the worker itself says (a copy just created may
+        not have reached the watch yet; deciding it is gone would requeue a running Workload)."""
+        return seen if seen is not None else self._remote_get(cluster, res, namespace, name, live=True)
 
     # --- the pass ---------------------------------------------------------------------------------
 
@@ -369,12 +381,14 @@ class WorkloadDispatcher:
             if d.worker_lost(self.clusters.store.get(winner), self.settings.worker_lost_timeout, self._clock()):
                 self._retry(local, check, f'Admitting remote lost: worker "{winner}" inactive past workerLostTimeout')
             return self.settings.poll_interval
-        if remotes.get(winner) is None:
+        remote = self._confirmed(winner, R.WORKLOADS, namespace, name, remotes.get(winner))
+        if not d.has_origin(remote, self.settings.origin):
             self._retry(local, check, f'Admitting remote no longer exists on worker "{winner}"')
             return self._requeue([winner])
         self._delete_remotes(namespace, name, [c for c in remotes if c != winner and remotes[c] is not None])
-        remote_job = self._remote_get(winner, R.JOBS, namespace, str((local_job.get("metadata") or {}).get("name")))
-        if remote_job is None and d.adopted_by_job(remotes[winner]):
+        job_name = str((local_job.get("metadata") or {}).get("name"))
+        remote_job = self._confirmed(winner, R.JOBS, namespace, job_name, self._remote_get(winner, R.JOBS, namespace, job_name))
+        if remote_job is None and d.adopted_by_job(remote):
             # The worker deleted the Job that had adopted the copy (the copy follows its owner
             # there): as in Kueue, the admitting remote is gone; re-creating the Job would run it
             # again behind the manager's back, so the manager requeues and dispatches afresh.
@@ -383,7 +397,7 @@ class WorkloadDispatcher:
             return self._requeue([winner])
         if remote_job is None:
             self._ensure_remote_job(winner, local, local_job)
-        self._record(local, check, [winner], [], remotes, winner=winner, job=True)
+        self._record(local, check, [winner], [], {winner: remote}, winner=winner, job=True)
         if remote_job is not None and not (local_job.get("spec") or {}).get("suspend"):
             patch = d.job_status_patch(local_job, remote_job)
             if patch is not None:

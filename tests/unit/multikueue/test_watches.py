@@ -10,7 +10,7 @@ from controller.multikueue.clusters import ClusterController, Registry
 from controller.multikueue.watches import RemoteWatches, workload_key_of_remote
 from controller.runtime.events import RecordingEvents
 from pykueue.kube import resources as R
-from tests.builders import JobBuilder, MultiKueueClusterBuilder, WorkloadBuilder
+from tests.builders import JobBuilder, MultiKueueClusterBuilder, WorkloadBuilder, condition
 from tests.unit.multikueue.fake import FakeClient, FakeInformer
 from tests.unit.multikueue.test_clusters import NS, secret
 from tests.unit.multikueue.test_kubeconfig import kubeconfig
@@ -137,6 +137,8 @@ def test_the_loop_resyncs_slowly_once_its_workers_are_watched_and_polls_until_th
         informer.synced = True
     assert w.sync() == w.dispatcher.settings.resync_interval
     w.reserve_on("w1", "2026-01-01T12:00:01Z")
+    wl_cache = next(i for i in made.of(w.workers["w1"]) if i.resource == R.WORKLOADS).store
+    wl_cache.put(w.workers["w1"].get(R.WORKLOADS, "job-abc", NS_A))  # the watch saw the reservation
     w.sync()
     assert w.local()["status"]["clusterName"] == "w1"
     assert w.sync() == w.dispatcher.settings.resync_interval
@@ -166,3 +168,45 @@ def test_a_worker_turning_inactive_or_active_wakes_the_workloads_it_concerns() -
     assert w.dispatcher.queue.get(timeout=0.05) is None
     handler.on_update(up, down)
     assert w.dispatcher.queue.get(timeout=1) == f"{NS_A}/job-abc"
+
+
+def _watched_world() -> tuple[World, Made]:
+    w = World()
+    remote, made, _ = watches()
+    w.dispatcher._watches = remote
+    for name, client in w.workers.items():
+        remote.connected(name, client)
+    for informer in made.informers:
+        informer.synced = True
+    return w, made
+
+
+def _cache_of(made: Made, client: Any, resource: R.Resource) -> Any:
+    return next(i for i in made.of(client) if i.resource == resource).store
+
+
+def test_a_synced_watch_is_read_instead_of_the_worker() -> None:
+    w, made = _watched_world()
+    w.sync()  # copies created on both workers (the watch has not seen them yet)
+    reserved = w.workers["w2"].get(R.WORKLOADS, "job-abc", NS_A)
+    assert reserved is not None
+    reserved["status"] = {"conditions": [condition("QuotaReserved", True, "QuotaReserved", "ok", at="2026-01-01T12:00:01Z")]}
+    _cache_of(made, w.workers["w2"], R.WORKLOADS).put(reserved)  # only the watch knows of the reservation
+    w.sync()
+    assert w.local()["status"]["clusterName"] == "w2"
+
+
+def test_a_copy_the_watch_has_not_seen_yet_is_confirmed_live_before_a_retry() -> None:
+    w, made = _watched_world()
+    w.sync()
+    w.reserve_on("w1", "2026-01-01T12:00:01Z")
+    _cache_of(made, w.workers["w1"], R.WORKLOADS).put(w.workers["w1"].get(R.WORKLOADS, "job-abc", NS_A))
+    w.sync()
+    assert w.local()["status"]["clusterName"] == "w1"
+    _cache_of(made, w.workers["w1"], R.WORKLOADS).items.clear()  # the cache lags behind the worker
+    w.sync()
+    [state] = w.local()["status"]["admissionChecks"]
+    assert state["state"] == "Ready"  # the live read found the copy: still dispatched
+    del w.workers["w1"].objects[("workloads", NS_A, "job-abc")]  # now it is really gone
+    w.sync()
+    assert w.local()["status"]["admissionChecks"][0]["state"] == "Retry"
