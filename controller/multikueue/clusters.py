@@ -9,8 +9,8 @@ the ``Active`` condition with Kueue's reasons (``Active``/``Connected``, ``BadCo
 
 A connected worker is probed again every ``probe_interval`` so a worker that stops answering
 turns inactive within seconds; an unreachable one is retried after an exponential backoff
-(:func:`retry_delay`). Kueue notices a lost worker through its remote watches instead; pykueue
-polls (see docs/design/multikueue.md).
+(:func:`retry_delay`). A connected worker's client is also watched (:mod:`.watches`): the
+watches start on every new or rebuilt client and stop when the worker turns inactive.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import ApiError, NotFound
 
 from .kubeconfig import KubeconfigRefused, validated
+from .watches import RemoteWatches
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,7 @@ class ClusterController:
         client_factory: ClientFactory = KubeClient.from_kubeconfig_dict,
         probe_interval: float = 5.0,
         retry_cap: float = 60.0,
+        watches: RemoteWatches | None = None,
     ) -> None:
         self._client = client
         self.clusters = clusters
@@ -148,6 +150,7 @@ class ClusterController:
         self._factory = client_factory
         self._probe_interval = probe_interval
         self._retry_cap = retry_cap
+        self._watches = watches
         self.queue: WorkQueue[str] = WorkQueue("multikueue-cluster")
         self._runner = Workers(self.queue, self.reconcile, name=self.name, count=2)
 
@@ -171,6 +174,8 @@ class ClusterController:
             remote = self.registry.drop(name)
             if remote is not None:
                 remote.client.close()
+        if self._watches is not None:
+            self._watches.stop()
 
     def process_one(self, key: str) -> None:
         self._runner.process_one(key)
@@ -219,6 +224,7 @@ class ClusterController:
     def reconcile(self, name: str) -> float | None:
         cluster = self.clusters.store.get(name)
         if cluster is None:
+            self._unwatch(name)
             gone = self.registry.drop(name)
             if gone is not None:
                 gone.client.close()
@@ -229,6 +235,7 @@ class ClusterController:
             raw = self._read_kubeconfig(cluster)
             remote = self._connect(name, raw)
         except KubeconfigRefused as err:
+            self._unwatch(name)
             dropped = self.registry.drop(name)
             if dropped is not None:
                 dropped.client.close()
@@ -239,12 +246,19 @@ class ClusterController:
         except Exception as err:  # any failure to reach the worker means inactive
             remote.active = False
             remote.failures += 1
+            self._unwatch(name)
             self._record(cluster, Verdict(False, REASON_CONNECTION_FAILED, _short(err)))
             return retry_delay(remote.failures, cap=self._retry_cap)
         remote.active = True
         remote.failures = 0
+        if self._watches is not None:
+            self._watches.connected(name, remote.client)  # a rebuilt client gets new watches
         self._record(cluster, Verdict(True, REASON_ACTIVE, MESSAGE_CONNECTED))
         return self._probe_interval
+
+    def _unwatch(self, name: str) -> None:
+        if self._watches is not None:
+            self._watches.disconnected(name)
 
     def _record(self, cluster: dict[str, Any], verdict: Verdict) -> None:
         meta = cluster.get("metadata") or {}

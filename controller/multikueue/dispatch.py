@@ -7,6 +7,7 @@ Re-expressed from Kueue's ``workload.go`` (the group of one local and its remote
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -79,6 +80,15 @@ def has_origin(obj: Mapping[str, Any] | None, origin: str) -> bool:
     return obj is not None and (_meta(obj).get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL) == origin
 
 
+def adopted_by_job(remote: Mapping[str, Any] | None) -> bool:
+    """Whether the worker's Job integration adopted the copy (a controller owner of kind Job,
+    docs/design/jobs.md): from then on the copy lives and dies with that Job."""
+    for owner in _meta(remote or {}).get("ownerReferences") or []:
+        if isinstance(owner, Mapping) and owner.get("controller") and owner.get("kind") == "Job":
+            return True
+    return False
+
+
 def _condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == type_:
@@ -94,16 +104,37 @@ def reserved_at(remote: Mapping[str, Any]) -> str | None:
     return str(cond.get("lastTransitionTime") or "")
 
 
-def pick_winner(remotes: Mapping[str, Mapping[str, Any] | None], current: str | None) -> str | None:
+def is_admitted(remote: Mapping[str, Any]) -> bool:
+    """Whether the worker admitted the copy (every check of its own ClusterQueue Ready)."""
+    cond = _condition(remote, C.COND_ADMITTED)
+    return cond is not None and cond.get("status") == "True"
+
+
+def pick_winner(
+    remotes: Mapping[str, Mapping[str, Any] | None], current: str | None, *, tie_break: str = ""
+) -> str | None:
     """The worker that runs the workload: the one already chosen if its copy still exists,
-    else the first to reserve quota (earliest reservation, then name, so two managers' passes
-    reading the same state agree), else nobody yet."""
+    else the first to reserve quota, else nobody yet.
+
+    Reservation times have a one-second resolution, so under load several copies often reserve
+    "at the same time". Such a tie goes to the worker whose hash with ``tie_break`` (the
+    Workload's key) is lowest: every pass, and every manager replica, reading the same state
+    agrees, and ties spread evenly over the workers instead of always going to the first name
+    (Kueue's tie is the random order of a Go map)."""
     if current and remotes.get(current) is not None:
         return current
-    reserving = [(at, name) for name, remote in remotes.items() if remote is not None and (at := reserved_at(remote))]
+    reserving = [
+        (at, _tie_rank(tie_break, name), name)
+        for name, remote in remotes.items()
+        if remote is not None and (at := reserved_at(remote))
+    ]
     if not reserving:
         return None
-    return min(reserving)[1]
+    return min(reserving)[2]
+
+
+def _tie_rank(seed: str, cluster: str) -> str:
+    return hashlib.sha256(f"{seed}\x00{cluster}".encode()).hexdigest()
 
 
 def nomination_changed(nominated: list[str], active: list[str]) -> bool:
@@ -133,6 +164,12 @@ def check_states_patch(
         entry["state"], entry["message"] = state, message
         return states
     return None
+
+
+def is_active(cluster: Mapping[str, Any] | None) -> bool:
+    """Whether a MultiKueueCluster's ``Active`` condition is True."""
+    cond = _condition(cluster or {}, C.COND_ACTIVE)
+    return cond is not None and cond.get("status") == "True"
 
 
 def worker_lost(cluster: Mapping[str, Any] | None, timeout: float, now: datetime) -> bool:

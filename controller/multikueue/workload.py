@@ -19,21 +19,25 @@ For a Workload on the manager with a quota reservation and a MultiKueue check (K
 4. the manager's Workload gone, finished, or without a reservation: its remote objects are
    deleted (deleting the manager's Job deletes its Workload, and so the Job on the worker).
 
-Remote state is polled (a requeue every ``poll_interval`` while a workload is in flight)
-rather than watched; see docs/design/multikueue.md.
+Remote state is watched (:mod:`.watches`, as Kueue watches every worker): a change to a remote
+Workload or Job of ours wakes the manager's Workload, and a Workload in flight is resynced every
+``resync_interval`` as a safety net (every ``poll_interval`` while one of its workers is not
+watched yet); see docs/design/multikueue.md.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from prometheus_client import Counter
 
+from controller.jobs.controller import OWNER_JOB_INDEX
 from controller.runtime.events import EventSink
 from controller.runtime.informer import FuncHandler, Informer
 from controller.runtime.store import split_key
@@ -42,7 +46,7 @@ from controller.runtime.workqueue import WorkQueue
 from controller.workload import view as wv
 from controller.workload.status_plan import EventSpec
 from pykueue.api import constants as C
-from pykueue.api.timestamps import utcnow
+from pykueue.api.timestamps import format_time, utcnow
 from pykueue.kube import resources as R
 from pykueue.kube.errors import AlreadyExists, ApiError, NotFound
 
@@ -51,6 +55,8 @@ from . import dispatchers
 from .admissioncheck import config_name, is_multikueue
 from .clusters import Registry
 from .dispatchers import IncrementalRounds, Mode
+from .status import DispatchState, DispatchStates, WorkerState
+from .watches import NoCache, RemoteWatches
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +72,7 @@ class Settings:
     origin: str = "multikueue"
     worker_lost_timeout: float = 900.0
     poll_interval: float = 1.0
+    resync_interval: float = 30.0
     dispatcher: Mode = Mode.ALL_AT_ONCE
     incremental_step: int = dispatchers.DEFAULT_STEP
     incremental_round_seconds: float = dispatchers.DEFAULT_ROUND_SECONDS
@@ -85,6 +92,7 @@ class WorkloadDispatcher:
         *,
         events: EventSink,
         clock: Callable[[], datetime] = utcnow,
+        watches: RemoteWatches | None = None,
     ) -> None:
         self._client = client
         self.workloads = informers["workloads"]
@@ -97,6 +105,11 @@ class WorkloadDispatcher:
         self._events = events
         self._clock = clock
         self._rounds = IncrementalRounds(settings.incremental_round_seconds)
+        self._watches = watches
+        self.states = DispatchStates()  # what the last pass saw, for explain (:mod:`.status`)
+        # Copies go to every nominated worker at once, as Kueue creates them, so no worker
+        # gets a head start in the race for the reservation.
+        self._copier = ThreadPoolExecutor(max_workers=4, thread_name_prefix="multikueue-copy")
         self.queue: WorkQueue[str] = WorkQueue("multikueue-workload")
         self._runner = Workers(self.queue, self.reconcile, name=self.name, count=3)
 
@@ -107,12 +120,41 @@ class WorkloadDispatcher:
             self.queue.add(wv.key(obj))
 
         self.workloads.add_handler(FuncHandler(add=enqueue, update=lambda _o, n: enqueue(n), delete=enqueue))
+        self.jobs.add_handler(FuncHandler(update=lambda _o, n: self._job_changed(n)))
+        self.clusters.add_handler(FuncHandler(update=self._cluster_changed))
+        if self._watches is not None:
+            self._watches.feed(self.queue.add)
+
+    def _cluster_changed(self, old: Obj, new: Obj) -> None:
+        """A worker turned active or inactive: its watches start or stop, so nothing else would
+        wake the Workloads it concerns until their resync. Those are looked at now: the ones
+        dispatched to it (a lost winner's clock starts) and the ones not dispatched yet (it can
+        be nominated, or no longer)."""
+        if d.is_active(old) == d.is_active(new):
+            return
+        cluster = str((new.get("metadata") or {}).get("name") or "")
+        for local in self.workloads.store.list():
+            status = wv.status(local)
+            if status.get("admissionChecks") and status.get("clusterName") in (None, "", cluster):
+                self.queue.add(wv.key(local))
+
+    def _job_changed(self, job: Obj) -> None:
+        """A MultiKueue Job on the manager changed (e.g. unsuspended once admitted): its Workload
+        is looked at again, so the worker's status is mirrored without waiting for a resync."""
+        if (job.get("spec") or {}).get("managedBy") != C.MULTIKUEUE_CONTROLLER:
+            return
+        meta = job.get("metadata") or {}
+        if not self.workloads.has_index(OWNER_JOB_INDEX):
+            return  # setup adds it; without it the slow resync still mirrors the status
+        for key in self.workloads.store.index_keys(OWNER_JOB_INDEX, f"{meta.get('namespace')}/{meta.get('name')}"):
+            self.queue.add(key)
 
     def start(self) -> None:
         self._runner.start()
 
     def stop(self) -> None:
         self._runner.stop()
+        self._copier.shutdown(wait=False)
 
     def process_one(self, key: str) -> None:
         self._runner.process_one(key)
@@ -130,11 +172,23 @@ class WorkloadDispatcher:
             return str(state.get("name")), clusters
         return None
 
-    def _remote_get(self, cluster: str, res: R.Resource, namespace: str, name: str) -> Obj | None:
+    def _remote_get(self, cluster: str, res: R.Resource, namespace: str, name: str, *, live: bool = False) -> Obj | None:
+        """A remote object from the worker's watch cache when it is synced, else (or with
+        ``live``) from the worker itself. The cache may lag: an object it lacks is confirmed
+        with a live read (:meth:`_confirmed`) before anything is concluded from its absence."""
         client = self.registry.active_client(cluster)
         if client is None:
             return None
+        if not live and self._watches is not None:
+            cached = self._watches.cached(cluster, client, res, namespace, name)
+            if not isinstance(cached, NoCache):
+                return cached
         return client.get(res, name, namespace)
+
+    def _confirmed(self, cluster: str, res: R.Resource, namespace: str, name: str, seen: Obj | None) -> Obj | None:
+        """``seen``, or when it is absent what the worker itself says (a copy just created may
+        not have reached the watch yet; deciding it is gone would requeue a running Workload)."""
+        return seen if seen is not None else self._remote_get(cluster, res, namespace, name, live=True)
 
     # --- the pass ---------------------------------------------------------------------------------
 
@@ -144,6 +198,7 @@ class WorkloadDispatcher:
         local = self.workloads.store.get(key)
         if local is None:
             self._rounds.forget(key)
+            self.states.forget(key)
             self._delete_remotes(namespace, name, self.registry.names())
             return None
         found = self.multikueue_check(local)
@@ -154,6 +209,7 @@ class WorkloadDispatcher:
         entry = d.check_entry(local, check) or {}
         if wv.is_finished(local) or not wv.has_reservation(local) or wv.is_evicted(local):
             self._rounds.forget(key)
+            self.states.forget(key)
             self._delete_remotes(namespace, name, clusters)
             if not wv.is_finished(local):
                 self._reset_nomination(local)
@@ -170,18 +226,53 @@ class WorkloadDispatcher:
         if current:
             return self._follow(local, local_job, check, str(current), remotes)
         nominated = [str(c) for c in wv.status(local).get("nominatedClusterNames") or []]
-        winner = d.pick_winner({c: r for c, r in remotes.items() if c in nominated}, None)
+        winner = d.pick_winner({c: r for c, r in remotes.items() if c in nominated}, None, tie_break=key)
         if winner is None:
             nominated, wait = self._nomination(local, entry, clusters, nominated)
             targets = dispatchers.copy_targets(nominated, clusters)
             # Copies follow the nomination: a worker no longer nominated loses its copy.
             self._delete_remotes(namespace, name, [c for c in clusters if c not in targets and remotes.get(c) is not None])
-            self._create_copies(local, targets, remotes)
-            return min(self.settings.poll_interval, wait) if wait is not None else self.settings.poll_interval
+            created = self._create_copies(local, targets, remotes)
+            self._record(local, check, clusters, nominated, remotes, created=created)
+            after = self._requeue(targets)
+            return min(after, wait) if wait is not None else after
         self._delete_remotes(namespace, name, [c for c in clusters if c != winner])
         self._ensure_remote_job(winner, local, local_job)
         self._mark_dispatched(local, check, winner)
-        return self.settings.poll_interval
+        self._record(local, check, clusters, nominated, {winner: remotes[winner]}, winner=winner, job=True)
+        return self._requeue([winner])
+
+    def _record(
+        self, local: Obj, check: str, clusters: list[str], nominated: list[str], remotes: Mapping[str, Obj | None],
+        *, winner: str = "", job: bool | None = None, created: Collection[str] = (),
+    ) -> None:  # fmt: skip
+        """Keep what this pass saw for ``explain`` (:mod:`.status`): once a worker won, only it
+        (the other copies are being removed)."""
+        names = [winner] if winner else clusters
+        workers = []
+        for cluster in names:
+            active = self.registry.active_client(cluster) is not None
+            remote = remotes.get(cluster)
+            workers.append(WorkerState(
+                cluster, active, cluster in nominated or cluster == winner,
+                copy=(remote is not None or cluster in created) if active else None,
+                quota_reserved=remote is not None and d.reserved_at(remote) is not None,
+                admitted=remote is not None and d.is_admitted(remote),
+                job=job if cluster == winner else None,
+            ))  # fmt: skip
+        state = DispatchState(check, self.settings.dispatcher.value, winner, tuple(workers), format_time(self._clock()))
+        self.states.record(wv.key(local), state)
+
+    def _requeue(self, clusters: list[str]) -> float:
+        """When to look at an in-flight Workload again without news: a slow resync when every
+        active worker it involves is watched (its events wake the Workload), else the fast poll
+        (no watches wired, or one still starting)."""
+        if self._watches is None:
+            return self.settings.poll_interval
+        watches = self._watches
+        if any(self.registry.active_client(c) is not None and not watches.synced(c) for c in clusters):
+            return self.settings.poll_interval
+        return self.settings.resync_interval
 
     def _local_job(self, local: Obj) -> Obj | None:
         owner = wv.controller_owner(local)
@@ -189,19 +280,30 @@ class WorkloadDispatcher:
             return None
         return self.jobs.store.get(f"{wv.namespace(local)}/{owner.get('name')}")
 
-    def _create_copies(self, local: Obj, clusters: list[str], remotes: dict[str, Obj | None]) -> None:
+    def _create_copies(self, local: Obj, clusters: list[str], remotes: dict[str, Obj | None]) -> set[str]:
+        """Create the missing copies, on all workers at once (one after the other would hand the
+        first worker in the config a head start on every Workload)."""
         copy = d.remote_workload(local, self.settings.origin)
-        for cluster in clusters:
+
+        def create(cluster: str) -> bool:
             client = self.registry.active_client(cluster)
-            if client is None or remotes.get(cluster) is not None:
-                continue
+            if client is None:
+                return False
             try:
                 client.create(R.WORKLOADS, copy, wv.namespace(local))
             except AlreadyExists:
-                continue  # a copy of another origin or a race with ourselves; read next pass
+                return False  # a copy of another origin or a race with ourselves; read next pass
             except ApiError as err:  # e.g. the namespace missing on the worker: it just cannot take it
                 log.info("cannot copy workload to worker",
                          extra={"workload": wv.key(local), "multiKueueCluster": cluster, "error": str(err)})  # fmt: skip
+                return False
+            return True
+
+        missing = [c for c in clusters if remotes.get(c) is None]
+        if len(missing) == 1:
+            return set(missing) if create(missing[0]) else set()
+        futures = {c: self._copier.submit(create, c) for c in missing}
+        return {c for c, future in futures.items() if future.result()}
 
     def _ensure_remote_job(self, cluster: str, local: Obj, local_job: Obj) -> None:
         client = self.registry.active_client(cluster)
@@ -274,16 +376,28 @@ class WorkloadDispatcher:
 
     def _follow(self, local: Obj, local_job: Obj, check: str, winner: str, remotes: dict[str, Obj | None]) -> float:
         namespace, name = wv.namespace(local), wv.name(local)
+        self._record(local, check, [winner], [], remotes, winner=winner)
         if self.registry.active_client(winner) is None:
             if d.worker_lost(self.clusters.store.get(winner), self.settings.worker_lost_timeout, self._clock()):
-                self._retry(local, check, f'The worker "{winner}" is lost')
+                self._retry(local, check, f'Admitting remote lost: worker "{winner}" inactive past workerLostTimeout')
             return self.settings.poll_interval
-        if remotes.get(winner) is None:
-            self._retry(local, check, f'The workload was removed from "{winner}"')
-            return self.settings.poll_interval
+        remote = self._confirmed(winner, R.WORKLOADS, namespace, name, remotes.get(winner))
+        if not d.has_origin(remote, self.settings.origin):
+            self._retry(local, check, f'Admitting remote no longer exists on worker "{winner}"')
+            return self._requeue([winner])
         self._delete_remotes(namespace, name, [c for c in remotes if c != winner and remotes[c] is not None])
-        self._ensure_remote_job(winner, local, local_job)
-        remote_job = self._remote_get(winner, R.JOBS, namespace, str((local_job.get("metadata") or {}).get("name")))
+        job_name = str((local_job.get("metadata") or {}).get("name"))
+        remote_job = self._confirmed(winner, R.JOBS, namespace, job_name, self._remote_get(winner, R.JOBS, namespace, job_name))
+        if remote_job is None and d.adopted_by_job(remote):
+            # The worker deleted the Job that had adopted the copy (the copy follows its owner
+            # there): as in Kueue, the admitting remote is gone; re-creating the Job would run it
+            # again behind the manager's back, so the manager requeues and dispatches afresh.
+            self._delete_remotes(namespace, name, [winner])
+            self._retry(local, check, f'Admitting remote no longer exists on worker "{winner}"')
+            return self._requeue([winner])
+        if remote_job is None:
+            self._ensure_remote_job(winner, local, local_job)
+        self._record(local, check, [winner], [], {winner: remote}, winner=winner, job=True)
         if remote_job is not None and not (local_job.get("spec") or {}).get("suspend"):
             patch = d.job_status_patch(local_job, remote_job)
             if patch is not None:
@@ -292,7 +406,7 @@ class WorkloadDispatcher:
                     R.JOBS, meta.get("name"), {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": patch},
                     meta.get("namespace"),
                 )  # fmt: skip
-        return self.settings.poll_interval
+        return self._requeue([winner])
 
     def _forget_remote_pods(self, local_job: Obj) -> None:
         """The manager's Job stops counting the worker's pods once its Workload lost the worker

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.engine.visibility import PendingWorkload
+from controller.multikueue import status as mk_status
+from controller.multikueue.status import DispatchState
 
 GROUP = "visibility.kueue.x-k8s.io"
 VERSIONS = ("v1beta1", "v1beta2")
@@ -222,8 +224,10 @@ def not_found_message(request: Request) -> str:
     return f'{request.kind}.{GROUP} "{request.name}" not found'
 
 
-def explanation(version: str, result: Any) -> dict[str, Any]:
-    """A ``WorkloadExplanation`` (pykueue's kind) of a ``controller.engine.explain.Explanation``."""
+def explanation(version: str, result: Any, multikueue: DispatchState | None = None) -> dict[str, Any]:
+    """A ``WorkloadExplanation`` (pykueue's kind) of a ``controller.engine.explain.Explanation``;
+    on a MultiKueue manager, ``multikueue`` is the dispatch loop's record of the workers
+    (``controller.multikueue.status``): a ``multiKueue`` section, and a sentence on the suggestion."""
     namespace, _, name = result.workload.partition("/")
     body: dict[str, Any] = {
         "kind": "WorkloadExplanation",
@@ -274,4 +278,8 @@ def explanation(version: str, result: Any) -> dict[str, Any]:
         body["excludedFlavors"] = result.excluded_flavors
     if result.last_reason:
         body["lastPendingReason"] = {"reason": result.last_reason, "message": result.last_message}
+    if multikueue is not None:
+        body["multiKueue"] = mk_status.to_dict(multikueue)
+        said = mk_status.sentence(multikueue)
+        body["suggestion"] = f"{body['suggestion']}; {said}" if body["suggestion"] else said
     return body

@@ -15,6 +15,7 @@ from typing import Any
 from controller.core.engine_reads import NotLeading
 from controller.engine import Engine, explain_status
 from controller.engine import visibility as ev
+from controller.multikueue.status import DispatchState
 
 from . import api
 from .auth import Authorizer, UserInfo
@@ -37,10 +38,13 @@ class VisibilityService:
         reads: Any,
         authorizer: Authorizer,
         workload_of: Callable[[str], Mapping[str, Any] | None],
+        multikueue_of: Callable[[str], DispatchState | None] | None = None,
     ) -> None:
         self._reads = reads
         self._authorizer = authorizer
         self._workload_of = workload_of
+        # On a MultiKueue manager: what the dispatch loop last saw of a Workload's workers.
+        self._multikueue_of = multikueue_of
 
     def handle(self, path: str, query: Mapping[str, Sequence[str]], user: UserInfo | None) -> Answer:
         request = api.route(path)
@@ -94,7 +98,11 @@ class VisibilityService:
             return 503, api.status(503, NOT_LEADER_MESSAGE)
         except TimeoutError:
             return 503, api.status(503, "the scheduler did not answer in time; retry")
-        return 200, api.explanation(request.version, explain_status.with_stored_status(result, workload, by_option))
+        key = f"{request.namespace}/{request.name}"
+        dispatch = self._multikueue_of(key) if self._multikueue_of is not None else None
+        return 200, api.explanation(
+            request.version, explain_status.with_stored_status(result, workload, by_option), multikueue=dispatch
+        )
 
 
 def _explain_read(request: api.Request, options: Sequence[str]) -> Callable[[Engine], Any]:

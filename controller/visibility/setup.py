@@ -81,7 +81,10 @@ def setup(ctrl: Controller) -> None:
         configurations=ApiServiceSync(ctrl.client),
     )
     trust = _TrustSettings(ctrl.client)
-    service = VisibilityService(reads, Authorizer(ctrl.client), workloads.store.get)
+    # On a MultiKueue manager, explain adds what the dispatch loop last saw of the workers.
+    dispatch = ctrl.shared.get("multikueue-dispatch-states")
+    service = VisibilityService(reads, Authorizer(ctrl.client), workloads.store.get,
+                                dispatch.get if dispatch is not None else None)  # fmt: skip
 
     def run() -> None:
         while True:  # certificates first: the server cannot start without files

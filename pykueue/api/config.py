@@ -117,6 +117,9 @@ class MultiKueue:
     origin: str = "multikueue"
     worker_lost_timeout: float = 900.0
     dispatcher_name: str = DISPATCHER_ALL_AT_ONCE
+    # v1beta2's incrementalDispatcherConfig.stepSize: workers the Incremental dispatcher adds per
+    # round (Kueue's default 3, set only with that dispatcher; the others never read it).
+    incremental_step_size: int = 3
 
 
 def default_namespace_selector(namespace: str) -> dict[str, Any]:
@@ -267,6 +270,9 @@ CONFIG_SCHEMA: dict[str, Any] = _obj(
                 "origin": {"type": "string", "pattern": LABEL_VALUE, "maxLength": 63},
                 "workerLostTimeout": _DURATION,
                 "dispatcherName": {"type": "string", "maxLength": 63},
+                # v1beta2 only (parse_config refuses it in a v1beta1 document, as Kueue's strict
+                # decoding does: v1beta1 has no such field).
+                "incrementalDispatcherConfig": _obj({"stepSize": {"type": "integer", "maximum": 2**31 - 1}}),
             }
         ),
         "fairSharing": _obj(
@@ -360,6 +366,25 @@ def _semantic_errors(raw: dict[str, Any], cfg: Configuration) -> list[FieldError
         errors.append(
             FieldError.invalid("multiKueue.dispatcherName", dispatcher, "must be a domain-prefixed path (e.g. acme.io/foo)")
         )
+    errors += _incremental_dispatcher_errors(raw.get("multiKueue") or {}, dispatcher)
+    return errors
+
+
+def _incremental_dispatcher_errors(mk: dict[str, Any], dispatcher: str) -> list[FieldError]:
+    """Kueue's ``validateMultiKueue`` for ``incrementalDispatcherConfig``: only with the
+    Incremental dispatcher, and a ``stepSize`` of at least 1."""
+    idc = mk.get("incrementalDispatcherConfig")
+    if idc is None:
+        return []
+    path = "multiKueue.incrementalDispatcherConfig"
+    errors: list[FieldError] = []
+    if dispatcher != DISPATCHER_INCREMENTAL:
+        errors.append(FieldError.invalid(
+            path, "object", "incrementalDispatcherConfig is only valid when dispatcherName is set to the incremental dispatcher"
+        ))  # fmt: skip
+    step = idc.get("stepSize")
+    if step is not None and step < 1:
+        errors.append(FieldError.invalid(f"{path}.stepSize", step, "must be greater than or equal to 1"))
     return errors
 
 
@@ -489,6 +514,7 @@ def _build(raw: dict[str, Any]) -> Configuration:
             origin=mk.get("origin", "multikueue"),
             worker_lost_timeout=_seconds(mk.get("workerLostTimeout"), 900.0) or 0.0,
             dispatcher_name=mk.get("dispatcherName", DISPATCHER_ALL_AT_ONCE),
+            incremental_step_size=(mk.get("incrementalDispatcherConfig") or {}).get("stepSize") or 3,
         ),
         fair_sharing=_fair_sharing(raw),
         admission_fair_sharing=_admission_fair_sharing(raw),
@@ -497,7 +523,8 @@ def _build(raw: dict[str, Any]) -> Configuration:
 
 # --- what pykueue cannot honour ---------------------------------------------------------------------
 
-# Every multiKueue field (gcInterval, origin, workerLostTimeout, dispatcherName) is honoured by
+# Every multiKueue field (gcInterval, origin, workerLostTimeout, dispatcherName, v1beta2's
+# incrementalDispatcherConfig.stepSize) is honoured by
 # controller/multikueue; a field pykueue accepts but cannot honour would be listed here as
 # ("snake_name", "camelName") and refused at start.
 _MULTIKUEUE_FIELDS: tuple[tuple[str, str], ...] = ()
@@ -578,6 +605,10 @@ def parse_config(raw: Any, source: str | None = None) -> Configuration:
         raw, errors = _from_v1beta2(raw)
         if errors:
             raise ConfigError(errors, source)
+    elif isinstance(raw.get("multiKueue"), dict) and "incrementalDispatcherConfig" in raw["multiKueue"]:
+        raise ConfigError([FieldError("multiKueue.incrementalDispatcherConfig",
+                                      f'unknown field "multiKueue.incrementalDispatcherConfig" in {CONFIG_API_VERSION} '
+                                      f"(a {CONFIG_V1BETA2_API_VERSION} field)")], source)  # fmt: skip
     errors = _schema_errors(raw)
     if errors:
         raise ConfigError(errors, source)

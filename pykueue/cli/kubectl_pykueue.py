@@ -94,7 +94,25 @@ def render_explanation(body: dict[str, Any], out: TextIO) -> None:
                   f"{option.get('status')}{where}{' - ' + option['message'] if option.get('message') else ''}\n")
     if body.get("excludedFlavors"):
         out.write(f"Excluded flavors (fallbacks): {', '.join(body['excludedFlavors'])}\n")
+    render_multikueue(body.get("multiKueue"), out)
     out.write(f"To admit it:   {body.get('suggestion')}\n")
+
+
+def render_multikueue(section: Any, out: TextIO) -> None:
+    """The workers a MultiKueue manager dispatched the workload to, or nominated it for."""
+    if not isinstance(section, dict):
+        return
+    winner = section.get("clusterName")
+    out.write(f"MultiKueue:    check {section.get('admissionCheck')}, {section.get('dispatcher')}"
+              f"{', dispatched to ' + winner if winner else ', not dispatched yet'}\n")
+    for worker in section.get("workers") or []:
+        facts = ["active" if worker.get("active") else "inactive"]
+        facts += ["nominated"] if worker.get("nominated") else []
+        facts += {True: ["copy created"], False: ["no copy"]}.get(worker.get("copy"), [])
+        facts += ["quota reserved"] if worker.get("quotaReserved") else []
+        facts += ["admitted"] if worker.get("admitted") else []
+        facts += {True: ["Job created"], False: ["no Job"]}.get(worker.get("job"), [])
+        out.write(f"  {worker.get('name')}: {', '.join(facts)}\n")
 
 
 def explain(client: Any, args: argparse.Namespace, out: TextIO) -> int:

@@ -194,3 +194,47 @@ def test_v1beta2_has_no_wait_for_pods_ready_enable() -> None:
 def test_other_versions_are_refused() -> None:
     with pytest.raises(ConfigError, match="apiVersion"):
         parse_config({"apiVersion": "config.kueue.x-k8s.io/v1alpha1", "kind": "Configuration"})
+
+
+# --- v1beta2 multiKueue.incrementalDispatcherConfig (Kueue's validateMultiKueue and defaults) --------
+
+
+def v1beta2_mk(**multikueue: Any) -> dict[str, Any]:
+    return {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "multiKueue": multikueue}
+
+
+def test_the_incremental_step_size_is_read_and_defaults_to_three() -> None:
+    cfg = parse_config(v1beta2_mk(dispatcherName=DISPATCHER_INCREMENTAL, incrementalDispatcherConfig={"stepSize": 1}))
+    assert cfg.multi_kueue.incremental_step_size == 1
+    assert refused_fields(cfg) == []
+    assert parse_config(v1beta2_mk(dispatcherName=DISPATCHER_INCREMENTAL)).multi_kueue.incremental_step_size == 3
+    empty = v1beta2_mk(dispatcherName=DISPATCHER_INCREMENTAL, incrementalDispatcherConfig={})
+    assert parse_config(empty).multi_kueue.incremental_step_size == 3
+
+
+@pytest.mark.parametrize(
+    ("multikueue", "message"),
+    [
+        ({"dispatcherName": DISPATCHER_INCREMENTAL, "incrementalDispatcherConfig": {"stepSize": 0}},
+         'multiKueue.incrementalDispatcherConfig.stepSize: Invalid value: 0: must be greater than or equal to 1'),
+        ({"dispatcherName": DISPATCHER_INCREMENTAL, "incrementalDispatcherConfig": {"stepSize": -2}},
+         "must be greater than or equal to 1"),
+        ({"incrementalDispatcherConfig": {"stepSize": 2}},
+         "incrementalDispatcherConfig is only valid when dispatcherName is set to the incremental dispatcher"),
+        ({"dispatcherName": "example.com/mine", "incrementalDispatcherConfig": {}},
+         "only valid when dispatcherName is set to the incremental dispatcher"),
+        ({"dispatcherName": DISPATCHER_INCREMENTAL, "incrementalDispatcherConfig": {"stepSize": "3"}},
+         "multiKueue.incrementalDispatcherConfig.stepSize"),
+        ({"dispatcherName": DISPATCHER_INCREMENTAL, "incrementalDispatcherConfig": {"size": 3}},
+         'unknown field "size"'),
+    ],
+)
+def test_a_bad_incremental_dispatcher_config_is_refused_naming_the_field(multikueue: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(v1beta2_mk(**multikueue))
+    assert message in str(err.value)
+
+
+def test_incremental_dispatcher_config_is_not_a_v1beta1_field() -> None:
+    with pytest.raises(ConfigError, match=r'unknown field "multiKueue\.incrementalDispatcherConfig"'):
+        parse_config(doc(multiKueue={"dispatcherName": DISPATCHER_INCREMENTAL, "incrementalDispatcherConfig": {"stepSize": 2}}))

@@ -84,3 +84,17 @@ def test_explain_prints_each_checks_state_and_each_option() -> None:
     text = out.getvalue()
     assert "  prov: Pending (ETA 5m)\n" in text
     assert "Option:        w-option-spot (spot): Pending, position 2 - Created\n" in text
+
+
+def test_explain_prints_the_multikueue_workers() -> None:
+    from pykueue.cli.kubectl_pykueue import render_explanation
+
+    out = io.StringIO()
+    render_explanation({"metadata": {"name": "w", "namespace": "ns"}, "state": "HoldsQuota", "admitted": True,
+                        "multiKueue": {"admissionCheck": "mk", "dispatcher": "AllAtOnce", "clusterName": "worker2",
+                                       "workers": [{"name": "worker2", "active": True, "nominated": True, "copy": True,
+                                                    "quotaReserved": True, "admitted": True, "job": True}]},
+                        "suggestion": "MultiKueue dispatched it to worker2; its Job runs there"}, out)
+    text = out.getvalue()
+    assert "MultiKueue:    check mk, AllAtOnce, dispatched to worker2\n" in text
+    assert "  worker2: active, nominated, copy created, quota reserved, admitted, Job created\n" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from pykueue.kube import resources as R
@@ -14,6 +15,7 @@ Obj = dict[str, Any]
 class FakeStore:
     def __init__(self, *objs: Obj) -> None:
         self.items: dict[str, Obj] = {}
+        self.indexers: dict[str, Callable[[Obj], list[str]]] = {}
         for obj in objs:
             self.put(obj)
 
@@ -28,6 +30,9 @@ class FakeStore:
     def list(self) -> list[Obj]:
         return list(self.items.values())
 
+    def index_keys(self, index: str, value: str) -> list[str]:
+        return [key for key, obj in self.items.items() if value in self.indexers[index](obj)]
+
 
 class FakeInformer:
     def __init__(self, *objs: Obj) -> None:
@@ -36,6 +41,12 @@ class FakeInformer:
 
     def add_handler(self, handler: Any) -> None:
         self.handlers.append(handler)
+
+    def add_indexer(self, name: str, func: Callable[[Obj], list[str]]) -> None:
+        self.store.indexers[name] = func
+
+    def has_index(self, name: str) -> bool:
+        return name in self.store.indexers
 
 
 class FakeClient:

@@ -97,6 +97,18 @@ def test_incremental_nominates_three_workers_then_three_more_after_a_round() -> 
     assert w.local()["status"]["nominatedClusterNames"] == ["w1", "w2", "w3", "w4", "w5"]
 
 
+@pytest.mark.parametrize(("step", "rounds"), [(1, [["w1"], ["w1", "w2"], ["w1", "w2", "w3"]]),
+                                              (2, [["w1", "w2"], ["w1", "w2", "w3", "w4"], ["w1", "w2", "w3", "w4", "w5"]])])
+def test_incremental_adds_step_size_workers_per_round(step: int, rounds: list[list[str]]) -> None:
+    w = world(Mode.INCREMENTAL, incremental_round_seconds=300, incremental_step=step)
+    for i, nominated in enumerate(rounds):
+        w.clock = NOW + timedelta(seconds=301 * i)
+        w.sync()
+        assert w.local()["status"]["nominatedClusterNames"] == nominated
+        w.sync()
+        assert holders(w) == nominated
+
+
 def test_incremental_a_worker_of_a_later_round_can_win() -> None:
     w = world(Mode.INCREMENTAL, incremental_round_seconds=10)
     w.sync()

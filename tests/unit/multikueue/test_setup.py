@@ -55,3 +55,12 @@ def test_the_dispatcher_name_picks_the_mode(name: str | None, mode: Mode) -> Non
 def test_the_round_flag_shortens_the_incremental_rounds() -> None:
     ctrl = FakeController({}, {"multikueue-incremental-round-seconds": 7.0})
     assert dispatcher_of(ctrl).settings.incremental_round_seconds == 7.0
+
+
+def test_the_v1beta2_step_size_reaches_the_incremental_dispatcher() -> None:
+    ctrl = FakeController({})
+    ctrl.config = parse_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                                "multiKueue": {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+                                               "incrementalDispatcherConfig": {"stepSize": 1}}})  # fmt: skip
+    assert dispatcher_of(ctrl).settings.incremental_step == 1
+    assert dispatcher_of(FakeController({})).settings.incremental_step == 3

@@ -164,6 +164,38 @@ def test_a_copy_removed_by_the_winner_sends_the_check_to_retry() -> None:
     assert "clusterName" not in local["status"]
 
 
+def test_the_worker_deleting_the_adopted_job_sends_the_check_to_retry_and_removes_the_copy() -> None:
+    w = World()
+    w.sync()
+    w.reserve_on("w1", "2026-01-01T12:00:01Z")
+    w.sync()
+    remote = w.workers["w1"].objects[("workloads", NS, "job-abc")]
+    remote["metadata"]["ownerReferences"] = [  # the worker's Job integration adopted the copy
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "job", "uid": "remote-uid", "controller": True}
+    ]
+    del w.workers["w1"].objects[("jobs", NS, "job")]  # a user on the worker deleted the Job
+    w.sync()
+    assert w.workers["w1"].of(R.JOBS) == []  # not created again behind the manager's back
+    assert w.workers["w1"].of(R.WORKLOADS) == []
+    local = w.local()
+    [state] = local["status"]["admissionChecks"]
+    assert state["state"] == "Retry"
+    assert state["message"] == 'Admitting remote no longer exists on worker "w1"'
+    assert "clusterName" not in local["status"]
+    assert [(t, r) for _, t, r, _ in w.events.events] == [("Normal", "MultiKueue"), ("Warning", "MultiKueue")]
+
+
+def test_a_job_not_yet_adopted_on_the_winner_is_created_again() -> None:
+    w = World()
+    w.sync()
+    w.reserve_on("w1", "2026-01-01T12:00:01Z")
+    w.sync()
+    del w.workers["w1"].objects[("jobs", NS, "job")]  # lost before the worker adopted the copy
+    w.sync()
+    assert len(w.workers["w1"].of(R.JOBS)) == 1
+    assert w.local()["status"]["admissionChecks"][0]["state"] == "Ready"
+
+
 def test_a_lost_worker_is_waited_for_until_worker_lost_timeout() -> None:
     w = World()
     w.sync()
@@ -266,6 +298,21 @@ def test_two_workers_reserving_at_the_same_instant_yield_one_winner_and_one_job(
     w.reserve_on("w2", "2026-01-01T12:00:01Z")
     w.sync()
     w.sync()
-    assert w.local()["status"]["clusterName"] == "w1"  # the name breaks the tie
-    assert len(w.workers["w1"].of(R.JOBS)) == 1 and w.workers["w2"].of(R.JOBS) == []
-    assert w.workers["w2"].of(R.WORKLOADS) == []
+    winner = w.local()["status"]["clusterName"]
+    loser = "w1" if winner == "w2" else "w2"
+    assert winner in ("w1", "w2")
+    assert len(w.workers[winner].of(R.JOBS)) == 1 and w.workers[loser].of(R.JOBS) == []
+    assert w.workers[loser].of(R.WORKLOADS) == []
+
+
+def test_a_tie_is_broken_the_same_way_every_time_and_not_always_for_the_same_worker() -> None:
+    def reserved(at: str) -> dict[str, Any]:
+        return {"status": {"conditions": [condition("QuotaReserved", True, "r", "", at=at)]}}
+
+    tie = {"w1": reserved("2026-01-01T00:00:01Z"), "w2": reserved("2026-01-01T00:00:01Z")}
+    winners = [d.pick_winner(tie, None, tie_break=f"ns/job-{i}") for i in range(200)]
+    assert winners == [d.pick_winner(tie, None, tie_break=f"ns/job-{i}") for i in range(200)]
+    assert 70 <= winners.count("w1") <= 130  # spread over both workers, not the first name
+    # An earlier reservation still wins whatever the hash says.
+    early = {**tie, "w2": reserved("2026-01-01T00:00:00Z")}
+    assert {d.pick_winner(early, None, tie_break=f"ns/job-{i}") for i in range(50)} == {"w2"}

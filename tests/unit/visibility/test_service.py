@@ -210,3 +210,33 @@ def test_explain_adds_the_stored_check_states_and_a_parents_options() -> None:
     assert body["options"] == [{"name": "job-option-default", "resourceFlavors": ["default"], "status": "Pending",
                                 "message": "Created", "state": "Pending", "outcome": "Fits",
                                 "positionInClusterQueue": 0}]
+
+
+def test_explain_on_a_multikueue_manager_adds_the_dispatch_loops_record_of_the_workers() -> None:
+    from controller.multikueue.status import DispatchState, DispatchStates, WorkerState
+
+    world = World().flavors("default")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").admission_checks("mk").obj(), lq="lq")
+    world.add(PlacementWorkloadBuilder("held", "ns").queue("lq").podset(cpu="1")
+              .reserved("cq", {"cpu": "default"}, {"cpu": "1"}).check("mk", "Pending").obj())
+    states = DispatchStates()
+    states.record("ns/held", DispatchState("mk", "AllAtOnce", "", (
+        WorkerState("worker1", True, True, True, quota_reserved=True), WorkerState("worker2", False, True, None)),
+        "2026-01-01T00:00:00Z"))
+    service = VisibilityService(InlineReads(world.engine), Authorizer(FakeReviews(lambda spec: True)),
+                                world.objects.get, states.get)
+    base = "/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/ns/workloads"
+    code, body = service.handle(f"{base}/held/explain", {}, ALICE)
+    assert code == 200
+    assert body["multiKueue"] == {
+        "admissionCheck": "mk", "dispatcher": "AllAtOnce", "clusterName": "", "observedAt": "2026-01-01T00:00:00Z",
+        "workers": [{"name": "worker1", "active": True, "nominated": True, "copy": True, "quotaReserved": True,
+                     "admitted": False},
+                    {"name": "worker2", "active": False, "nominated": True, "copy": None, "quotaReserved": False,
+                     "admitted": False}]}
+    assert "waits for admission check(s): mk is Pending" in body["suggestion"]
+    assert "worker1 reserved quota for its copy; worker2 is inactive (nominated)" in body["suggestion"]
+    # A workload the loop has no record of (not MultiKueue's, or not looked at yet) has no section.
+    world.add(PlacementWorkloadBuilder("other", "ns").queue("lq").podset(cpu="1").obj())
+    code, body = service.handle(f"{base}/other/explain", {}, ALICE)
+    assert code == 200 and "multiKueue" not in body
