@@ -37,6 +37,7 @@ class QuotaNode:
         "lendable",
         "local",
         "name",
+        "nominals",
         "parent",
         "potential",
         "quotas",
@@ -49,6 +50,8 @@ class QuotaNode:
         self.name = name
         self.is_cluster_queue = is_cluster_queue
         self.quotas = quotas
+        # Nominal quota per flavor/resource, read on every usage change (the borrowing index).
+        self.nominals: dict[FlavorResource, int] = {fr: q.nominal for fr, q in quotas.items()}
         self.parent: QuotaNode | None = None
         self.children: list[QuotaNode] = []
         self.subtree: dict[FlavorResource, int] = {}
@@ -74,7 +77,7 @@ class QuotaNode:
 
     def track_borrowing(self, fr: FlavorResource) -> None:
         """Refresh the borrowing indexes after this ClusterQueue's usage of ``fr`` changed."""
-        if self.usage.get(fr, 0) > self.nominal(fr):
+        if self.usage.get(fr, 0) > self.nominals.get(fr, 0):
             self.borrowing.add(fr)
             self.tree_borrowers.add(self)
         elif fr in self.borrowing:
@@ -83,8 +86,7 @@ class QuotaNode:
                 self.tree_borrowers.discard(self)
 
     def nominal(self, fr: FlavorResource) -> int:
-        quota = self.quotas.get(fr)
-        return quota.nominal if quota is not None else 0
+        return self.nominals.get(fr, 0)
 
     def local_quota(self, fr: FlavorResource) -> int:
         return self.local.get(fr, 0)
@@ -197,7 +199,7 @@ def lowest_fitting_subtree(node: QuotaNode, fr: FlavorResource, val: int) -> tup
     used = node.usage.get(fr, 0)
     if node.parent is None:
         return 0, False
-    if used + val <= node.nominal(fr):
+    if used + val <= node.nominals.get(fr, 0):
         return 0, True
     remaining = val - max(0, node.local_quota(fr) - used)
     current = node.parent
