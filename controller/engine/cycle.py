@@ -138,8 +138,12 @@ def run_cycle(
 
 
 def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, now: float) -> _Entry:
-    with cache.preemptor.nomination():  # quota is not changed while a head is nominated
+    preemptor = cache.preemptor
+    preemptor.begin_nomination()  # quota is not changed while a head is nominated
+    try:
         return _nominate_head(cache, holdings, info, cluster_queue, now)
+    finally:
+        preemptor.end_nomination()
 
 
 def _nominate_head(

@@ -134,8 +134,9 @@ def assign_flavors(
     # ResourceFlavor fallbacks: flavors whose attempt failed are skipped, the rest keep their order.
     excluded = workload.excluded_flavors if spec.fallbacks else frozenset()
     for podset in workload.podsets:
-        requests = dict(podset.requests)
+        requests = podset.requests  # read only below
         if manages_pods:
+            requests = dict(requests)
             requests["pods"] = podset.count
         ps_flavors: dict[str, str] = {}
         ps_usage: dict[str, int] = {}
@@ -177,9 +178,12 @@ def assign_flavors(
                 if not _try_next(grade, spec):
                     best = grade
                     break
-                if preferred(grade.mode, grade.level, *(
-                    (best.mode, best.level) if best is not None else (NO_FIT, 0)
-                ), spec.preemption_over_borrowing):
+                # preferred() against no best yet is "any grade but NO_FIT".
+                if (
+                    grade.mode != NO_FIT
+                    if best is None
+                    else preferred(grade.mode, grade.level, best.mode, best.level, spec.preemption_over_borrowing)
+                ):
                     best = grade
             if best is None:
                 messages.append(_podset_message(podset.name, group_reasons or ["no flavor available"]))

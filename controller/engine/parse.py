@@ -370,7 +370,14 @@ def _shape_of(podsets: tuple[PodSetInfo, ...]) -> int:
 
 
 def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {str(cond.get("type")): cond for cond in map(dict_or_empty, list_or_empty(status.get("conditions")))}
+    """Conditions by type (entries that are not objects are skipped: only known types are read)."""
+    result: dict[str, dict[str, Any]] = {}
+    raw = status.get("conditions")
+    if isinstance(raw, list):
+        for cond in raw:
+            if isinstance(cond, dict):
+                result[str(cond.get("type"))] = cond
+    return result
 
 
 def _reclaimable(status: Mapping[str, Any], podsets: tuple[PodSetInfo, ...]) -> tuple[tuple[str, int], ...]:
@@ -398,7 +405,7 @@ def _admission_usage(
     share of the recorded usage. A partially admitted podSet (admitted fewer than its spec
     count) keeps its usage until the reclaimable pods eat into the admitted ones."""
     by_name = {ps.name: ps for ps in podsets}
-    reclaim = dict(reclaimed)
+    reclaim = dict(reclaimed) if reclaimed else {}
     usage: dict[FlavorResource, int] = {}
     for ai, assignment in enumerate(map(dict_or_empty, list_or_empty(admission.get("podSetAssignments")))):
         name = _str(assignment.get("name"), c.DEFAULT_PODSET_NAME)
@@ -410,11 +417,13 @@ def _admission_usage(
         shrink = name in reclaim and 0 <= after_reclaim < admitted_count
         for resource, flavor in flavors.items():
             if resource in resource_usage:
-                amount = _quantity(
-                    resource_usage[resource],
-                    str(resource),
-                    f"status.admission.podSetAssignments[{ai}].resourceUsage[{resource}]",
-                )
+                value = resource_usage[resource]
+                try:
+                    amount = parse_quantity(value, resource=str(resource))
+                except QuantityError:  # the field's path is spelled only when it is needed
+                    amount = _quantity(
+                        value, str(resource), f"status.admission.podSetAssignments[{ai}].resourceUsage[{resource}]"
+                    )
             elif podset is not None:
                 amount = podset.count if resource == "pods" else podset.requests.get(str(resource), 0)
             else:
@@ -424,6 +433,13 @@ def _admission_usage(
             key = (str(flavor), str(resource))
             usage[key] = usage.get(key, 0) + amount
     return usage
+
+
+def _blocked_by_checks(checks: Any) -> bool:
+    """Whether an admission check of ``status.admissionChecks`` is in Retry or Rejected."""
+    return any(
+        chk.get("state") in (c.CHECK_RETRY, c.CHECK_REJECTED) for chk in map(dict_or_empty, list_or_empty(checks))
+    )
 
 
 def _excluded_flavors(status: Mapping[str, Any], admission: Any) -> frozenset[str]:
@@ -454,9 +470,14 @@ def parse_workload(
     instead of going to the back with its eviction time (an admission-check eviction always uses
     the eviction time, as in Kueue).
     """
-    meta = dict_or_empty(obj.get("metadata"))
-    spec = dict_or_empty(obj.get("spec"))
-    status = dict_or_empty(obj.get("status"))
+    # Runs for every Workload update the informer delivers, so the accessors of
+    # pykueue.api.objects are spelled out for the top-level parts (the same rule: a dict or {}).
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    status = obj.get("status")
+    status = status if isinstance(status, dict) else {}
     conditions = _conditions(status)
     creation = parse_epoch(meta.get("creationTimestamp")) or 0.0
     generation = _int(meta.get("generation"), 0)
@@ -464,7 +485,8 @@ def parse_workload(
     spec_problem: str | None = None
     podsets: tuple[PodSetInfo, ...] = ()
     shape = 0
-    reclaim_raw = list_or_empty(status.get("reclaimablePods"))
+    reclaim_raw = status.get("reclaimablePods")
+    reclaim_raw = reclaim_raw if isinstance(reclaim_raw, list) else []
     if (
         previous is not None
         and generation
@@ -497,7 +519,8 @@ def parse_workload(
 
     evicted_cond = conditions.get(c.COND_EVICTED, {})
     queue_ts = creation
-    if mapping_or_empty(spec.get("workloadMode")).get("type") == c.WORKLOAD_MODE_OPTION:
+    workload_mode = spec.get("workloadMode")
+    if workload_mode is not None and mapping_or_empty(workload_mode).get("type") == c.WORKLOAD_MODE_OPTION:
         # Concurrent admission: siblings share their parent's queue timestamp (preference decides).
         annotations_raw = dict_or_empty(meta.get("annotations"))
         queue_ts = parse_epoch(annotations_raw.get(c.OPTION_QUEUE_TIMESTAMP_ANNOTATION)) or creation
@@ -526,14 +549,15 @@ def parse_workload(
     pending_reason = None
     if quota_cond.get("status") == "False":
         pending_reason = (_str(quota_cond.get("reason")), _str(quota_cond.get("message")))
-    requeue_state = dict_or_empty(status.get("requeueState"))
-    checks = map(dict_or_empty, list_or_empty(status.get("admissionChecks")))
-    annotations = dict_or_empty(meta.get("annotations"))
+    requeue_state = status.get("requeueState")
+    checks = status.get("admissionChecks")
+    annotations = meta.get("annotations")
+    labels = meta.get("labels")
     priority = spec.get("priority")
     is_parent, option = parse_mode(meta, spec)
     if option is not None and evicted_by == c.REASON_FLAVOR_MIGRATION:
         option = dataclasses.replace(option, migrated_away=True)
-    excluded = _excluded_flavors(status, admission_raw)
+    excluded = _excluded_flavors(status, admission_raw) if status.get("flavorAssignmentHistory") else frozenset()
     if excluded:
         # Equal requests no longer fit or fail together when one of them may not use some flavors.
         shape = hash((shape, excluded))
@@ -552,19 +576,19 @@ def parse_workload(
         podsets=podsets,
         # Options are never shape-equivalent across parents: a sibling holding quota changes the outcome.
         shape=shape if option is None else hash((shape, option.family)),
-        job_uid=_str(dict_or_empty(meta.get("labels")).get(c.JOB_UID_LABEL)),
+        job_uid=_str(labels.get(c.JOB_UID_LABEL)) if isinstance(labels, dict) else "",
         active=spec.get("active", True) is not False,
         finished=conditions.get(c.COND_FINISHED, {}).get("status") == "True",
         deleting=bool(meta.get("deletionTimestamp")),
         admission=admission,
         evicted=evicted_cond.get("status") == "True",
-        requeue_at=parse_epoch(requeue_state.get("requeueAt")),
+        requeue_at=parse_epoch(requeue_state.get("requeueAt")) if isinstance(requeue_state, dict) else None,
         requeued_false=conditions.get(c.COND_REQUEUED, {}).get("status") == "False",
-        blocked_by_checks=any(chk.get("state") in (c.CHECK_RETRY, c.CHECK_REJECTED) for chk in checks),
+        blocked_by_checks=_blocked_by_checks(checks) if checks else False,
         pending_reason=pending_reason,
         invalid=invalid,
         spec_problem=spec_problem,
-        gated=bool(annotations.get(c.ADMISSION_GATED_BY_ANNOTATION)),
+        gated=isinstance(annotations, dict) and bool(annotations.get(c.ADMISSION_GATED_BY_ANNOTATION)),
         is_parent=is_parent,
         option=option,
         excluded_flavors=excluded,

@@ -102,12 +102,20 @@ class Preemptor:
         Resets :attr:`passed_over_fresh` and answers a repeated search from memory. A repeat finds
         :attr:`passed_over_fresh` as the first search left it, which is what it would set again.
         """
-        self.passed_over_fresh = False
-        self._memo = {}
+        self.begin_nomination()
         try:
             yield
         finally:
-            self._memo = None
+            self.end_nomination()
+
+    def begin_nomination(self) -> None:
+        """:meth:`nomination` without the context manager, for the cycle, which opens one per
+        head: the caller ends it with :meth:`end_nomination` in a ``finally``."""
+        self.passed_over_fresh = False
+        self._memo = {}
+
+    def end_nomination(self) -> None:
+        self._memo = None
 
     # --- candidates ------------------------------------------------------------------------------
     def _within_allows(self, policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:

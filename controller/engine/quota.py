@@ -35,8 +35,11 @@ class QuotaNode:
         "height",
         "is_cluster_queue",
         "lendable",
+        "local",
         "name",
+        "nominals",
         "parent",
+        "potential",
         "quotas",
         "subtree",
         "tree_borrowers",
@@ -47,9 +50,17 @@ class QuotaNode:
         self.name = name
         self.is_cluster_queue = is_cluster_queue
         self.quotas = quotas
+        # Nominal quota per flavor/resource, read on every usage change (the borrowing index).
+        self.nominals: dict[FlavorResource, int] = {fr: q.nominal for fr, q in quotas.items()}
         self.parent: QuotaNode | None = None
         self.children: list[QuotaNode] = []
         self.subtree: dict[FlavorResource, int] = {}
+        # local_quota per flavor/resource (only those with a lending limit), fixed with subtree:
+        # read on every usage change and availability check, so computed once per rebuild.
+        self.local: dict[FlavorResource, int] = {}
+        # potential_available per flavor/resource, remembered as asked (quota only, fixed
+        # between rebuilds, which make new nodes).
+        self.potential: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
         # Cohorts only: how many levels of the tree hang below this one (a Cohort whose children are
         # only ClusterQueues has height 1), set when the forest is built.
@@ -66,7 +77,7 @@ class QuotaNode:
 
     def track_borrowing(self, fr: FlavorResource) -> None:
         """Refresh the borrowing indexes after this ClusterQueue's usage of ``fr`` changed."""
-        if self.usage.get(fr, 0) > self.nominal(fr):
+        if self.usage.get(fr, 0) > self.nominals.get(fr, 0):
             self.borrowing.add(fr)
             self.tree_borrowers.add(self)
         elif fr in self.borrowing:
@@ -75,14 +86,19 @@ class QuotaNode:
                 self.tree_borrowers.discard(self)
 
     def nominal(self, fr: FlavorResource) -> int:
-        quota = self.quotas.get(fr)
-        return quota.nominal if quota is not None else 0
+        return self.nominals.get(fr, 0)
 
     def local_quota(self, fr: FlavorResource) -> int:
-        quota = self.quotas.get(fr)
-        if quota is None or quota.lending_limit is None:
-            return 0
-        return max(0, self.subtree.get(fr, 0) - quota.lending_limit)
+        return self.local.get(fr, 0)
+
+    def compute_local(self) -> None:
+        """Fill :attr:`local` from the quotas and :attr:`subtree` (the forest calls it once the
+        subtree is known): ``max(0, subtree - lendingLimit)`` where a lending limit is set."""
+        self.local = {
+            fr: max(0, self.subtree.get(fr, 0) - quota.lending_limit)
+            for fr, quota in self.quotas.items()
+            if quota.lending_limit is not None
+        }
 
     def path(self) -> str:
         """``/root/child/cq`` — how Kueue names a queue's place in the tree in preemption messages."""
@@ -103,8 +119,9 @@ def add_usage(node: QuotaNode, usage: Mapping[FlavorResource, int]) -> None:
         current: QuotaNode | None = node
         val = amount
         while current is not None and val:
-            local_available = max(0, current.local_quota(fr) - current.usage.get(fr, 0))
-            current.usage[fr] = current.usage.get(fr, 0) + val
+            used = current.usage.get(fr, 0)
+            local_available = max(0, current.local.get(fr, 0) - used)
+            current.usage[fr] = used + val
             val = max(0, val - local_available)
             current = current.parent
         if node.is_cluster_queue:
@@ -116,8 +133,9 @@ def remove_usage(node: QuotaNode, usage: Mapping[FlavorResource, int]) -> None:
         current: QuotaNode | None = node
         val = amount
         while current is not None and val:
-            stored_in_parent = current.usage.get(fr, 0) - current.local_quota(fr)
-            current.usage[fr] = current.usage.get(fr, 0) - val
+            used = current.usage.get(fr, 0)
+            stored_in_parent = used - current.local.get(fr, 0)
+            current.usage[fr] = used - val
             if stored_in_parent <= 0:
                 break
             val = min(val, stored_in_parent)
@@ -128,12 +146,16 @@ def remove_usage(node: QuotaNode, usage: Mapping[FlavorResource, int]) -> None:
 
 def available(node: QuotaNode, fr: FlavorResource) -> int:
     """What ``node`` could still take of ``fr`` now (may be negative after quota was removed)."""
-    if node.parent is None:
+    parent = node.parent
+    if parent is None:
         return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
-    local = node.local_quota(fr)
+    local = node.local.get(fr, 0)
     used = node.usage.get(fr, 0)
     local_available = max(0, local - used)
-    parent_available = available(node.parent, fr)
+    # A parent that is the root answers without a call (the usual two-level tree).
+    parent_available = (
+        parent.subtree.get(fr, 0) - parent.usage.get(fr, 0) if parent.parent is None else available(parent, fr)
+    )
     quota = node.quotas.get(fr)
     if quota is not None and quota.borrowing_limit is not None:
         stored_in_parent = node.subtree.get(fr, 0) - local
@@ -143,13 +165,19 @@ def available(node: QuotaNode, fr: FlavorResource) -> int:
 
 
 def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
-    """The most ``node`` could ever get of ``fr`` with the whole tree idle."""
+    """The most ``node`` could ever get of ``fr`` with the whole tree idle (quota only: remembered
+    per node, which a rebuild replaces)."""
+    known = node.potential.get(fr)
+    if known is not None:
+        return known
     if node.parent is None:
-        return node.subtree.get(fr, 0)
-    result = node.local_quota(fr) + potential_available(node.parent, fr)
-    quota = node.quotas.get(fr)
-    if quota is not None and quota.borrowing_limit is not None:
-        result = min(node.subtree.get(fr, 0) + quota.borrowing_limit, result)
+        result = node.subtree.get(fr, 0)
+    else:
+        result = node.local_quota(fr) + potential_available(node.parent, fr)
+        quota = node.quotas.get(fr)
+        if quota is not None and quota.borrowing_limit is not None:
+            result = min(node.subtree.get(fr, 0) + quota.borrowing_limit, result)
+    node.potential[fr] = result
     return result
 
 
@@ -171,7 +199,7 @@ def lowest_fitting_subtree(node: QuotaNode, fr: FlavorResource, val: int) -> tup
     used = node.usage.get(fr, 0)
     if node.parent is None:
         return 0, False
-    if used + val <= node.nominal(fr):
+    if used + val <= node.nominals.get(fr, 0):
         return 0, True
     remaining = val - max(0, node.local_quota(fr) - used)
     current = node.parent
@@ -323,6 +351,7 @@ class QuotaForest:
             for fr, amount in child.subtree.items():
                 subtree[fr] = subtree.get(fr, 0) + amount - child.local_quota(fr)
         node.subtree = subtree
+        node.compute_local()
 
     def _compute_lendable(self, node: QuotaNode, root: QuotaNode) -> None:
         """Per resource name, the most ``node``'s parent could give it: Kueue's

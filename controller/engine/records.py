@@ -257,8 +257,9 @@ class WorkloadInfo:
     local_queue_key: ObjectKey = field(default="", init=False)
 
     def __post_init__(self) -> None:
-        self.key = namespaced_key(self.namespace, self.name)
-        self.local_queue_key = namespaced_key(self.namespace, self.queue_name)
+        # namespaced_key's format, spelled out: one record per Workload update.
+        self.key = f"{self.namespace}/{self.name}"
+        self.local_queue_key = f"{self.namespace}/{self.queue_name}"
 
     @property
     def order_key(self) -> OrderKey:

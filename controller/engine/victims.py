@@ -24,7 +24,9 @@ class Candidate:
     without_borrowing_only: bool = False
 
 def uses_any(info: WorkloadInfo, frs: set[FlavorResource]) -> bool:
+    """Whether ``info`` holds quota of one of ``frs`` (asked of every admitted workload of the
+    queues a preemption search walks, hence the set operation rather than a generator)."""
     admission = info.admission
     if admission is None:
         return False
-    return any(fr in admission.usage for fr in frs)
+    return not admission.usage.keys().isdisjoint(frs)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final
 
 __all__ = [
@@ -116,11 +117,23 @@ def parse_quantity(value: str | int | float, resource: str = "") -> int:
     1073741824``; ``parse_quantity("1.5", "memory") == 2`` (rounded up, never under-counted).
     """
     if isinstance(value, str):
-        simple = _SIMPLE_RE.match(value)
-        if simple is not None:
-            multiplier, divisor = _SIMPLE_FACTORS[simple.group(2)]
-            amount = int(simple.group(1)) * multiplier * (1000 if resource in MILLI_RESOURCES else 1)
-            return -(-amount // divisor)  # ceiling division: never under-count
+        return _parse_text(value, resource)
+    return _parse_exact(value, resource)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str, resource: str) -> int:
+    """:func:`parse_quantity` of a string, remembered: the engine parses the same few request and
+    usage strings on every Workload update (a failure raises and is not remembered)."""
+    simple = _SIMPLE_RE.match(value)
+    if simple is not None:
+        multiplier, divisor = _SIMPLE_FACTORS[simple.group(2)]
+        amount = int(simple.group(1)) * multiplier * (1000 if resource in MILLI_RESOURCES else 1)
+        return -(-amount // divisor)  # ceiling division: never under-count
+    return _parse_exact(value, resource)
+
+
+def _parse_exact(value: str | int | float, resource: str) -> int:
     exact = parse_quantity_exact(value)
     if is_milli_resource(resource):
         exact *= 1000

@@ -11,6 +11,7 @@ against now) comes from an object field, so parsing must accept what the apiserv
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 
 
 def utcnow() -> datetime:
@@ -56,6 +57,15 @@ def parse_time(value: object) -> datetime | None:
 
 def parse_epoch(value: object) -> float | None:
     """An API timestamp as seconds since the epoch (the engine's clock); ``None`` when absent or
-    malformed (never raises)."""
-    parsed = parse_time(value)
+    malformed (never raises).
+
+    The engine reads several timestamps from every Workload update, and at second precision
+    most of them repeat (a cycle's reservations share their ``lastTransitionTime``), so the
+    conversion of a string is remembered: the answer depends on the string alone."""
+    return _epoch_of(value) if isinstance(value, str) else None
+
+
+@lru_cache(maxsize=4096)
+def _epoch_of(text: str) -> float | None:
+    parsed = parse_time(text)
     return None if parsed is None else parsed.timestamp()

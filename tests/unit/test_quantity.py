@@ -88,3 +88,14 @@ def test_fast_path_agrees_with_exact_parsing(number: int, suffix: str, resource:
 
     exact = parse_quantity_exact(f"{number}{suffix}") * (1000 if resource == "cpu" else 1)
     assert parse_quantity(f"{number}{suffix}", resource) == math.ceil(exact)
+
+
+def test_a_remembered_string_answers_the_same_and_a_refused_one_is_refused_again() -> None:
+    """String conversions are remembered per (string, resource): the same string parses the same
+    whatever resource asked first, and a refusal is never remembered as an answer."""
+    assert parse_quantity("1500m", resource="cpu") == 1500
+    assert parse_quantity("1500m", resource="memory") == 2
+    assert parse_quantity("1500m", resource="cpu") == 1500
+    for _ in range(2):
+        with pytest.raises(QuantityError):
+            parse_quantity("12 apples", resource="cpu")

@@ -53,7 +53,7 @@ def test_parse_accepts_what_clients_write(text: str) -> None:
     assert parse_epoch(text) == MOMENT.replace(microsecond=0).timestamp()
 
 
-@pytest.mark.parametrize("value", [None, "", "yesterday", 1700000000, "2026-13-01T00:00:00Z"])
+@pytest.mark.parametrize("value", [None, "", "yesterday", 1700000000, "2026-13-01T00:00:00Z", {"a": 1}, ["x"]])
 def test_parse_never_raises(value: object) -> None:
     assert parse_time(value) is None
     assert parse_epoch(value) is None

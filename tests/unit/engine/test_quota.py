@@ -227,3 +227,19 @@ def test_borrowing_level_counts_a_queues_unused_quota_once() -> None:
     # without counting a's free cpu twice: the room is in top.
     assert quota.lowest_fitting_subtree(a, FR, 2000) == (2, False)
     assert quota.lowest_fitting_subtree(a, FR, 1000) == (0, True)
+
+
+def test_remembered_quota_figures_follow_a_quota_change() -> None:
+    """Quota nodes remember private quota and potential availability (fixed between rebuilds);
+    a quota change rebuilds the forest, so a workload above the old maximum fits the new one."""
+    world = _world(FungibleClusterQueueBuilder("a").cohort("co").flavor("default", cpu="4"),
+                   FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="5", lending_limit={"cpu": "3"}))
+    world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq-a").podset(cpu="9").obj())
+    assert world.admit() == []  # at most 4 + 3
+    node = world.engine.cache.forest.cluster_queues["a"]
+    assert quota.potential_available(node, FR) == 7000
+    assert world.engine.cache.forest.cluster_queues["b"].local_quota(FR) == 2000
+    world.queue(FungibleClusterQueueBuilder("b").cohort("co").flavor("default", cpu="10", lending_limit={"cpu": "5"}).obj())
+    assert world.admit() == ["ns/wl"]  # 4 + 5
+    assert quota.potential_available(world.engine.cache.forest.cluster_queues["a"], FR) == 9000
+    assert world.engine.cache.forest.cluster_queues["b"].local_quota(FR) == 5000
