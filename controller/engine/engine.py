@@ -120,6 +120,7 @@ class Engine:
                 admission_fair_sharing.resource_weights,
             )
             self.queue_manager.afs = self.cache.afs = self.afs
+            self.cache.preemptor.afs_usage = self.afs.usage
         self.priority_classes: dict[tuple[str, str], int] = {}  # (source, name) -> value
         self._arrivals = Arrivals()
         self._unadmitted_version: dict[ObjectKey, WorkloadInfo] = {}  # newest event while assumed

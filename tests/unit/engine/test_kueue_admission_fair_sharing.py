@@ -382,3 +382,35 @@ def test_resource_weights_of_the_configuration_apply_to_ordering() -> None:
     wl(world, "wl-a1", "lq-a", "8", 0)
     wl(world, "wl-b1", "lq-b", "8", 1)
     assert admitted_after_one_cycle_per_workload(world, 2) == {"wl-a1"}
+
+
+# --- preemption (Kueue's CandidatesOrdering) ------------------------------------------------------
+
+
+def _preemption_world(afs: AdmissionFairSharing | None) -> World:
+    world = World(heads=1, admission_fair_sharing=afs)
+    world.flavors("default")
+    world.engine.upsert_cluster_queue(
+        ClusterQueueBuilder("cq").flavor("default", cpu="2").admission_mode().preemption("LowerPriority").obj()
+    )
+    for lq, consumed in (("lq-a", "8"), ("lq-b", "1"), ("lq-c", "0")):
+        world.engine.upsert_local_queue(LocalQueueBuilder(lq, "ns", "cq").consumed(cpu=consumed).obj())
+    # Both hold 1 cpu at the same priority; lq-b's was reserved later (the usual first victim).
+    for name, lq, at in (("old-a", "lq-a", "2026-01-01T00:00:01Z"), ("new-b", "lq-b", "2026-01-01T00:00:05Z")):
+        world.add(PlacementWorkloadBuilder(name, "ns").queue(lq).podset(cpu="1")
+                  .reserved("cq", {"cpu": "default"}, {"cpu": "1"}, at=at).admitted(at=at).obj())
+    world.add(PlacementWorkloadBuilder("urgent", "ns").queue("lq-c").priority(10).podset(cpu="1").obj())
+    return world
+
+
+def test_own_queue_victims_of_the_most_used_local_queue_go_first() -> None:
+    """CandidatesOrdering criterion 2 (pkg/scheduler/preemption/common/ordering.go): between
+    candidates of the same ClusterQueue and different LocalQueues, the higher LocalQueue usage is
+    preempted first, before priority and reservation time."""
+    world = _preemption_world(SCHEDULER_AFS)
+    assert [p.victim for p in world.cycle().preemptions] == ["ns/old-a"]
+
+
+def test_without_afs_the_most_recently_reserved_victim_goes_first() -> None:
+    world = _preemption_world(None)
+    assert [p.victim for p in world.cycle().preemptions] == ["ns/new-b"]
