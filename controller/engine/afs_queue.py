@@ -139,6 +139,10 @@ class AfsPendingQueue(PendingQueue):
         if sub is not None:
             sub.park_shape_of(info)
 
+    def local_queue_usage(self) -> dict[ObjectKey, float] | None:
+        usage_of = self._usage_of
+        return {lq: usage_of(lq) for lq in self._subs}
+
     def snapshot(self) -> tuple[list[tuple[int, int, WorkloadInfo]], frozenset[int]]:
         entries: list[tuple[int, int, WorkloadInfo]] = []
         parked: set[int] = set()

@@ -414,3 +414,17 @@ def test_own_queue_victims_of_the_most_used_local_queue_go_first() -> None:
 def test_without_afs_the_most_recently_reserved_victim_goes_first() -> None:
     world = _preemption_world(None)
     assert [p.victim for p in world.cycle().preemptions] == ["ns/new-b"]
+
+
+def test_pending_positions_follow_local_queue_usage() -> None:
+    """The visibility API's order for such a ClusterQueue is the scheduler's: Kueue sorts its
+    Snapshot by LocalQueue usage first (``buildSnapshotSort``), then the usual order."""
+    world = afs_world({"lq-a": "8", "lq-b": "2", "lq-c": "4"})
+    wl(world, "wl-a1", "lq-a", "1", 0)
+    world.add(PlacementWorkloadBuilder("wl-a2", "default").queue("lq-a").priority(100).at(1).podset("one", cpu="1").obj())
+    wl(world, "wl-c1", "lq-c", "1", 2)
+    wl(world, "wl-b1", "lq-b", "1", 3)
+    order = [p.workload.split("/")[1] for p in world.engine.pending_workloads("cq1")]
+    assert order == ["wl-b1", "wl-c1", "wl-a2", "wl-a1"]
+    snap = world.engine.pending_snapshot("cq1")
+    assert snap is not None and snap.local_queue_usage is not None
