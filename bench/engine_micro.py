@@ -56,6 +56,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from controller.engine import Engine
+from pykueue.api.config import AdmissionFairSharing
 
 API_VERSION = "kueue.x-k8s.io/v1beta1"
 
@@ -146,8 +147,14 @@ class Row:
     final_pending: int
 
 
-def _cluster_queue(name: str, cohort: str) -> dict[str, Any]:
-    return {
+# --admission-fair-sharing: LocalQueues per ClusterQueue (workloads spread over them round-robin)
+# and the Configuration section (a minute's half-life, a sample every 5 simulated seconds).
+AFS_LOCAL_QUEUES = 4
+AFS_CONFIG = {"usageHalfLifeTime": 60.0, "usageSamplingInterval": 5.0}
+
+
+def _cluster_queue(name: str, cohort: str, afs: bool = False) -> dict[str, Any]:
+    obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
         "metadata": {"name": name},
@@ -165,9 +172,14 @@ def _cluster_queue(name: str, cohort: str) -> dict[str, Any]:
             "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
         },
     }
+    if afs:
+        obj["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    return obj
 
 
-def _workload(name: str, namespace: str, klass: str, cpu: int, priority: int, created_s: float) -> dict[str, Any]:
+def _workload(
+    name: str, namespace: str, klass: str, cpu: int, priority: int, created_s: float, queue: str = "lq"
+) -> dict[str, Any]:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created_s)) + "Z"
     return {
         "apiVersion": API_VERSION,
@@ -181,7 +193,7 @@ def _workload(name: str, namespace: str, klass: str, cpu: int, priority: int, cr
             "labels": {"class": klass},
         },
         "spec": {
-            "queueName": "lq",
+            "queueName": queue,
             "priority": priority,
             "podSets": [
                 {
@@ -206,7 +218,7 @@ def _class_sequence(shape: Shape) -> list[str]:
 FAIR_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
 
-def _new_engine(heads: int, batch_s: float, settle_gc: bool, fair_sharing: bool = False) -> Engine:
+def _new_engine(heads: int, batch_s: float, settle_gc: bool, fair_sharing: bool = False, afs: bool = False) -> Engine:
     """An engine with the benchmark's options; an older engine (an A/B run, ``--engine-src``)
     may predate the GC settling option, and then runs without it. ``fair_sharing``: Kueue's
     default strategies (refused by an engine without fair sharing)."""
@@ -215,6 +227,10 @@ def _new_engine(heads: int, batch_s: float, settle_gc: bool, fair_sharing: bool 
         options["settle_gc"] = settle_gc
     if fair_sharing:
         options["fair_sharing"] = FAIR_STRATEGIES
+    if afs:
+        options["admission_fair_sharing"] = AdmissionFairSharing(
+            AFS_CONFIG["usageHalfLifeTime"], AFS_CONFIG["usageSamplingInterval"]
+        )
     return Engine(**options)
 
 
@@ -229,9 +245,11 @@ class Simulation:
         settle_gc: bool,
         instructions: _InstructionCounter,
         fair_sharing: bool = False,
+        afs: bool = False,
     ) -> None:
         self.shape = shape
-        self.engine = _new_engine(heads, batch_s, settle_gc, fair_sharing)
+        self.afs = afs
+        self.engine = _new_engine(heads, batch_s, settle_gc, fair_sharing, afs)
         self.step = step_ms / 1000.0
         self.now = 1_800_000_000.0
         self.seq = 0
@@ -259,11 +277,12 @@ class Simulation:
         self.requeued_victims: dict[tuple[str, str], int] = {}
         self.engine.upsert_resource_flavor({"metadata": {"name": "default"}, "spec": {}})
         for index, name in enumerate(self.queues):
-            self.engine.upsert_cluster_queue(_cluster_queue(name, f"cohort-{index // shape.queues_per_cohort}"))
+            self.engine.upsert_cluster_queue(_cluster_queue(name, f"cohort-{index // shape.queues_per_cohort}", afs))
             self.engine.set_namespace(f"ns-{name}", {})
-            self.engine.upsert_local_queue(
-                {"metadata": {"name": "lq", "namespace": f"ns-{name}"}, "spec": {"clusterQueue": name}}
-            )
+            for lq in self._local_queues():
+                self.engine.upsert_local_queue(
+                    {"metadata": {"name": lq, "namespace": f"ns-{name}"}, "spec": {"clusterQueue": name}}
+                )
         objs = [self._new_workload() for _ in range(pending)]
         gc.collect()
         # Loaded as the controller loads its informers' caches, inside initial_load(); the first
@@ -276,6 +295,9 @@ class Simulation:
                 self.engine.upsert_workload(obj)
             self.load_seconds = _clock() - start
 
+    def _local_queues(self) -> list[str]:
+        return ["lq", *(f"lq-{i}" for i in range(1, AFS_LOCAL_QUEUES))] if self.afs else ["lq"]
+
     def _new_workload(self, klass: str | None = None, queue: str | None = None) -> dict[str, Any]:
         self.seq += 1
         if queue is None:
@@ -286,7 +308,11 @@ class Simulation:
             else:
                 klass = self.classes[(self.seq // len(self.queues)) % len(self.classes)]
         cpu, _, priority, _ = self.shape.classes[klass]
-        obj = _workload(f"wl-{self.seq}", f"ns-{queue}", klass, cpu, priority, self.now + self.seq * 1e-3)
+        local_queues = self._local_queues()
+        obj = _workload(
+            f"wl-{self.seq}", f"ns-{queue}", klass, cpu, priority, self.now + self.seq * 1e-3,
+            local_queues[self.seq % len(local_queues)],
+        )
         self.objects[f"ns-{queue}/wl-{self.seq}"] = obj
         return obj
 
@@ -379,12 +405,13 @@ def run_size(
     settle_gc: bool,
     instructions: _InstructionCounter,
     fair_sharing: bool = False,
+    afs: bool = False,
 ) -> Row:
     """One run in a fresh engine, with the collector as a fresh process has it."""
     threshold = gc.get_threshold()
     try:
         return _measure(
-            shape, pending, decisions, heads, step_ms, batch_s, max_cycles, settle_gc, instructions, fair_sharing
+            shape, pending, decisions, heads, step_ms, batch_s, max_cycles, settle_gc, instructions, fair_sharing, afs
         )
     finally:
         # The engine's GC settling is process-wide: undo it so the next run starts from scratch.
@@ -404,9 +431,10 @@ def _measure(
     settle_gc: bool,
     instructions: _InstructionCounter,
     fair_sharing: bool = False,
+    afs: bool = False,
 ) -> Row:
     """Load ``pending`` workloads, warm up to steady state, measure ``decisions``."""
-    sim = Simulation(shape, pending, heads, step_ms, batch_s, settle_gc, instructions, fair_sharing)
+    sim = Simulation(shape, pending, heads, step_ms, batch_s, settle_gc, instructions, fair_sharing, afs)
     # Warm up until the quota has turned over a few times (three of the longest runtimes, and a
     # fifth of the measured decisions), so the measured part is steady state and not the initial
     # fill, which admits without preemptions (with 1,000 queues, thousands in one cycle).
@@ -551,6 +579,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="Engine(fair_sharing=...): the tournament order and fair preemption (docs/design/fair-sharing.md)",
     )
+    parser.add_argument(
+        "--admission-fair-sharing",
+        action="store_true",
+        help=f"admission fair sharing on, every ClusterQueue UsageBasedAdmissionFairSharing with {AFS_LOCAL_QUEUES} "
+        "LocalQueues (docs/design/fair-sharing.md)",
+    )
     parser.add_argument("--json", type=str, default=None, help="also write the JSON summary to this path")
     args = parser.parse_args(argv)
     if args.scale <= 0:
@@ -570,7 +604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"heads/CQ={args.heads}, "
         f"step={args.step_ms} ms, requeue batch={args.batch_s} s, {decisions} decisions per run, "
         f"{args.repeat} run(s) per size interleaved, GC settled by the engine={not args.no_gc_settle}, "
-        f"fair sharing={args.fair_sharing}"
+        f"fair sharing={args.fair_sharing}, admission fair sharing={args.admission_fair_sharing}"
     )
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'unknown cpu'})")
     instructions = _InstructionCounter()
@@ -582,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs[n].append(
                 run_size(
                     shape, n, decisions, args.heads, args.step_ms, args.batch_s, max_cycles, not args.no_gc_settle,
-                    instructions, args.fair_sharing,
+                    instructions, args.fair_sharing, args.admission_fair_sharing,
                 )
             )
     instructions.close()
@@ -605,6 +639,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "requeue_batch_s": args.batch_s,
         "gc_settled": not args.no_gc_settle,
         "fair_sharing": args.fair_sharing,
+        "admission_fair_sharing": args.admission_fair_sharing,
         "scale": args.scale,
         "repeat": args.repeat,
         "rows": [asdict(r) for r in rows],

@@ -299,6 +299,11 @@ class ClusterQueueBuilder(_Builder):
         self._obj["spec"]["namespaceSelector"] = selector
         return self
 
+    def admission_mode(self, mode: str = "UsageBasedAdmissionFairSharing") -> Self:
+        """``spec.admissionScope.admissionMode`` (admission fair sharing among its LocalQueues)."""
+        self._obj["spec"]["admissionScope"] = {"admissionMode": mode}
+        return self
+
 
 class LocalQueueBuilder(_Builder):
     def __init__(self, name: str, namespace: str, cluster_queue: str) -> None:
@@ -313,6 +318,19 @@ class LocalQueueBuilder(_Builder):
 
     def stop_policy(self, policy: str) -> Self:
         self._obj["spec"]["stopPolicy"] = policy
+        return self
+
+    def weight(self, weight: str) -> Self:
+        """``spec.fairSharing.weight`` (admission fair sharing divides the queue's usage by it)."""
+        self._obj["spec"]["fairSharing"] = {"weight": weight}
+        return self
+
+    def consumed(self, last_update: str = "2026-01-01T00:00:00Z", **resources: str) -> Self:
+        """``status.fairSharing.admissionFairSharingStatus``: usage persisted by an earlier leader."""
+        self._obj.setdefault("status", {})["fairSharing"] = {
+            "weightedShare": 0,
+            "admissionFairSharingStatus": {"consumedResources": dict(resources), "lastUpdate": last_update},
+        }
         return self
 
 

@@ -172,6 +172,9 @@ def forget_local_queue(namespace: str, name: str) -> None:
             "status": "",
         }:
             LOCAL_QUEUE_PENDING.remove(*labels)
+    for labels in list(LOCAL_QUEUE_AFS_USAGE._metrics):
+        if labels[:2] == (name, namespace):
+            LOCAL_QUEUE_AFS_USAGE.remove(*labels)
 
 # Fair sharing (controller.core.fair_share_status): the weighted share that status shows, NaN for
 # a queue or cohort of weight 0 that borrows (Kueue's names and meaning).
@@ -186,4 +189,13 @@ COHORT_WEIGHTED_SHARE = Gauge(
     "The Cohort's dominant resource share divided by its fair sharing weight "
     "(0: within its subtree quota; NaN: weight 0 and borrowing).",
     ["cohort"],
+)
+# Admission fair sharing (controller.core.afs_status): a LocalQueue's usage as the scheduler
+# orders by it (Kueue's name, labels and meaning; +Inf for weight 0).
+LOCAL_QUEUE_AFS_USAGE = Gauge(
+    "kueue_local_queue_admission_fair_sharing_usage",
+    "A value representing the LocalQueue's Admission Fair Sharing usage: the resource-weighted sum "
+    "of consumed resources and pending admission penalties, divided by the LocalQueue's fair "
+    "sharing weight.",
+    ["name", "namespace", "cluster_queue"],
 )

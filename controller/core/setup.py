@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controller.concurrentadmission.winner import WinnerClaims
+from controller.core.afs_status import AfsStatus
 from controller.core.fair_share_status import FairShareStatus
 from controller.core.queue_status_controller import QueueStatusController
 from controller.core.scheduler import SchedulerLoop
@@ -176,6 +177,9 @@ def setup(ctrl: Controller) -> None:
         requeue_batch_seconds=REQUEUE_BATCH_SECONDS,
         # fairSharing.enable: order heads and choose victims by dominant resource share.
         fair_sharing=fair_sharing_strategies(ctrl.config),
+        # admissionFairSharing: order the LocalQueues of UsageBasedAdmissionFairSharing
+        # ClusterQueues by their decayed usage (controller.engine.afs).
+        admission_fair_sharing=ctrl.config.admission_fair_sharing,
     )
     loop = SchedulerLoop(
         ctrl.client,
@@ -201,6 +205,8 @@ def setup(ctrl: Controller) -> None:
     ctrl.health.add_liveness("scheduler", scheduler.alive)
     ctrl.register(workload_controller)
     ctrl.register(QueueStatusRunnable(queue_status, informers))
+    if ctrl.config.admission_fair_sharing is not None:
+        ctrl.register(AfsStatus(ctrl.client, loop.reads, informers["localqueues"]))
     if ctrl.config.fair_sharing.enable:
         ctrl.register(
             FairShareStatus(ctrl.client, loop.reads, informers["clusterqueues"], informers["cohorts"])

@@ -11,14 +11,16 @@ it starts or stops holding quota, and runs the cycle (``cycle.py``) over them.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from pykueue.api import constants as c
+from pykueue.api.config import AdmissionFairSharing
 from pykueue.api.objects import namespaced_key
 
 from . import gcpolicy, quota
+from .afs import AfsLedger
 from .arrivals import Arrivals
 from .cycle import run_cycle
 from .explain import Explanation, explain
@@ -27,6 +29,7 @@ from .parse import (
     admission_check_active,
     admission_check_controller,
     object_name,
+    parse_afs_consumed,
     parse_cluster_queue,
     parse_cohort,
     parse_local_queue,
@@ -67,6 +70,8 @@ class Engine:
         requeuing_timestamp: str = c.REQUEUE_BY_EVICTION,
         settle_gc: bool = True,
         fair_sharing: tuple[str, ...] | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """``requeuing_timestamp``: ``waitForPodsReady.requeuingStrategy.timestamp`` — where a
         workload evicted by the PodsReady timeout goes in its queue: ``Eviction`` (Kueue's
@@ -78,7 +83,13 @@ class Engine:
         young-generation threshold; process-wide, once per engine).
 
         ``fair_sharing``: None keeps fair sharing off; otherwise it is on, with these preemption
-        strategies (``fairSharing.preemptionStrategies``; docs/design/fair-sharing.md)."""
+        strategies (``fairSharing.preemptionStrategies``; docs/design/fair-sharing.md).
+
+        ``admission_fair_sharing``: the Configuration's ``admissionFairSharing`` section (None:
+        absent, off). With it, ClusterQueues whose admissionMode is
+        ``UsageBasedAdmissionFairSharing`` order their workloads by LocalQueue usage first
+        (``controller.engine.afs``). ``clock``: epoch seconds, for the LocalQueues' decay clocks
+        outside ``schedule(now)``."""
         if heads_per_cluster_queue < 1:
             raise ValueError("heads_per_cluster_queue must be at least 1")
         if requeuing_timestamp not in (c.REQUEUE_BY_EVICTION, c.REQUEUE_BY_CREATION):
@@ -100,6 +111,16 @@ class Engine:
                 "LessThanOrEqualToFinalShare",
                 "LessThanInitialShare",
             )
+        self._clock = clock
+        self.afs: AfsLedger | None = None
+        if admission_fair_sharing is not None:
+            self.afs = AfsLedger(
+                admission_fair_sharing.usage_half_life_time,
+                admission_fair_sharing.usage_sampling_interval,
+                admission_fair_sharing.resource_weights,
+            )
+            self.queue_manager.afs = self.cache.afs = self.afs
+            self.cache.preemptor.afs_usage = self.afs.usage
         self.priority_classes: dict[tuple[str, str], int] = {}  # (source, name) -> value
         self._arrivals = Arrivals()
         self._unadmitted_version: dict[ObjectKey, WorkloadInfo] = {}  # newest event while assumed
@@ -160,7 +181,10 @@ class Engine:
         old = self.cache.set_cluster_queue(spec)
         # The namespace selector or the queue's existence may change where its workloads belong.
         self.queue_manager.cluster_queue_set(
-            spec.name, spec.strict_fifo, old is None or old.namespace_selector != spec.namespace_selector
+            spec.name,
+            spec.strict_fifo,
+            old is None or old.namespace_selector != spec.namespace_selector,
+            spec.admission_fair_sharing,
         )
         self.cache.drain_cluster_queue(spec.name)
 
@@ -222,11 +246,18 @@ class Engine:
         lq = parse_local_queue(obj)
         if not lq.name or not lq.namespace:
             return
+        if self.afs is not None:
+            # A new entry starts from the persisted status (Kueue's initializeAfsIfNeeded); a
+            # weight change re-ranks the LocalQueue at the next head.
+            self.afs.track(lq.key, lq.cluster_queue, lq.fair_weight, self._clock(), parse_afs_consumed(obj))
         if self.queue_manager.set_local_queue(lq):
             self.cache.drain_local_queue(lq)
 
     def delete_local_queue(self, namespace: str, name: str) -> None:
-        self.queue_manager.remove_local_queue(namespaced_key(namespace, name))
+        key = namespaced_key(namespace, name)
+        self.queue_manager.remove_local_queue(key)
+        if self.afs is not None:
+            self.afs.forget(key)
 
     def set_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
         """Feed a namespace's labels (ClusterQueue namespaceSelector is evaluated against them)."""
@@ -281,6 +312,8 @@ class Engine:
         self.workloads[key] = info
         if old is not None:
             self.queue_manager.unindex(old)  # its LocalQueue may have changed
+            if self.afs is not None and old.local_queue_key != info.local_queue_key:
+                self.afs.drop_penalty(old.local_queue_key, key)  # settles by its current queue only
         if info.admission is not None:
             self._hold_quota(info, old)
         else:
@@ -316,6 +349,8 @@ class Engine:
         if info is None or info.admission is None or not info.admission.assumed or info.admission.write_confirmed:
             return
         self.cache.release(key, info)
+        if self.afs is not None:
+            self.afs.drop_penalty(info.local_queue_key, key)  # the reservation never happened
         latest = self._unadmitted_version.pop(key, None)
         if latest is not None:
             info = self.workloads[key] = latest
@@ -348,6 +383,8 @@ class Engine:
         queue_manager.release_backoff(now)
         queue_manager.flush_requeues(now)
         result.evictions = self.cache.take_evictions()
+        if self.afs is not None:
+            result.afs_sampled = self.afs.sample_due(now)
         run_cycle(self.cache, queue_manager, self, self.heads_per_cluster_queue, now, result)
         queue_manager.emit_noted_reasons(result)
         result.duration_seconds = time.perf_counter() - start
@@ -358,7 +395,11 @@ class Engine:
         as seconds since the epoch; None when nothing is waiting on time. A requeue marked but
         not yet seen by a cycle is due at the next ``schedule()`` call plus the batch period; that
         call starts its clock, so a loop that sleeps until this time never misses it."""
-        return self.queue_manager.next_timer()
+        due = self.queue_manager.next_timer()
+        sample = self.afs.next_due() if self.afs is not None else None
+        if sample is None:
+            return due
+        return sample if due is None else min(due, sample)
 
     # --- holding quota: the moves between the two parts (the cycle's ``Holdings``) ---------------
     def assume(self, info: WorkloadInfo, cluster_queue: str, usage: dict[FlavorResource, int], now: float,
@@ -366,6 +407,10 @@ class Engine:
         """Reserve quota for a popped workload before its API write (assume-then-write)."""
         self.cache.assume(info, cluster_queue, usage, now, admitted)
         self.queue_manager.admitted(info)
+        if self.afs is not None and self.cache.cluster_queues[cluster_queue].admission_fair_sharing:
+            # Kueue's entry penalty: charged at reservation, folded into consumed usage once the
+            # workload is Admitted, so the next head of this ClusterQueue already sees it.
+            self.afs.push_penalty(info.local_queue_key, info.key, usage, now)
 
     def displace(self, holder: WorkloadInfo) -> None:
         """Count a sibling option's quota as free while deciding whether a migration would fit
@@ -387,12 +432,32 @@ class Engine:
             queue_manager.unindex(info)
         if self.cache.hold(info, old):
             queue_manager.last_reason.pop(key, None)
+        if self.afs is not None:
+            self._afs_settle(info, old)
         self.cache.drain_workload(info, queue_manager.local_queues.get(info.local_queue_key))
+
+    def _afs_settle(self, info: WorkloadInfo, old: WorkloadInfo | None) -> None:
+        """Kueue settles on every transition into Admitted, in a ClusterQueue with admission fair
+        sharing: the LocalQueue's consumed usage is decayed up to now and the entry penalty folded
+        in. Our own assumption coming back Admitted is such a transition too (its penalty is
+        still recorded)."""
+        afs = self.afs
+        admission = info.admission
+        if afs is None or admission is None or not admission.admitted:
+            return
+        spec = self.cache.cluster_queues.get(admission.cluster_queue)
+        if spec is None or not spec.admission_fair_sharing:
+            return
+        was_admitted = old is not None and old.admission is not None and old.admission.admitted
+        if afs.has_penalty(info.local_queue_key, info.key) or (old is not None and not was_admitted):
+            afs.settle(info.local_queue_key, info.key, self._clock())
 
     def _forget(self, key: ObjectKey) -> None:
         info = self.workloads.pop(key, None)
         if info is None:
             return
+        if self.afs is not None:
+            self.afs.drop_penalty(info.local_queue_key, key)
         self.cache.options.forgot(info)
         self.cache.release(key, info)
         self.queue_manager.forget(info)

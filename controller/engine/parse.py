@@ -216,6 +216,8 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         fallbacks=isinstance(fungibility.get("fallbackStrategy"), dict) and spec.get("concurrentAdmission") is None,
         terminating=bool(dict_or_empty(obj.get("metadata")).get("deletionTimestamp")),
         fair_weight=parse_fair_weight(spec.get("fairSharing")),
+        admission_fair_sharing=dict_or_empty(spec.get("admissionScope")).get("admissionMode")
+        == c.ADMISSION_MODE_USAGE_BASED,
     )
 
 
@@ -253,7 +255,22 @@ def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueueInfo:
         name=_str(meta.get("name")),
         cluster_queue=_str(spec.get("clusterQueue")),
         stop_policy=_str(spec.get("stopPolicy"), c.STOP_POLICY_NONE) or c.STOP_POLICY_NONE,
+        fair_weight=parse_fair_weight(spec.get("fairSharing")),
     )
+
+
+def parse_afs_consumed(obj: Mapping[str, Any]) -> dict[str, float]:
+    """A LocalQueue's persisted ``status.fairSharing.admissionFairSharingStatus.consumedResources``
+    in Kueue's float units (cpu in cores); unparsable entries are skipped, never fatal."""
+    status = dict_or_empty(obj.get("status"))
+    afs = dict_or_empty(dict_or_empty(status.get("fairSharing")).get("admissionFairSharingStatus"))
+    out: dict[str, float] = {}
+    for name, value in dict_or_empty(afs.get("consumedResources")).items():
+        try:
+            out[str(name)] = float(parse_quantity_exact(value))
+        except (QuantityError, ValueError, TypeError):
+            continue
+    return out
 
 
 def admission_check_controller(obj: Mapping[str, Any]) -> str:

@@ -32,7 +32,7 @@ ancestors' advantage map are built per distinct question, not per caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -86,6 +86,10 @@ class Preemptor:
         # cycle (Kueue nominates every head against the snapshot taken before any of them is
         # admitted, so it cannot evict what it has just admitted; neither do we).
         self.reserved_this_cycle: set[ObjectKey] = set()
+        # Admission fair sharing (Kueue's CandidatesOrdering, criterion 2): in a ClusterQueue with
+        # UsageBasedAdmissionFairSharing, own-queue victims of the most used LocalQueue go first.
+        # The LocalQueue's usage, or None while admission fair sharing is off.
+        self.afs_usage: Callable[[ObjectKey], float] | None = None
         # Set when a search passed over such a workload: the preemptor may find its victims next
         # cycle, so it must be retried then rather than set aside as unschedulable.
         self.passed_over_fresh = False
@@ -192,10 +196,19 @@ class Preemptor:
     def _is_free(self, cand: _Candidate) -> bool:
         return cand.info.evicted or cand.info.key in self._being_evicted
 
-    def _order(self, cand: _Candidate) -> tuple[bool, bool, int, float, str]:
+    def _order(self, cand: _Candidate) -> tuple[bool, bool, float, int, float, str]:
         info = cand.info
         reserved_at = info.admission.reserved_at if info.admission is not None else 0.0
-        return (not self._is_free(cand), cand.same_queue, info.priority, -reserved_at, info.uid)
+        return (not self._is_free(cand), cand.same_queue, -self._lq_usage(cand), info.priority, -reserved_at, info.uid)
+
+    def _lq_usage(self, cand: _Candidate) -> float:
+        """The candidate's LocalQueue usage where Kueue compares it (own-queue candidates of an
+        admission-fair-sharing ClusterQueue), else 0 (no effect on the order)."""
+        usage_of = self.afs_usage
+        if usage_of is None or not cand.same_queue:
+            return 0.0
+        spec = self._specs.get(cand.cluster_queue)
+        return usage_of(cand.info.local_queue_key) if spec is not None and spec.admission_fair_sharing else 0.0
 
     # --- search ----------------------------------------------------------------------------------
     @staticmethod

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pykueue.api import constants as c
 from pykueue.api.labelselectors import matches_compiled
 
+from .afs import AfsLedger
+from .afs_queue import AfsPendingQueue
 from .options import admission_blocker
 from .queues import PendingQueue
 from .quota_cache import QuotaCache
@@ -60,18 +62,34 @@ class QueueManager:
 
         self.last_reason: dict[ObjectKey, tuple[str, str]] = {}
         self._reasons_to_emit: dict[ObjectKey, tuple[str, str]] = {}
+        # Admission fair sharing (the Configuration's admissionFairSharing); None: off, and every
+        # ClusterQueue orders its workloads the usual way whatever its admissionScope says.
+        self.afs: AfsLedger | None = None
 
     # --- ClusterQueues, LocalQueues, namespaces ----------------------------------------------------
-    def cluster_queue_set(self, name: str, strict_fifo: bool, selector_changed: bool) -> None:
+    def cluster_queue_set(self, name: str, strict_fifo: bool, selector_changed: bool,
+                          admission_fair_sharing: bool = False) -> None:
         """A ClusterQueue appeared or changed: create or re-file its queue and, if it is new or its
-        namespaceSelector changed, re-decide where its LocalQueues' pending workloads belong."""
+        namespaceSelector changed, re-decide where its LocalQueues' pending workloads belong.
+        ``admission_fair_sharing``: its admissionMode orders by LocalQueue usage (honoured only
+        with the ledger on); switching it re-files the queue's workloads (rare: a spec change)."""
         queue = self.queues.get(name)
-        if queue is None:
-            self.queues[name] = PendingQueue(name, strict_fifo)
+        fair = admission_fair_sharing and self.afs is not None
+        if queue is None or fair != isinstance(queue, AfsPendingQueue):
+            fresh = self._new_queue(name, strict_fifo, fair)
+            if queue is not None:
+                for info in list(queue.workloads()):
+                    fresh.push(info)
+            self.queues[name] = fresh
         else:
             queue.set_strict_fifo(strict_fifo)
         if selector_changed:
             self._reroute_cluster_queue(name)
+
+    def _new_queue(self, name: str, strict_fifo: bool, fair: bool) -> PendingQueue:
+        if fair and self.afs is not None:
+            return AfsPendingQueue(name, strict_fifo, self.afs.usage)
+        return PendingQueue(name, strict_fifo)
 
     def cluster_queue_removed(self, name: str) -> None:
         self._reroute_cluster_queue(name)

@@ -268,6 +268,11 @@ class PendingQueue:
         entry = self._entries.get(info.key)
         self._parked.add(entry[1] if entry is not None else info.shape)
 
+    def local_queue_usage(self) -> dict[ObjectKey, float] | None:
+        """Admission fair sharing: each LocalQueue's usage, which orders before everything else
+        (``afs_queue.AfsPendingQueue``); None for a queue that does not order by it."""
+        return None
+
     def snapshot(self) -> tuple[list[tuple[int, int, WorkloadInfo]], frozenset[int]]:
         """The (entry id, shape, info) entries and the parked classes, copied for a reader on
         another thread (controller.engine.visibility); C-level copies, no ordering."""

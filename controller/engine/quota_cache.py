@@ -21,6 +21,7 @@ from pykueue.api import constants as c
 
 from . import quota
 from .activity import cluster_queue_problems, inactive_reason
+from .afs import AfsLedger
 from .options import OptionBook
 from .preemption import Preemptor
 from .records import (
@@ -82,6 +83,9 @@ class QuotaCache:
 
         self.preemptor = Preemptor(self._forest, self.cluster_queues, self.admitted, self.being_evicted)
         self.options = OptionBook()  # concurrent admission: which option of a parent holds quota
+        # Admission fair sharing: told which workloads are Admitted and what they hold, per
+        # LocalQueue (None: off).
+        self.afs: AfsLedger | None = None
 
     # --- specs ---------------------------------------------------------------------------------------
     def set_cluster_queue(self, spec: ClusterQueueSpec) -> ClusterQueueSpec | None:
@@ -246,6 +250,9 @@ class QuotaCache:
             self._holder_of[key] = cq
             if info.evicted:
                 self.being_evicted.pop(key, None)
+            if old.local_queue_key != info.local_queue_key:
+                self._afs_admitted(old, None)
+            self._afs_admitted(info, info)
             return False
         # The same reservation holding less (reclaimable pods of a running workload) frees quota:
         # that is a requeue trigger like any release.
@@ -263,6 +270,7 @@ class QuotaCache:
         self._holder_of[key] = cq
         if info.evicted:
             self.being_evicted.pop(key, None)
+        self._afs_admitted(info, info)
         return True
 
     def release(self, key: ObjectKey, old: WorkloadInfo | None, requeue_tree: bool = True) -> None:
@@ -283,6 +291,7 @@ class QuotaCache:
         self._holder_of.pop(key, None)
         self.being_evicted.pop(key, None)
         self._drained.discard(key)
+        self._afs_admitted(old, None)
 
     def assume(self, info: WorkloadInfo, cluster_queue: str, usage: dict[FlavorResource, int], now: float,
                admitted: bool) -> None:
@@ -292,6 +301,16 @@ class QuotaCache:
         self.admitted[cluster_queue][info.key] = info
         self.options.held(info)
         self._holder_of[info.key] = cluster_queue
+        self._afs_admitted(info, info)
+
+    def _afs_admitted(self, record: WorkloadInfo, holder: WorkloadInfo | None) -> None:
+        """Keep the admission fair sharing ledger's admitted usage per LocalQueue: ``holder``
+        holds quota now (counted if Admitted), None: ``record`` released it."""
+        if self.afs is None:
+            return
+        admission = holder.admission if holder is not None else None
+        usage = admission.usage if admission is not None and admission.admitted else None
+        self.afs.admitted(record.local_queue_key, record.key, usage)
 
     # --- stopPolicy HoldAndDrain -------------------------------------------------------------------------
     def drain_cluster_queue(self, name: str) -> None:

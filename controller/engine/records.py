@@ -117,6 +117,10 @@ class ClusterQueueSpec:
     fallbacks: bool = False
     # spec.fairSharing.weight (default 1); read only when fair sharing is enabled.
     fair_weight: float = 1.0
+    # spec.admissionScope.admissionMode is UsageBasedAdmissionFairSharing: pending workloads are
+    # ordered by their LocalQueue's usage first when the Configuration enables admission fair
+    # sharing (controller.engine.afs).
+    admission_fair_sharing: bool = False
 
     @property
     def flavor_names(self) -> tuple[str, ...]:
@@ -147,6 +151,7 @@ class LocalQueueInfo:
     name: str
     cluster_queue: str
     stop_policy: str
+    fair_weight: float = 1.0  # spec.fairSharing.weight: admission fair sharing divides usage by it
 
     @property
     def key(self) -> ObjectKey:

@@ -68,6 +68,9 @@ class CycleResult:
     evictions: list[Eviction] = field(default_factory=list)
     heads_tried: int = 0
     duration_seconds: float = 0.0
+    # Admission fair sharing: LocalQueues whose usage was sampled in this cycle (their
+    # status.fairSharing.admissionFairSharingStatus is due a write).
+    afs_sampled: list[str] = field(default_factory=list)
 
     @property
     def admitted_anything(self) -> bool:

@@ -47,6 +47,9 @@ class QueueSnapshot:
     parked_shapes: frozenset[int]
     strict_fifo: bool
     reasons: dict[ObjectKey, tuple[str, str]]
+    # Admission fair sharing: the LocalQueues' usage at the snapshot, which orders first (as in
+    # Kueue's ClusterQueue Snapshot sort); None for a queue that does not order by it.
+    local_queue_usage: dict[ObjectKey, float] | None = None
 
     def __len__(self) -> int:
         return len(self.entries) + len(self.backing_off)
@@ -59,7 +62,9 @@ def snapshot(
 ) -> QueueSnapshot:
     """Copy what an answer needs (engine thread; O(n) C-level copies, no sort)."""
     entries, parked = queue.snapshot()
-    return QueueSnapshot(queue.name, entries, list(backing_off), parked, queue.strict_fifo, dict(reasons))
+    return QueueSnapshot(
+        queue.name, entries, list(backing_off), parked, queue.strict_fifo, dict(reasons), queue.local_queue_usage()
+    )
 
 
 _BY_TIME = operator.attrgetter("queue_ts", "arrival")
@@ -87,6 +92,10 @@ def ordered(snap: QueueSnapshot) -> list[WorkloadInfo]:
         infos.sort(key=_BY_UID)
     infos.sort(key=_BY_TIME)
     infos.sort(key=_BY_PRIORITY, reverse=True)  # reverse keeps the stable order of equals
+    usage = snap.local_queue_usage
+    if usage:
+        # Admission fair sharing: the LocalQueue's usage comes before everything else.
+        infos.sort(key=lambda info: usage.get(info.local_queue_key, 0.0))
     return infos
 
 

@@ -4,7 +4,8 @@
   handler thread died): restarting is then the fix.
 * ``/readyz`` (readiness) fails until the informers completed their first list, so a rollout
   waits for warm caches. Standbys are ready too: readiness is not leadership.
-* ``/metrics`` serves the default Prometheus registry.
+* ``/metrics`` serves the default Prometheus registry, with Kueue's ``replica_role`` label on the
+  ``kueue_*`` series when the process gives its role (``controller.runtime.replica_role``).
 
 Health and metrics may share one address (as in local runs) or use two (as the chart does).
 ``?verbose`` on the health paths lists each check, like the apiserver's.
@@ -19,7 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from controller.runtime.replica_role import Role, exposition
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +81,13 @@ class _Handler(BaseHTTPRequestHandler):
     checks: ClassVar[HealthChecks]
     serve_health: ClassVar[bool]
     serve_metrics: ClassVar[bool]
+    role: ClassVar[Role | None]
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
         if self.serve_metrics and path == "/metrics":
-            self._reply(200, generate_latest(REGISTRY), CONTENT_TYPE_LATEST)
+            self._reply(200, exposition(type(self).role), CONTENT_TYPE_LATEST)
         elif self.serve_health and path in ("/healthz", "/readyz", "/livez"):
             kind = "readyz" if path == "/readyz" else "healthz"
             results = self.checks.evaluate(kind)
@@ -112,10 +116,19 @@ class _Handler(BaseHTTPRequestHandler):
 class ProbeServer:
     """One listening socket serving health and/or metrics from a daemon thread."""
 
-    def __init__(self, address: str, checks: HealthChecks, *, health: bool, metrics: bool) -> None:
+    def __init__(
+        self, address: str, checks: HealthChecks, *, health: bool, metrics: bool, role: Role | None = None
+    ) -> None:
         host, port = parse_address(address)
         handler = type(
-            "ProbeHandler", (_Handler,), {"checks": checks, "serve_health": health, "serve_metrics": metrics}
+            "ProbeHandler",
+            (_Handler,),
+            {
+                "checks": checks,
+                "serve_health": health,
+                "serve_metrics": metrics,
+                "role": staticmethod(role) if role is not None else None,
+            },
         )
         self._server = ThreadingHTTPServer((host, port), handler)
         self._server.daemon_threads = True
@@ -134,18 +147,21 @@ class ProbeServer:
         self._server.server_close()
 
 
-def start_probe_servers(health_addr: str, metrics_addr: str, checks: HealthChecks) -> list[ProbeServer]:
-    """Start the health and metrics endpoints (one server when both addresses are the same)."""
+def start_probe_servers(
+    health_addr: str, metrics_addr: str, checks: HealthChecks, role: Role | None = None
+) -> list[ProbeServer]:
+    """Start the health and metrics endpoints (one server when both addresses are the same);
+    ``role``: the replica's role for the ``replica_role`` label (None: no label)."""
     servers: list[ProbeServer] = []
     if health_addr == metrics_addr and health_addr in ("0", ""):
         return servers
     if health_addr == metrics_addr:
-        servers.append(ProbeServer(health_addr, checks, health=True, metrics=True))
+        servers.append(ProbeServer(health_addr, checks, health=True, metrics=True, role=role))
     else:
         if health_addr not in ("0", ""):
             servers.append(ProbeServer(health_addr, checks, health=True, metrics=False))
         if metrics_addr not in ("0", ""):
-            servers.append(ProbeServer(metrics_addr, checks, health=False, metrics=True))
+            servers.append(ProbeServer(metrics_addr, checks, health=False, metrics=True, role=role))
     for server in servers:
         server.start()
     return servers

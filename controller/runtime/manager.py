@@ -30,6 +30,7 @@ from controller.runtime.events import COMPONENT, EventBroadcaster, Recorder
 from controller.runtime.health import HealthChecks, ProbeServer, start_probe_servers
 from controller.runtime.informer import Informer, InformerSet
 from controller.runtime.leaderelection import Callbacks, ElectionConfig, LeaderElector, LeaseLock, Lock
+from controller.runtime.replica_role import role_of
 from pykueue.api.config import Configuration
 from pykueue.kube.resources import Resource
 
@@ -125,7 +126,13 @@ class Controller:
 
     def run(self, stop: threading.Event) -> int:
         """Run until ``stop`` is set (SIGTERM) or leadership is lost; returns the exit status."""
-        self._servers = start_probe_servers(self._health_addr, self._metrics_addr, self.health)
+        self._servers = start_probe_servers(
+            self._health_addr,
+            self._metrics_addr,
+            self.health,
+            # Kueue's replica_role label: standalone without leader election, else leader/follower.
+            role_of(self._election is not None, self._leading.is_set),
+        )
         elector_thread: threading.Thread | None = None
         try:
             self.informers.start()

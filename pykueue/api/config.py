@@ -11,8 +11,8 @@ Durations (``timeout``, ``lease_duration``, ``gc_interval``, ...) are exposed as
 under the snake_case of their YAML names.
 
 A field the schema accepts is either honoured by one of the programs or refused at start by
-:func:`refused_fields` (today only ``admissionFairSharing``, validated but not yet implemented);
-docs/design/runtime.md tables which program honours which field.
+:func:`refused_fields` (today none: every field of the subset is honoured); docs/design/runtime.md
+tables which program honours which field.
 """
 
 from __future__ import annotations
@@ -531,19 +531,14 @@ _MULTIKUEUE_FIELDS: tuple[tuple[str, str], ...] = ()
 MULTIKUEUE_NOT_IMPLEMENTED = "pykueue does not implement this multiKueue setting"
 
 
-ADMISSION_FAIR_SHARING_NOT_IMPLEMENTED = (
-    "admission fair sharing between the LocalQueues of a ClusterQueue is not implemented; "
-    "remove admissionFairSharing"
-)
-
-
 def refused_fields(cfg: Configuration) -> list[FieldError]:
     """The valid settings neither program can honour, each naming its field.
 
     Kueue accepts them, so :func:`parse_config` does too; the programs refuse to start on them
     (:func:`require_supported`) rather than run while silently ignoring what the file asks for.
     Every ``multiKueue`` field is honoured since the Incremental and External dispatchers exist
-    (docs/design/multikueue.md); ``admissionFairSharing`` is refused whole.
+    (docs/design/multikueue.md), and ``admissionFairSharing`` since admission fair sharing
+    exists (docs/design/fair-sharing.md).
     """
     defaults = MultiKueue()
     refused = [
@@ -551,8 +546,6 @@ def refused_fields(cfg: Configuration) -> list[FieldError]:
         for snake, camel in _MULTIKUEUE_FIELDS
         if getattr(cfg.multi_kueue, snake) != getattr(defaults, snake)
     ]
-    if cfg.admission_fair_sharing is not None:
-        refused.append(FieldError("admissionFairSharing", f"Forbidden: {ADMISSION_FAIR_SHARING_NOT_IMPLEMENTED}"))
     return refused
 
 

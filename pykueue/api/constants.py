@@ -115,6 +115,9 @@ TRIGGER_ADMISSION_CHECK_REJECTED: Final = "AdmissionCheckRejected"
 # --- Queueing ----------------------------------------------------------------------------------
 STRICT_FIFO: Final = "StrictFIFO"
 BEST_EFFORT_FIFO: Final = "BestEffortFIFO"
+# ClusterQueue spec.admissionScope.admissionMode (admission fair sharing, KEP 4136).
+ADMISSION_MODE_USAGE_BASED: Final = "UsageBasedAdmissionFairSharing"
+ADMISSION_MODE_NONE: Final = "NoAdmissionFairSharing"
 STOP_POLICY_NONE: Final = "None"
 STOP_POLICY_HOLD: Final = "Hold"
 STOP_POLICY_HOLD_AND_DRAIN: Final = "HoldAndDrain"

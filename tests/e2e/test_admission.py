@@ -118,6 +118,12 @@ def test_kueue_metrics_count_admissions(
         timeout=30,
         message="kueue_admitted_workloads_total counts the admission",
     )
+    # Kueue v0.19's replica_role label: this replica admits, so it leads (or runs standalone).
+    assert any(
+        line.startswith("kueue_admitted_workloads_total{") and f'cluster_queue="{cq_name}"' in line
+        and ('replica_role="leader"' in line or 'replica_role="standalone"' in line)
+        for line in controller.metrics().splitlines()
+    ), "kueue_admitted_workloads_total carries replica_role"
     wait_for(
         lambda: sample("kueue_pending_workloads", cluster_queue=cq_name, status="inadmissible") == 1,
         timeout=30,

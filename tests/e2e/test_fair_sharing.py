@@ -9,8 +9,8 @@ one), under each accepted list of preemption strategies. Both queues' and the Co
 666.7 per thousand, 334 after the weights of 1 and 2; the Cohort borrows all 6 of the 6 its parent
 can lend, 1000.
 
-The workloads are standalone Workloads, as in test_admission_preemption.py (a preempted one gives
-its quota back at once), so the test measures the admission decisions, not pod start-up.
+The workloads are batch Jobs of one 1-cpu pod that runs until it is stopped: a preempted Job is
+suspended and gives its quota back once its pod is gone, and the survivors keep running.
 """
 
 from __future__ import annotations
@@ -19,16 +19,33 @@ from typing import Any
 
 import pytest
 
-from tests.builders import ClusterQueueBuilder, CohortBuilder, LocalQueueBuilder, ResourceFlavorBuilder
+from tests.builders import (
+    ClusterQueueBuilder,
+    CohortBuilder,
+    JobBuilder,
+    LocalQueueBuilder,
+    ResourceFlavorBuilder,
+)
 from tests.e2e.fixtures.controller import ControllerHandle, configuration
-from tests.e2e.helpers.kueue import KueueApi, holds_for, holds_quota, submit, unique
+from tests.e2e.helpers.jobs import Jobs
+from tests.e2e.helpers.kueue import KueueApi, holds_for, holds_quota, unique
 from tests.e2e.helpers.wait import wait_for
 
 pytestmark = pytest.mark.needs_local_cluster
 
 
+def _job_of(wl: dict[str, Any]) -> str:
+    owners = wl["metadata"].get("ownerReferences") or []
+    return str(owners[0].get("name", "")) if owners else ""
+
+
 def _holding(kueue: KueueApi, namespace: str, prefix: str) -> int:
-    return sum(1 for wl in kueue.workloads(namespace) if wl["metadata"]["name"].startswith(prefix) and holds_quota(wl))
+    """Workloads of the Jobs named ``<prefix>N`` that hold quota."""
+    return sum(1 for wl in kueue.workloads(namespace) if _job_of(wl).startswith(prefix) and holds_quota(wl))
+
+
+def _submit(jobs: Jobs, namespace: str, name: str, queue: str) -> None:
+    jobs.create(JobBuilder(name, namespace).queue(queue).parallelism(1).completions(1).requests(cpu="1").run_seconds(-1))
 
 
 def _share(kueue: KueueApi, kind: str, name: str) -> Any:
@@ -60,7 +77,7 @@ def _tree(kueue: KueueApi, namespace: str) -> tuple[str, str, str]:
     ids=["default-strategies", "LessThanOrEqualToFinalShare", "LessThanInitialShare"],
 )
 def test_weights_one_and_two_split_the_borrowed_capacity_one_to_two(
-    kueue: KueueApi, namespace: str, controller: ControllerHandle, strategies: list[str] | None
+    kueue: KueueApi, jobs: Jobs, namespace: str, controller: ControllerHandle, strategies: list[str] | None
 ) -> None:
     fair: dict[str, Any] = {"enable": True}
     if strategies is not None:
@@ -68,16 +85,16 @@ def test_weights_one_and_two_split_the_borrowed_capacity_one_to_two(
     with controller.configured(configuration(fairSharing=fair)):
         cq_a, cq_b, team = _tree(kueue, namespace)
         for i in range(6):
-            submit(kueue, namespace, f"a{i}", queue="lq-a")
+            _submit(jobs, namespace, f"a{i}", "lq-a")
         wait_for(lambda: _holding(kueue, namespace, "a") == 6, timeout=60,
                  message="queue a borrows all six cpus while b is idle")
         for i in range(6):
-            submit(kueue, namespace, f"b{i}", queue="lq-b")
+            _submit(jobs, namespace, f"b{i}", "lq-b")
 
         def split() -> tuple[int, int]:
             return _holding(kueue, namespace, "a"), _holding(kueue, namespace, "b")
 
-        wait_for(lambda: split() == (2, 4), timeout=90,
+        wait_for(lambda: split() == (2, 4), timeout=150,
                  message="b (weight 2) reclaims by preemption until the split is 1:2")
         holds_for(lambda: split() == (2, 4), 6, "no further preemption: the split is fair")
         wait_for(lambda: (_share(kueue, "ClusterQueue", cq_a), _share(kueue, "ClusterQueue", cq_b)) == (334, 334),

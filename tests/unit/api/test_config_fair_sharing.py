@@ -104,10 +104,9 @@ def test_admission_fair_sharing_errors_name_the_field(section: dict[str, Any], e
     assert str(err.value).startswith(expected), str(err.value)
 
 
-def test_fair_sharing_is_honoured_and_admission_fair_sharing_refused_at_start() -> None:
+def test_fair_sharing_and_admission_fair_sharing_are_both_honoured_at_start() -> None:
     assert refused_fields(parse_config({**V1, "fairSharing": {"enable": True}})) == []
-    refused = refused_fields(parse_config({**V1, "admissionFairSharing": {"usageHalfLifeTime": "1h"}}))
-    assert [str(e) for e in refused] == [
-        "admissionFairSharing: Forbidden: admission fair sharing between the LocalQueues of a ClusterQueue "
-        "is not implemented; remove admissionFairSharing"
-    ]
+    cfg = parse_config({**V1, "admissionFairSharing": {"usageHalfLifeTime": "1h", "usageSamplingInterval": "10s",
+                                                       "resourceWeights": {"cpu": 2}}})
+    assert refused_fields(cfg) == []
+    assert cfg.admission_fair_sharing == AdmissionFairSharing(3600.0, 10.0, {"cpu": 2.0})

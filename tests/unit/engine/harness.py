@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Self
 
 from controller.engine import CycleResult, Engine
+from pykueue.api.config import AdmissionFairSharing
 from tests.builders import LocalQueueBuilder, ResourceFlavorBuilder
 
 Obj = dict[str, Any]
@@ -20,14 +21,17 @@ class World:
         batch: float = 0.0,
         requeuing_timestamp: str = "Eviction",
         fair_sharing: tuple[str, ...] | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
     ) -> None:
+        self.now = 1_000.0
         self.engine = Engine(
             heads_per_cluster_queue=heads,
             requeue_batch_seconds=batch,
             requeuing_timestamp=requeuing_timestamp,
             fair_sharing=fair_sharing,
+            admission_fair_sharing=admission_fair_sharing,
+            clock=lambda: self.now,  # the engine's clock outside schedule(now) is the test's too
         )
-        self.now = 1_000.0
         self.objects: dict[str, Obj] = {}
 
     def flavors(self, *names: str) -> Self:

@@ -18,7 +18,15 @@ from typing import Any
 import pytest
 
 from controller.engine import Reservation, quota
-from tests.builders import CohortBuilder, FungibleClusterQueueBuilder, PlacementWorkloadBuilder, condition
+from controller.engine.afs import flatten
+from pykueue.api.config import AdmissionFairSharing
+from tests.builders import (
+    CohortBuilder,
+    FungibleClusterQueueBuilder,
+    LocalQueueBuilder,
+    PlacementWorkloadBuilder,
+    condition,
+)
 from tests.unit.engine.harness import World
 
 Obj = dict[str, Any]
@@ -80,11 +88,17 @@ FAIR_STRATEGY_LISTS = (
 )
 
 
-def _world(rng: random.Random, fair: bool = False) -> tuple[World, dict[str, ModelNode]]:
+def _world(rng: random.Random, fair: bool = False, afs: bool = False) -> tuple[World, dict[str, ModelNode]]:
     """The random tree; with ``fair``, fair sharing on (a random strategy list) and random
-    weights, 0 included, on queues and Cohorts (docs/design/fair-sharing.md)."""
+    weights, 0 included, on queues and Cohorts (docs/design/fair-sharing.md); with ``afs``,
+    admission fair sharing on (random half-life, 0 included), most queues in its admission mode,
+    and a second LocalQueue per ClusterQueue with a random weight."""
     strategies = rng.choice(FAIR_STRATEGY_LISTS) if fair else None
-    world = World(heads=rng.choice([1, 3, 8]), batch=rng.choice([0.0, 1.0]), fair_sharing=strategies)
+    admission_fair_sharing = (
+        AdmissionFairSharing(rng.choice([0.0, 2.0, 30.0]), rng.choice([0.5, 1.0, 5.0])) if afs else None
+    )
+    world = World(heads=rng.choice([1, 3, 8]), batch=rng.choice([0.0, 1.0]), fair_sharing=strategies,
+                  admission_fair_sharing=admission_fair_sharing)
     world.flavors(*FLAVORS)
     model: dict[str, ModelNode] = {}
     for name, parent in COHORT_PARENTS.items():
@@ -115,10 +129,16 @@ def _world(rng: random.Random, fair: bool = False) -> tuple[World, dict[str, Mod
         )
         if rng.random() < 0.3:
             cq.strategy("StrictFIFO")
+        if afs and rng.random() < 0.8:
+            cq.admission_mode()
         obj = cq.obj()
         if fair:
             obj["spec"]["fairSharing"] = {"weight": rng.choice(["0", "0.5", "1", "2"])}
         world.queue(obj)
+        if afs:
+            world.engine.upsert_local_queue(
+                LocalQueueBuilder(f"lq2-{name}", "ns", name).weight(rng.choice(["0", "1", "3"])).obj()
+            )
     for name, node in model.items():
         if node.parent is not None:
             model[node.parent].children.append(name)
@@ -176,6 +196,27 @@ def _check_invariants(world: World, model: dict[str, ModelNode], holding: dict[s
         assert node.borrowing == expected, name
         assert (node in node.tree_borrowers) == bool(expected), name
 
+    afs = engine.afs
+    if afs is not None:
+        # Admission fair sharing: the admitted usage kept incrementally per LocalQueue is the sum
+        # over its Admitted holders, and no workload the engine forgot (deleted, finished, rolled
+        # back to nothing) still carries a penalty.
+        expected_admitted: dict[str, dict[str, float]] = {}
+        for members in engine.admitted.values():
+            for info in members.values():
+                if info.admission is not None and info.admission.admitted:
+                    per_lq = expected_admitted.setdefault(info.local_queue_key, {})
+                    for name, amount in flatten(info.admission.usage).items():
+                        per_lq[name] = per_lq.get(name, 0.0) + amount
+        for lq in {*expected_admitted, *afs.local_queues()}:
+            got = afs.admitted_usage(lq)
+            want = expected_admitted.get(lq, {})
+            for name in got.keys() | want.keys():
+                assert got.get(name, 0.0) == pytest.approx(want.get(name, 0.0), abs=1e-6), (lq, name)
+            entry = afs.entry(lq)
+            for wl_key in entry.penalties if entry is not None else ():
+                assert wl_key in engine.workloads, f"{wl_key}: a penalty outlived its workload"
+
     for fr in FRS:
         # The engine's own arithmetic agrees that nothing is over its limits: the topology never
         # changes here, so no node can be left with negative headroom.
@@ -208,9 +249,15 @@ def test_random_operations_keep_invariants_with_fair_sharing(seed: int) -> None:
     _random_operations(seed, fair=True)
 
 
-def _random_operations(seed: int, fair: bool) -> None:
+@pytest.mark.parametrize("seed", range(30))
+def test_random_operations_keep_invariants_with_admission_fair_sharing(seed: int) -> None:
+    """The same invariants hold when LocalQueue usage orders the queues and the victims."""
+    _random_operations(seed, fair=seed % 2 == 0, afs=True)
+
+
+def _random_operations(seed: int, fair: bool, afs: bool = False) -> None:
     rng = random.Random(seed)
-    world, model = _world(rng, fair)
+    world, model = _world(rng, fair, afs)
     submitted: dict[str, Obj] = {}  # key -> the workload as created, pending
     holding: dict[str, str] = {}  # key -> uid holding quota
     counter = 0
@@ -219,7 +266,8 @@ def _random_operations(seed: int, fair: bool) -> None:
         if action < 0.45:
             counter += 1
             cq = f"cq{rng.randrange(CLUSTER_QUEUES)}"
-            wl = world.add(PlacementWorkloadBuilder(f"w{counter}", "ns").queue(f"lq-{cq}").podset(cpu=rng.choice(["500m", "1", "2", "3"]))
+            lq = f"lq2-{cq}" if afs and rng.random() < 0.5 else f"lq-{cq}"
+            wl = world.add(PlacementWorkloadBuilder(f"w{counter}", "ns").queue(lq).podset(cpu=rng.choice(["500m", "1", "2", "3"]))
                            .priority(rng.choice([0, 5, 10])).at(counter % 3600).obj())
             submitted[f"ns/w{counter}"] = copy.deepcopy(wl)
         elif action < 0.6 and holding:
