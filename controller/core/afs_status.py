@@ -14,7 +14,6 @@ restart or a leader change, as in Kueue.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from controller.core import metrics as m
 from controller.core.engine_reads import EngineReads, NotLeading
 from controller.engine.afs import PublishedUsage
+from controller.runtime.periodic import PeriodicRunnable
 from controller.workload import view as wv
 from controller.workload.indexes import ApiClient, InformerLike
 from pykueue.api.timestamps import format_time, parse_epoch
@@ -81,41 +81,18 @@ def status_patch(lq: Mapping[str, Any], usage: PublishedUsage) -> dict[str, Any]
     }
 
 
-class AfsStatus:
+class AfsStatus(PeriodicRunnable):
     """The periodic writer; ``tick()`` is one period's work (tests call it directly)."""
 
     name = "afs-status"
+    quiet = (NotLeading, TimeoutError)
 
     def __init__(self, client: ApiClient, reads: EngineReads, local_queues: InformerLike,
                  period: float = PERIOD_SECONDS) -> None:
+        super().__init__(period)
         self._client = client
         self._reads = reads
         self._local_queues = local_queues
-        self._period = period
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def register_handlers(self) -> None:
-        """Nothing to hear: the writer polls the engine."""
-
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._period):
-            try:
-                self.tick()
-            except (NotLeading, TimeoutError):
-                continue
-            except Exception:  # never let a strange object stop the writer
-                log.exception("admission fair sharing status tick failed")
 
     def tick(self) -> int:
         """Write the LocalQueues whose shown sample is older (bounded); the number of writes."""

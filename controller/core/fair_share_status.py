@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 from typing import Any
 
 from controller.core import metrics as m
 from controller.core.engine_reads import EngineReads, NotLeading
+from controller.runtime.periodic import PeriodicRunnable
 from controller.workload import view as wv
 from controller.workload.indexes import ApiClient, InformerLike
 from pykueue.kube.errors import ApiError
@@ -44,42 +44,19 @@ def metric_value(share: int) -> float:
     return math.nan if share == MAX_INT64 else float(share)
 
 
-class FairShareStatus:
+class FairShareStatus(PeriodicRunnable):
     """The periodic writer; ``tick()`` is one period's work (tests call it directly)."""
 
     name = "fair-share-status"
+    quiet = (NotLeading, TimeoutError)
 
     def __init__(self, client: ApiClient, reads: EngineReads, cluster_queues: InformerLike,
                  cohorts: InformerLike, period: float = PERIOD_SECONDS) -> None:
+        super().__init__(period)
         self._client = client
         self._reads = reads
         self._cluster_queues = cluster_queues
         self._cohorts = cohorts
-        self._period = period
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def register_handlers(self) -> None:
-        """Nothing to hear: the writer polls the engine."""
-
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._period):
-            try:
-                self.tick()
-            except (NotLeading, TimeoutError):
-                continue
-            except Exception:  # never let a strange object stop the writer
-                log.exception("fair share status tick failed")
 
     def tick(self) -> int:
         """Write what differs (bounded); the number of writes."""

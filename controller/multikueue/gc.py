@@ -9,10 +9,10 @@ another origin (another manager sharing the worker) are never touched.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from controller.runtime.informer import Informer
+from controller.runtime.periodic import PeriodicRunnable
 from pykueue.api import constants as C
 from pykueue.kube import resources as R
 from pykueue.kube.errors import ApiError
@@ -28,34 +28,19 @@ def orphans(remote_keys: list[tuple[str, str]], local_exists: Callable[[str], bo
     return [(ns, name) for ns, name in remote_keys if not local_exists(f"{ns}/{name}")]
 
 
-class GarbageCollector:
+class GarbageCollector(PeriodicRunnable):
     """A leader-only thread running :meth:`collect` every ``interval`` seconds (0 disables it)."""
 
     name = "multikueue-garbage-collector"
 
     def __init__(self, workloads: Informer, registry: Registry, *, origin: str, interval: float) -> None:
+        super().__init__(interval, join_timeout=10)
         self.workloads = workloads
         self.registry = registry
         self.origin = origin
-        self.interval = interval
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        if self.interval <= 0:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.collect()
+    def tick(self) -> int:
+        return self.collect()
 
     def collect(self) -> int:
         """One sweep over every active worker; the number of orphans deleted."""
