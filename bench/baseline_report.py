@@ -224,6 +224,11 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         f"{_fmt(create_lag.get('p50_ms'))}/{_fmt(create_lag.get('p99_ms'))}/{_fmt(create_lag.get('max_ms'))} ms, "
         f"finish lag p50/p99/max {_fmt(finish_lag.get('p50_ms'))}/{_fmt(finish_lag.get('p99_ms'))}/"
         f"{_fmt(finish_lag.get('max_ms'))} ms, errors {driver.get('errors', 0)}"
+        + (
+            f", evictions completed by the driver {driver['evictions_completed']}"
+            if driver.get("evictions_completed") is not None
+            else ""
+        )
     )
     lines += [
         f"[1] ClusterQueue status usage (flavorsUsage) integrated over its status events / (summed nominal "
