@@ -32,7 +32,7 @@ kueue: ## build (or reuse cached) Kueue's manager and fetch its CRDs, for the ba
 test-unit: $(STAMP) kueue-crds ## unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q
 
-test-e2e: $(STAMP) binaries ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set
+test-e2e: $(STAMP) binaries kueue ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set (kueue: the baseline smoke's Kueue variant)
 	$(PY) -m pytest tests/e2e -q -x
 
 images: ## build the base images (Debian, Python) and the pykueue image without a registry (needs Docker; starts it)

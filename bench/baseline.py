@@ -58,6 +58,7 @@ from pykueue.kube.transport import ApiClientTransport, configuration_factory
 from . import baseline_shape as objects
 from .baseline_cq import ClusterQueueRecorder
 from .baseline_driver import FinishRunner, Generator, Recorder
+from .baseline_evictions import EvictionCompleter
 from .baseline_report import format_run, lag_summary, median_of_runs, summarise
 from .baseline_shape import RUN_LABEL, Names, Shape, load_shape
 from .baseline_variants import (
@@ -71,7 +72,7 @@ from .baseline_variants import (
     plan_runs,
 )
 from .controller_process import REPO_ROOT, ControllerProcess
-from .kueue_process import CrdSwap, KueueProcess, kueue_artifacts
+from .kueue_process import CrdSwap, KueueProcess, kueue_artifacts, require_mount_namespace
 from .procstats import ProcSample, sample
 
 log = logging.getLogger("bench.baseline")
@@ -236,6 +237,11 @@ def run_once(
     informer: Informer | None = None
     cq_informer: Informer | None = None
     runner: FinishRunner | None = None
+    # Kueue leaves a standalone workload's eviction to its owner: the driver completes it, as
+    # Kueue's own runner does (bench/baseline_evictions.py); pykueue's controller does it itself.
+    evictions = (
+        EvictionCompleter(client, options.finish_concurrency) if variant.kueue_version is not None else None
+    )
     try:
         create_queues(client, shape, names)
         wait_queues_active(client, shape, names)
@@ -244,6 +250,8 @@ def run_once(
         generator = Generator(client, shape, names, recorder, options.create_concurrency)
         informer = Informer(client, WORKLOADS, label_selector=f"{RUN_LABEL}={names.run_id}")
         informer.add_handler(FuncHandler(add=recorder.observe, update=lambda _old, new: recorder.observe(new)))
+        if evictions is not None:
+            informer.add_handler(FuncHandler(add=evictions.offer, update=lambda _old, new: evictions.offer(new)))
         informer.start()
         if not informer.wait_for_sync(60):
             raise RuntimeError("the benchmark's Workload informer did not sync within 60 s")
@@ -301,7 +309,8 @@ def run_once(
                 ),
                 "create_lag": lag_summary(generator.lag.samples),
                 "finish_lag": lag_summary(runner.lag.samples),
-                "errors": generator.errors + runner.errors,
+                "errors": generator.errors + runner.errors + (evictions.errors if evictions else 0),
+                "evictions_completed": evictions.completed if evictions is not None else None,
             },
         }
         if profiling and profile is not None:
@@ -314,6 +323,8 @@ def run_once(
     finally:
         if runner is not None:
             runner.stop()
+        if evictions is not None:
+            evictions.stop()
         if informer is not None:
             informer.stop()
         if cq_informer is not None:
@@ -393,6 +404,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as err:
         print(f"bench.baseline: {err}", file=sys.stderr)
+        return 2
+    try:
+        for variant in variants:  # before any cluster is touched
+            if variant.kueue_version is not None:
+                require_mount_namespace()
+                kueue_artifacts(variant.kueue_version)
+    except RuntimeError as err:
+        print(f"bench.baseline: {variant.name}: {err}", file=sys.stderr)
         return 2
     client, kubeconfig, started_cluster = connect(args.kubeconfig)
     workdir = Path(tempfile.mkdtemp(prefix="pykueue-bench-baseline-"))

@@ -159,7 +159,8 @@ def _recording_note(result: dict[str, Any]) -> str:
 
 
 def format_run(result: dict[str, Any], shape: Shape) -> str:
-    """The human-readable block of one run, Kueue's anchor values beside ours."""
+    """The human-readable block of one run (pykueue's or, for ``kueue@``, Kueue's manager), Kueue's
+    published full-scale anchor values beside it."""
     anchor = shape.anchor
     limit = "client rate limit as started" if result["qps"] is None else f"qps {result['qps']:g}, burst {result['burst']}"
     width = 46
@@ -167,7 +168,7 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
     lines = [
         f"== baseline {result['variant']} ({limit}), "
         f"{result['workloads']} workloads, {shape.cluster_queues} ClusterQueues, scale {result['scale']}",
-        f"{'figure':<{width}}{'pykueue':>12}{'Kueue (full scale)':>22}",
+        f"{'figure':<{width}}{'this run':>12}{'Kueue (full scale)':>22}",
         f"{'wall time':<{width}}{_fmt(result['wall_s'], ' s'):>12}{_fmt(anchor.wall_s, ' s'):>22}",
         f"{UTILISATION_KUEUE + ' [1]':<{width}}{_fmt(result.get('cq_utilisation_kueue_pct'), ' %'):>12}"
         f"{_fmt(anchor.cq_utilisation_pct, ' %'):>22}",
@@ -224,6 +225,11 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         f"{_fmt(create_lag.get('p50_ms'))}/{_fmt(create_lag.get('p99_ms'))}/{_fmt(create_lag.get('max_ms'))} ms, "
         f"finish lag p50/p99/max {_fmt(finish_lag.get('p50_ms'))}/{_fmt(finish_lag.get('p99_ms'))}/"
         f"{_fmt(finish_lag.get('max_ms'))} ms, errors {driver.get('errors', 0)}"
+        + (
+            f", evictions completed by the driver {driver['evictions_completed']}"
+            if driver.get("evictions_completed") is not None
+            else ""
+        )
     )
     lines += [
         f"[1] ClusterQueue status usage (flavorsUsage) integrated over its status events / (summed nominal "

@@ -10,6 +10,9 @@ Workloads directly, with no webhook in the path; this does the same against our 
   is compared with, leader election off, internal certificate management off, the batch/Job
   integration only, and its webhook server on a self-signed serving pair; no webhook
   configuration is registered, so the apiserver never calls it;
+* its on-demand visibility API server (beta, on by default in v0.14) is switched off with its
+  feature gate: with internal certificates off it would need a serving pair at another fixed
+  path (``/visibility``), and nothing in the benchmark asks it (no APIService is registered);
 * with internal certificates off, v0.14 insists on a metrics serving pair at the fixed path
   ``/etc/kueue/metrics/certs``. Rather than write under ``/etc``, the manager is started in a
   mount namespace of its own (``unshare --mount``) in which ``/etc`` is an overlay whose upper
@@ -71,6 +74,24 @@ def kueue_artifacts(version: str, *, build: bool = True) -> tuple[Path, Path]:
     return binary, crds
 
 
+def require_mount_namespace(unshare: str = "unshare") -> None:
+    """Refuse early, in one line that says what and how to fix, when this process cannot give
+    Kueue's manager a mount namespace of its own (no ``unshare``, or no ``CAP_SYS_ADMIN``)."""
+    fix = (
+        "the kueue@ variant starts Kueue's manager in a private mount namespace (its metrics pair must "
+        f"be at {METRICS_CERT_DIR}); run as root or with CAP_SYS_ADMIN (e.g. docker run --cap-add SYS_ADMIN)"
+    )
+    try:
+        done = subprocess.run([unshare, "--mount", "true"], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        raise RuntimeError(f"`{unshare}` (util-linux) is not installed: {fix}") from None
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"`{unshare} --mount true` did not return within 30 s: {fix}") from None
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise RuntimeError(f"cannot create a mount namespace ({reason}): {fix}")
+
+
 def write_serving_pair(directory: Path) -> None:
     """A self-signed ``tls.crt``/``tls.key`` for 127.0.0.1 (what the webhook and metrics servers
     load; nobody verifies them in these runs)."""
@@ -126,6 +147,8 @@ clientConnection:
   qps: {qps:g}
   burst: {burst}
 manageJobsWithoutQueueName: false
+featureGates:
+  VisibilityOnDemand: false
 integrations:
   frameworks:
   - batch/job

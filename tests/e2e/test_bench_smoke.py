@@ -10,6 +10,9 @@ local cluster of its own for the same reason.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +83,45 @@ def test_informer_sync_smoke(cluster: Any, capsys: pytest.CaptureFixture[str]) -
     result = _summary(out)
     assert result["objects"] == 50
     assert result["list_sync_seconds"] >= 0
+
+
+KUEUE_VERSION = "v0.14.8"
+
+
+@pytest.mark.timeout(1500)
+def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> None:
+    """``--variants kueue@<version>``: Kueue's own manager (built into the binaries cache by
+    ``make kueue``, which ``make test-e2e`` runs first; built here on first use otherwise) runs
+    the same tiny load on a local cluster of its own, where no pykueue controller or webhook
+    competes for the workloads, with the driver completing evictions as Kueue's runner does.
+    Completion and the printed figures only, never a timing. Needs CAP_SYS_ADMIN (CI runs as
+    root); without it the benchmark refuses in one line and this fails with that line."""
+    name = f"{os.environ.get('PYKUEUE_CLUSTER_NAME') or 'pykueue-e2e'}-kueue"
+    env = {k: v for k, v in os.environ.items() if k != "PYKUEUE_KUBECONFIG"}
+    env["PYKUEUE_CLUSTER_NAME"] = name
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.baseline", "--scale", "0.003", "--timeout", "300",
+         "--variants", f"kueue@{KUEUE_VERSION}", "--json", str(tmp_path / "summary.json")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1400,
+    )
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    for figure in (
+        "wall time",
+        "ClusterQueue utilisation, Kueue's definition",
+        "ClusterQueue utilisation, workload time",
+        "mean time to admission small",
+        "mean time to admission large",
+        "controller CPU",
+        "controller peak RSS",
+    ):
+        assert figure in done.stdout, figure
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    (run,) = summary["runs"]
+    assert run["variant"] == f"kueue@{KUEUE_VERSION}"
+    assert run["controller_source"] == {"kueue": KUEUE_VERSION}
+    assert run["completed"] and run["workloads"] == run["finished"] == 30 * 3
+    assert all(c["admitted"] == c["workloads"] == 30 for c in run["classes"].values())
+    assert all(c["mean_time_to_admission_from_watch_s"] is not None for c in run["classes"].values())
+    assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
+    assert run["driver"]["evictions_completed"] is not None and run["driver"]["errors"] == 0
+    assert summary["medians"][f"kueue@{KUEUE_VERSION}"]["runs"] == 1

@@ -11,7 +11,14 @@ import pytest
 import yaml
 from cryptography import x509
 
-from bench.kueue_process import METRICS_CERT_DIR, CrdSwap, KueueProcess, configuration, write_serving_pair
+from bench.kueue_process import (
+    METRICS_CERT_DIR,
+    CrdSwap,
+    KueueProcess,
+    configuration,
+    require_mount_namespace,
+    write_serving_pair,
+)
 
 
 def test_configuration_has_the_variants_client_rate_and_nothing_in_cluster() -> None:
@@ -25,6 +32,8 @@ def test_configuration_has_the_variants_client_rate_and_nothing_in_cluster() -> 
     assert config["webhook"] == {"host": "127.0.0.1", "port": 3, "certDir": "/c"}
     assert config["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
     assert config["integrations"]["frameworks"] == ["batch/job"]
+    # Its visibility server would need a serving pair at a fixed path too; nothing asks it.
+    assert config["featureGates"] == {"VisibilityOnDemand": False}
 
 
 def test_the_serving_pair_is_self_signed_for_localhost(tmp_path: Path) -> None:
@@ -102,3 +111,16 @@ def test_the_swap_installs_kueues_crds_and_restores_the_live_ones_exactly(
     swap.restore()
     assert api.objects["clusterqueues.kueue.x-k8s.io"]["spec"] == ours
     assert api.deleted == ["topologies.kueue.x-k8s.io"], "what only Kueue defines goes again"
+
+
+def test_without_a_mount_namespace_the_variant_is_refused_in_one_line_saying_how_to_fix(tmp_path: Path) -> None:
+    denied = tmp_path / "unshare"
+    denied.write_text("#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n")
+    denied.chmod(0o755)
+    with pytest.raises(RuntimeError) as err:
+        require_mount_namespace(str(denied))
+    message = str(err.value)
+    assert "\n" not in message
+    assert "Operation not permitted" in message and "CAP_SYS_ADMIN" in message and "root" in message
+    with pytest.raises(RuntimeError, match=r"not installed.*CAP_SYS_ADMIN"):
+        require_mount_namespace(str(tmp_path / "missing"))
