@@ -344,3 +344,80 @@ def test_objects_stored_before_the_upgrade_read_in_both_versions_after_it(
     assert versions.get("v1beta1", "MultiKueueCluster", worker)["spec"]["kubeConfig"]["location"] == f"{worker}-kubeconfig"
     stored = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)["status"]["storedVersions"]
     assert stored == ["v1beta1"]
+
+
+def _with_storage(crd: dict[str, Any], version: str, resource_version: str) -> dict[str, Any]:
+    """``crd`` (as read) storing ``version``, ready for ``kubectl replace``."""
+    spec = json.loads(json.dumps(crd["spec"]))
+    for served in spec["versions"]:
+        served["storage"] = served["name"] == version
+    return {"apiVersion": crd["apiVersion"], "kind": crd["kind"],
+            "metadata": {"name": crd["metadata"]["name"], "resourceVersion": resource_version}, "spec": spec}
+
+
+@pytest.mark.needs_local_cluster
+def test_objects_stored_in_v1beta1_are_migrated_to_v1beta2_storage_with_nothing_lost(
+    cluster: Any, versions: Versions, webhook: Any
+) -> None:
+    """The storage migration of docs/install.md ("Upgrade"), step by step on a real apiserver.
+
+    Objects are written while their CRDs store v1beta1 (an earlier pykueue); the CRDs then store
+    v1beta2; the documented steps (a no-op ``kubectl replace`` of every object, then
+    ``status.storedVersions`` trimmed to ``[v1beta2]``) rewrite them. etcd itself is read to
+    show the version each object is stored in, and every field survives in both versions,
+    including one v1beta2 lacks (AdmissionCheck ``retryDelayMinutes``, kept in the
+    conversion-data annotation).
+    """
+    crds = {"MultiKueueCluster": "multikueueclusters.kueue.x-k8s.io", "AdmissionCheck": "admissionchecks.kueue.x-k8s.io"}
+    current = {kind: json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout) for kind, name in crds.items()}
+
+    def store(version: str) -> None:
+        for kind, name in crds.items():
+            live = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+            cluster.kubectl("replace", "-f", "-", input=json.dumps(
+                _with_storage(current[kind], version, live["metadata"]["resourceVersion"])))
+
+    def stored_as(plural: str, name: str) -> str:
+        raw = cluster.etcd_value(f"/registry/{GROUP}/{plural}/{name}")
+        assert raw is not None, f"{plural}/{name} is not in etcd"
+        return str(json.loads(raw)["apiVersion"])
+
+    worker, check = unique("migrated-worker"), unique("migrated-check")
+    try:
+        store("v1beta1")
+        versions.create("v1beta1", {"kind": "MultiKueueCluster", "metadata": {"name": worker},
+                                    "spec": {"kubeConfig": {"location": f"{worker}-kubeconfig", "locationType": "Secret"}}})
+        versions.create("v1beta1", {"kind": "AdmissionCheck", "metadata": {"name": check},
+                                    "spec": {"controllerName": "example.com/not-pykueue", "retryDelayMinutes": 7}})
+        assert stored_as("multikueueclusters", worker) == f"{GROUP}/v1beta1"
+        assert stored_as("admissionchecks", check) == f"{GROUP}/v1beta1"
+
+        store("v1beta2")
+        for name in crds.values():
+            stored = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)["status"]["storedVersions"]
+            assert set(stored) == {"v1beta1", "v1beta2"}
+        # The documented migration: rewrite every object, then forget v1beta1 as a stored version.
+        for name in crds.values():
+            listed = cluster.kubectl("get", name, "-o", "json").stdout
+            cluster.kubectl("replace", "-f", "-", input=listed)
+            cluster.kubectl("patch", "crd", name, "--subresource=status", "--type=merge",
+                            "-p", json.dumps({"status": {"storedVersions": ["v1beta2"]}}))
+        assert stored_as("multikueueclusters", worker) == f"{GROUP}/v1beta2"
+        assert stored_as("admissionchecks", check) == f"{GROUP}/v1beta2"
+        for name in crds.values():
+            stored = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)["status"]["storedVersions"]
+            assert stored == ["v1beta2"]
+
+        location = {"location": f"{worker}-kubeconfig", "locationType": "Secret"}
+        assert versions.get("v1beta2", "MultiKueueCluster", worker)["spec"]["clusterSource"] == {"kubeConfig": location}
+        assert versions.get("v1beta1", "MultiKueueCluster", worker)["spec"]["kubeConfig"] == location
+        as_v1beta2 = versions.get("v1beta2", "AdmissionCheck", check)
+        assert "retryDelayMinutes" not in as_v1beta2["spec"]
+        assert as_v1beta2["spec"]["controllerName"] == "example.com/not-pykueue"
+        assert versions.get("v1beta1", "AdmissionCheck", check)["spec"]["retryDelayMinutes"] == 7
+    finally:
+        for kind, name in crds.items():
+            live = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+            restored = {**current[kind], "metadata": {"name": name, "resourceVersion": live["metadata"]["resourceVersion"]}}
+            restored.pop("status", None)
+            cluster.kubectl("replace", "-f", "-", input=json.dumps(restored))
