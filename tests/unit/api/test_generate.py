@@ -71,7 +71,8 @@ def test_names_scope_and_columns_match_kueue_v1beta1() -> None:
     version = cq["spec"]["versions"][0]
     assert cq["spec"]["scope"] == "Cluster"
     assert cq["spec"]["names"]["shortNames"] == ["cq"]
-    assert version["name"] == "v1beta1" and version["served"] and version["storage"]
+    assert version["name"] == "v1beta1" and version["served"] and not version["storage"]
+    assert [v["name"] for v in cq["spec"]["versions"] if v["storage"]] == ["v1beta2"]  # as Kueue v0.19.2
     assert version["subresources"] == {"status": {}}
     cohort_column = version["additionalPrinterColumns"][0]
     assert (cohort_column["name"], cohort_column["jsonPath"]) == ("Cohort", ".spec.cohort")
