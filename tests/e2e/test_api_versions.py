@@ -1,10 +1,10 @@
 """kueue.x-k8s.io/v1beta2 beside v1beta1 on a real apiserver, converted by the webhook's ``/convert``.
 
-Objects are stored in v1beta2, as Kueue stores them (docs/design/api-versions.md). What a user sees: an object written
+Objects are stored in STORAGE_VERSION (docs/design/api-versions.md). What a user sees: an object written
 in either version reads back in the other with Kueue's spelling, fields the other version lacks
 survive the trip, Kueue's concurrentAdmissionPolicy runs as the concurrent-admission policy it
 corresponds to, Kueue-documentation-style examples apply with strict field validation, and with
-the conversion webhook down v1beta1 requests fail with the apiserver's clear error while nothing
+the conversion webhook down the other version's requests fail with the apiserver's clear error while nothing
 stored is lost, and objects stored in v1beta1 by an earlier pykueue migrate to v1beta2 storage.
 """
 
