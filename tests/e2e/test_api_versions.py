@@ -318,6 +318,11 @@ def test_objects_stored_before_the_upgrade_read_in_both_versions_after_it(
     name = "multikueueclusters.kueue.x-k8s.io"
     current = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
     v1beta1 = next(v for v in current["spec"]["versions"] if v["name"] == "v1beta1")
+    versions_then = [{**{k: v for k, v in v1beta1.items() if k not in ("deprecated", "deprecationWarning")}, "storage": True}]
+    if "v1beta2" in current["status"]["storedVersions"]:
+        # The apiserver keeps a version that was ever stored in spec.versions; unserved, it is invisible.
+        v1beta2 = next(v for v in current["spec"]["versions"] if v["name"] == "v1beta2")
+        versions_then.append({**v1beta2, "served": False, "storage": False})
     earlier = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -325,7 +330,7 @@ def test_objects_stored_before_the_upgrade_read_in_both_versions_after_it(
         "spec": {
             **{k: v for k, v in current["spec"].items() if k not in ("versions", "conversion")},
             "conversion": {"strategy": "None"},
-            "versions": [{k: v for k, v in v1beta1.items() if k not in ("deprecated", "deprecationWarning")}],
+            "versions": versions_then,
         },
     }
     worker = unique("before-upgrade")
