@@ -42,6 +42,7 @@ class Benchmark:
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("engine_micro", needs_cluster=False),
     Benchmark("webhook_load", needs_cluster=False),
+    Benchmark("conversion_load", needs_cluster=False),
     Benchmark("informer_sync", needs_cluster=True),
     Benchmark("baseline", needs_cluster=True),
 )

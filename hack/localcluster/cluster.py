@@ -253,6 +253,18 @@ class LocalCluster:
         self.restart_apiserver()
         return revision
 
+    def etcd_value(self, key: str) -> bytes | None:
+        """The bytes etcd holds at ``key`` (``/registry/...``), or ``None``: what the apiserver
+        stored, in the version it stored it in (custom resources are stored as JSON)."""
+        ports = self._require_ports()
+        pki = self.layout.pki
+        context = tls_context(
+            pki.ca_cert, pki.client_cert(APISERVER_ETCD_CLIENT), pki.client_key(APISERVER_ETCD_CLIENT)
+        )
+        found = post_json(f"https://{LOOPBACK}:{ports.etcd_client}/v3/kv/range", {"key": _b64(key)}, context)
+        kvs = found.get("kvs") or []
+        return base64.b64decode(kvs[0]["value"]) if kvs else None
+
     def create_nodes(
         self,
         prefix: str,

@@ -61,6 +61,9 @@ class ExistingCluster:
     def compact_etcd(self) -> int:
         raise self._unsupported("compact_etcd()")
 
+    def etcd_value(self, key: str) -> bytes | None:
+        raise self._unsupported("etcd_value()")
+
     # ------------------------------------------------------------------ simulated nodes
 
     def kwok_provider(self) -> str | None:

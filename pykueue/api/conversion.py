@@ -462,3 +462,50 @@ def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
         kept_paths.add(path)
     _write_entries(out, keep)
     return out
+
+
+# --- patches ----------------------------------------------------------------------------------------
+
+_PRIORITY_FIELDS = ("priorityClassName", "priorityClassSource")
+
+
+def convert_patch(kind: str, patch: dict[str, Any], source: str, target: str) -> dict[str, Any]:
+    """A JSON merge patch written against ``source`` as the same patch against ``target``.
+
+    The programs write Kueue kinds with merge patches of a few fields (a status, a condition
+    list, finalizers, ``spec.active``); the client sends them in the storage version
+    (pykueue/kube/versions.py). A patch is a partial object, so it gets the plain field mapping
+    and none of :func:`convert`'s bookkeeping: no conversion-data annotation (a patch that wrote
+    one would overwrite the stored object's entries with a partial view) and no defaults for
+    fields the patch does not name. Merge patches delete with ``null``; a deleted field that is
+    re-encoded rather than renamed (Workload ``priorityClassName``/``priorityClassSource`` ↔
+    ``priorityClassRef``) deletes its counterpart. Renamed fields carry their ``null`` through
+    the rename on their own. Lists are replaced whole by a merge patch, so the list elements the
+    mapping rewrites (topology assignments) are always complete in the patch.
+    """
+    if target not in VERSIONS or source not in VERSIONS:
+        raise ConversionError(f"versions {source!r} → {target!r} are not {V1BETA1}/{V1BETA2}")
+    if kind not in CONVERTERS:
+        raise ConversionError(f"kind {kind!r} is not a {c.GROUP} kind pykueue serves")
+    if not isinstance(patch, dict):
+        raise ConversionError("a merge patch is a JSON object")
+    if source == target:
+        return _copy(patch)
+    body = _copy(patch)
+    body["apiVersion"], body["kind"] = f"{c.GROUP}/{source}", kind
+    out = _plain(body, kind, source, target).out
+    spec_in, spec_out = patch.get("spec"), out.get("spec")
+    if kind == "Workload" and isinstance(spec_in, dict) and isinstance(spec_out, dict):
+        if target == V1BETA2 and any(f in spec_in and spec_in[f] is None for f in _PRIORITY_FIELDS):
+            spec_out["priorityClassRef"] = None
+        if target == V1BETA1:
+            if "priorityClassRef" in spec_in and spec_in["priorityClassRef"] is None:
+                spec_out.update(dict.fromkeys(_PRIORITY_FIELDS))
+            elif "priorityClassRef" not in spec_in:
+                spec_out.pop("priorityClassSource", None)  # the read-side default, not the patch's
+    for key in ("apiVersion", "kind"):
+        if key not in patch:
+            out.pop(key, None)
+    if "apiVersion" in patch:
+        out["apiVersion"] = f"{c.GROUP}/{target}"
+    return out

@@ -45,6 +45,7 @@ from pykueue.kube.transport import (
     configuration_factory,
     kubeconfig_dict_factory,
 )
+from pykueue.kube.versions import KueueWire
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,11 @@ class WatchStream(Iterator[dict[str, Any]]):
     connection raises :class:`ConnectionFailed`.
     """
 
-    def __init__(self, raw: RawStream) -> None:
+    def __init__(
+        self, raw: RawStream, transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    ) -> None:
         self._raw = raw
+        self._transform = transform
         self._chunks = raw.chunks()
         self._buffer = b""
         self._lines: deque[bytes] = deque()
@@ -94,7 +98,7 @@ class WatchStream(Iterator[dict[str, Any]]):
                 except ValueError as exc:
                     raise ConnectionFailed(f"watch stream sent a line that is not JSON: {line[:200]!r}") from exc
                 if isinstance(event, dict):
-                    return event
+                    return self._transform(event) if self._transform else event
                 raise ConnectionFailed(f"watch stream sent a non-object event: {line[:200]!r}")
             if self._closed:
                 raise StopIteration
@@ -129,8 +133,11 @@ class KubeClient:
         retry_backoff: Backoff | None = None,
         sleep: Sleep = time.sleep,
         timeout: Timeout = DEFAULT_TIMEOUT,
+        kueue_wire: KueueWire | None = None,
     ) -> None:
         self._transport = transport
+        # Kueue kinds travel in the storage version and are converted here (pykueue/kube/versions.py).
+        self._wire = kueue_wire or KueueWire()
         self._bucket = TokenBucket(qps, burst, sleep=sleep)
         self._max_retries = max_retries
         self._retry_backoff_factory: Callable[[], Backoff] = (
@@ -179,6 +186,7 @@ class KubeClient:
             max_retries=self._max_retries,
             sleep=self._sleep,
             timeout=self._timeout,
+            kueue_wire=self._wire,
         )
         clone._retry_backoff_factory = self._retry_backoff_factory
         return clone
@@ -280,7 +288,7 @@ class KubeClient:
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """The object, or ``None`` when it does not exist."""
         try:
-            return self._json(self._request("GET", res.path(namespace, name)))
+            return self._wire.read(res, self._json(self._request("GET", self._wire.on_wire(res).path(namespace, name))))
         except NotFound:
             return None
 
@@ -294,7 +302,8 @@ class KubeClient:
     ) -> dict[str, Any]:
         """GET a read-only subresource (e.g. the visibility API's ``pendingworkloads``); errors
         raise as typed ApiErrors (``NotFound``, ``Forbidden``, ...)."""
-        return self._json(self._request("GET", res.path(namespace, name, subresource), query=query))
+        wire = self._wire.on_wire(res)
+        return self._wire.read(res, self._json(self._request("GET", wire.path(namespace, name, subresource), query=query)))
 
     def list(
         self,
@@ -323,7 +332,8 @@ class KubeClient:
             query.append(("continue", continue_token))
         if resource_version is not None:
             query.append(("resourceVersion", resource_version))
-        return self._json(self._request("GET", res.path(namespace), query=query))
+        page = self._json(self._request("GET", self._wire.on_wire(res).path(namespace), query=query))
+        return self._wire.read_list(res, page)
 
     def list_all(
         self,
@@ -385,7 +395,7 @@ class KubeClient:
         connect_timeout = self._timeout[0] if isinstance(self._timeout, tuple) else 10.0
         response = self._request(
             "GET",
-            res.path(namespace),
+            self._wire.on_wire(res).path(namespace),
             query=query,
             stream=True,
             timeout=(connect_timeout, read_timeout),
@@ -393,6 +403,8 @@ class KubeClient:
         )
         if response.stream is None:
             raise ApiError(response.status, "BadResponse", "the apiserver did not stream the watch")
+        if self._wire.converts(res):
+            return WatchStream(response.stream, lambda event: self._wire.read_event(res, event))
         return WatchStream(response.stream)
 
     # --- writes ------------------------------------------------------------------------------
@@ -400,7 +412,9 @@ class KubeClient:
     def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
         """Create ``obj``; :class:`AlreadyExists` when the name is taken."""
         ns = self._namespace_of(res, obj, namespace)
-        return self._json(self._request("POST", res.path(ns), body=obj, content_type="application/json"))
+        body = self._wire.write(res, obj)
+        created = self._json(self._request("POST", self._wire.on_wire(res).path(ns), body=body, content_type="application/json"))
+        return self._wire.read(res, created)
 
     def replace(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         """PUT the whole object; its ``metadata.resourceVersion`` makes this a compare-and-swap."""
@@ -409,7 +423,9 @@ class KubeClient:
         if not name:
             raise ValueError(f"{res.kind}: metadata.name is required to replace an object")
         ns = self._namespace_of(res, obj, None)
-        return self._json(self._request("PUT", res.path(ns, name), body=obj, content_type="application/json"))
+        body = self._wire.write(res, obj)
+        replaced = self._json(self._request("PUT", self._wire.on_wire(res).path(ns, name), body=body, content_type="application/json"))
+        return self._wire.read(res, replaced)
 
     def patch(
         self,
@@ -437,15 +453,16 @@ class KubeClient:
         query = [("fieldManager", field_manager)]
         if patch_type == "apply" and force:
             query.append(("force", "true"))
-        return self._json(
+        patched = self._json(
             self._request(
                 "PATCH",
-                res.path(namespace, name, subresource),
+                self._wire.on_wire(res).path(namespace, name, subresource),
                 query=query,
-                body=patch,
+                body=self._wire.patch(res, patch, patch_type),
                 content_type=PATCH_CONTENT_TYPES[patch_type],
             )
         )
+        return self._wire.read(res, patched)
 
     def patch_status(
         self,
@@ -473,7 +490,7 @@ class KubeClient:
         if preconditions:
             options["preconditions"] = dict(preconditions)
         try:
-            self._request("DELETE", res.path(namespace, name), body=options, content_type="application/json")
+            self._request("DELETE", self._wire.on_wire(res).path(namespace, name), body=options, content_type="application/json")
         except NotFound:
             return False
         return True

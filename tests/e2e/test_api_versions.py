@@ -1,11 +1,11 @@
 """kueue.x-k8s.io/v1beta2 beside v1beta1 on a real apiserver, converted by the webhook's ``/convert``.
 
-Objects are stored in v1beta1 (docs/design/api-versions.md). What a user sees: an object written
+Objects are stored in STORAGE_VERSION (docs/design/api-versions.md). What a user sees: an object written
 in either version reads back in the other with Kueue's spelling, fields the other version lacks
 survive the trip, Kueue's concurrentAdmissionPolicy runs as the concurrent-admission policy it
 corresponds to, Kueue-documentation-style examples apply with strict field validation, and with
-the conversion webhook down v1beta2 requests fail with the apiserver's clear error while nothing
-stored is lost.
+the conversion webhook down the other version's requests fail with the apiserver's clear error while nothing
+stored is lost, and objects stored in v1beta1 by an earlier pykueue migrate to v1beta2 storage.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from pykueue.api.constants import STORAGE_VERSION
 from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION
 from pykueue.api.schema import KINDS
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder
@@ -85,7 +86,7 @@ def test_every_crd_serves_both_versions_through_the_running_webhook(cluster: Any
     for info in KINDS.values():
         crd = json.loads(cluster.kubectl("get", "crd", info.crd_name, "-o", "json").stdout)
         served = {v["name"]: (v["served"], v["storage"]) for v in crd["spec"]["versions"]}
-        assert served == {"v1beta1": (True, True), "v1beta2": (True, False)}, info.kind
+        assert served == {"v1beta1": (True, STORAGE_VERSION == "v1beta1"), "v1beta2": (True, STORAGE_VERSION == "v1beta2")}, info.kind
         conversion = crd["spec"]["conversion"]
         assert conversion["strategy"] == "Webhook"
         client_config = conversion["webhook"]["clientConfig"]
@@ -220,9 +221,12 @@ def _contains(big: Any, small: Any) -> bool:
 
 
 @pytest.mark.needs_local_cluster
-def test_with_the_conversion_webhook_down_v1beta2_fails_clearly_and_nothing_is_lost(
+def test_with_the_conversion_webhook_down_the_other_version_fails_clearly_and_nothing_is_lost(
     versions: Versions, webhook: Any, namespace: str
 ) -> None:
+    """Reads in the storage version need no webhook; the other version's reads get the
+    apiserver's error naming the conversion webhook, and read again once it is back."""
+    stored_version, other = STORAGE_VERSION, next(v for v in ("v1beta1", "v1beta2") if v != STORAGE_VERSION)
     flavor, cq = unique("rf"), unique("cq")
     versions.create("v1beta2", ResourceFlavorBuilder(flavor).obj())
     versions.create("v1beta2", ClusterQueueBuilder(cq).flavor(flavor, cpu="4").obj())
@@ -233,31 +237,34 @@ def test_with_the_conversion_webhook_down_v1beta2_fails_clearly_and_nothing_is_l
         "spec": {"queueName": "lq", "active": False, "preemptionGates": [{"name": "example.com/gate"}],
                  "podSets": [_pod_set()]},
     })
-    before = versions.get("v1beta2", "Workload", "kept", namespace)
+    before = versions.get(other, "Workload", "kept", namespace)
 
     webhook.stop()
     try:
         with pytest.raises(ApiException) as failed:
-            versions.get("v1beta2", "Workload", "kept", namespace)
+            versions.get(other, "Workload", "kept", namespace)
         assert failed.value.status >= 500
-        assert "conversion webhook for kueue.x-k8s.io/v1beta1, Kind=Workload failed" in failed.value.body
+        assert f"conversion webhook for kueue.x-k8s.io/{stored_version}, Kind=Workload failed" in failed.value.body
         with pytest.raises(ApiException) as refused:
-            versions.create("v1beta2", {"kind": "Workload", "metadata": {"name": "new", "namespace": namespace},
-                                        "spec": {"queueName": "lq", "podSets": [_pod_set()]}})
-        assert "conversion webhook" in refused.value.body
-        # The stored version needs no conversion: v1beta1 readers and writers carry on.
-        stored = versions.get("v1beta1", "Workload", "kept", namespace)
-        assert CONVERSION_DATA_ANNOTATION in stored["metadata"]["annotations"]
+            versions.create(other, {"kind": "Workload", "metadata": {"name": "new", "namespace": namespace},
+                                    "spec": {"queueName": "lq", "podSets": [_pod_set()]}})
+        assert "webhook" in refused.value.body
+        # The stored version needs no conversion: its readers (the programs among them) carry on.
+        stored = versions.get(stored_version, "Workload", "kept", namespace)
+        if stored_version == "v1beta2":
+            assert stored["spec"]["preemptionGates"] == [{"name": "example.com/gate"}]
+        else:
+            assert CONVERSION_DATA_ANNOTATION in stored["metadata"]["annotations"]
     finally:
         webhook.start()
 
     def readable() -> dict[str, Any] | None:
         try:
-            return versions.get("v1beta2", "Workload", "kept", namespace)
+            return versions.get(other, "Workload", "kept", namespace)
         except ApiException:
             return None
 
-    after = wait_for(readable, timeout=60, message="v1beta2 reads work again once the webhook is back")
+    after = wait_for(readable, timeout=60, message=f"{other} reads work again once the webhook is back")
     assert after["spec"] == before["spec"]
     assert after["metadata"]["uid"] == before["metadata"]["uid"]
 
@@ -305,11 +312,17 @@ def test_objects_stored_before_the_upgrade_read_in_both_versions_after_it(
 
     The MultiKueueCluster CRD is put back to its earlier form (v1beta1 alone, no conversion) while
     an object is written, then the current CRD returns (as `kubectl apply` of the new CRDs and the
-    webhook's sync leave it). The stored object needs no migration: it reads in both versions.
+    webhook's sync leave it). The object, still stored in v1beta1, reads in both versions right
+    away; the storage migration that rewrites it in v1beta2 is the next test.
     """
     name = "multikueueclusters.kueue.x-k8s.io"
     current = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
     v1beta1 = next(v for v in current["spec"]["versions"] if v["name"] == "v1beta1")
+    versions_then = [{**{k: v for k, v in v1beta1.items() if k not in ("deprecated", "deprecationWarning")}, "storage": True}]
+    if "v1beta2" in current["status"]["storedVersions"]:
+        # The apiserver keeps a version that was ever stored in spec.versions; unserved, it is invisible.
+        v1beta2 = next(v for v in current["spec"]["versions"] if v["name"] == "v1beta2")
+        versions_then.append({**v1beta2, "served": False, "storage": False})
     earlier = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -317,7 +330,7 @@ def test_objects_stored_before_the_upgrade_read_in_both_versions_after_it(
         "spec": {
             **{k: v for k, v in current["spec"].items() if k not in ("versions", "conversion")},
             "conversion": {"strategy": "None"},
-            "versions": [{k: v for k, v in v1beta1.items() if k not in ("deprecated", "deprecationWarning")}],
+            "versions": versions_then,
         },
     }
     worker = unique("before-upgrade")
@@ -343,4 +356,82 @@ def test_objects_stored_before_the_upgrade_read_in_both_versions_after_it(
     assert after["spec"]["clusterSource"] == {"kubeConfig": {"location": f"{worker}-kubeconfig", "locationType": "Secret"}}
     assert versions.get("v1beta1", "MultiKueueCluster", worker)["spec"]["kubeConfig"]["location"] == f"{worker}-kubeconfig"
     stored = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)["status"]["storedVersions"]
-    assert stored == ["v1beta1"]
+    # Until the migration (next test) rewrites them, objects of the earlier CRD stay stored in v1beta1.
+    assert set(stored) == {"v1beta1", STORAGE_VERSION}
+
+
+def _with_storage(crd: dict[str, Any], version: str, resource_version: str) -> dict[str, Any]:
+    """``crd`` (as read) storing ``version``, ready for ``kubectl replace``."""
+    spec = json.loads(json.dumps(crd["spec"]))
+    for served in spec["versions"]:
+        served["storage"] = served["name"] == version
+    return {"apiVersion": crd["apiVersion"], "kind": crd["kind"],
+            "metadata": {"name": crd["metadata"]["name"], "resourceVersion": resource_version}, "spec": spec}
+
+
+@pytest.mark.needs_local_cluster
+def test_objects_stored_in_v1beta1_are_migrated_to_v1beta2_storage_with_nothing_lost(
+    cluster: Any, versions: Versions, webhook: Any
+) -> None:
+    """The storage migration of docs/install.md ("Upgrade"), step by step on a real apiserver.
+
+    Objects are written while their CRDs store v1beta1 (an earlier pykueue); the CRDs then store
+    v1beta2; the documented steps (a no-op ``kubectl replace`` of every object, then
+    ``status.storedVersions`` trimmed to ``[v1beta2]``) rewrite them. etcd itself is read to
+    show the version each object is stored in, and every field survives in both versions,
+    including one v1beta2 lacks (AdmissionCheck ``retryDelayMinutes``, kept in the
+    conversion-data annotation).
+    """
+    crds = {"MultiKueueCluster": "multikueueclusters.kueue.x-k8s.io", "AdmissionCheck": "admissionchecks.kueue.x-k8s.io"}
+    current = {kind: json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout) for kind, name in crds.items()}
+
+    def store(version: str) -> None:
+        for kind, name in crds.items():
+            live = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+            cluster.kubectl("replace", "-f", "-", input=json.dumps(
+                _with_storage(current[kind], version, live["metadata"]["resourceVersion"])))
+
+    def stored_as(plural: str, name: str) -> str:
+        raw = cluster.etcd_value(f"/registry/{GROUP}/{plural}/{name}")
+        assert raw is not None, f"{plural}/{name} is not in etcd"
+        return str(json.loads(raw)["apiVersion"])
+
+    worker, check = unique("migrated-worker"), unique("migrated-check")
+    try:
+        store("v1beta1")
+        versions.create("v1beta1", {"kind": "MultiKueueCluster", "metadata": {"name": worker},
+                                    "spec": {"kubeConfig": {"location": f"{worker}-kubeconfig", "locationType": "Secret"}}})
+        versions.create("v1beta1", {"kind": "AdmissionCheck", "metadata": {"name": check},
+                                    "spec": {"controllerName": "example.com/not-pykueue", "retryDelayMinutes": 7}})
+        assert stored_as("multikueueclusters", worker) == f"{GROUP}/v1beta1"
+        assert stored_as("admissionchecks", check) == f"{GROUP}/v1beta1"
+
+        store("v1beta2")
+        for name in crds.values():
+            stored = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)["status"]["storedVersions"]
+            assert set(stored) == {"v1beta1", "v1beta2"}
+        # The documented migration: rewrite every object, then forget v1beta1 as a stored version.
+        for name in crds.values():
+            listed = cluster.kubectl("get", name, "-o", "json").stdout
+            cluster.kubectl("replace", "-f", "-", input=listed)
+            cluster.kubectl("patch", "crd", name, "--subresource=status", "--type=merge",
+                            "-p", json.dumps({"status": {"storedVersions": ["v1beta2"]}}))
+        assert stored_as("multikueueclusters", worker) == f"{GROUP}/v1beta2"
+        assert stored_as("admissionchecks", check) == f"{GROUP}/v1beta2"
+        for name in crds.values():
+            stored = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)["status"]["storedVersions"]
+            assert stored == ["v1beta2"]
+
+        location = {"location": f"{worker}-kubeconfig", "locationType": "Secret"}
+        assert versions.get("v1beta2", "MultiKueueCluster", worker)["spec"]["clusterSource"] == {"kubeConfig": location}
+        assert versions.get("v1beta1", "MultiKueueCluster", worker)["spec"]["kubeConfig"] == location
+        as_v1beta2 = versions.get("v1beta2", "AdmissionCheck", check)
+        assert "retryDelayMinutes" not in as_v1beta2["spec"]
+        assert as_v1beta2["spec"]["controllerName"] == "example.com/not-pykueue"
+        assert versions.get("v1beta1", "AdmissionCheck", check)["spec"]["retryDelayMinutes"] == 7
+    finally:
+        for kind, name in crds.items():
+            live = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+            restored = {**current[kind], "metadata": {"name": name, "resourceVersion": live["metadata"]["resourceVersion"]}}
+            restored.pop("status", None)
+            cluster.kubectl("replace", "-f", "-", input=json.dumps(restored))

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from pykueue.api.conversion import convert
+from pykueue.api.conversion import convert, convert_patch
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
 
 GROUP = "kueue.x-k8s.io"
@@ -94,6 +94,11 @@ class KueueApi:
             converted.pop("kind", None)
         return converted
 
+    def _out_patch(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A v1beta1 merge patch as the wire version spells it: the plain field mapping, without
+        the conversion-data annotation or defaults a whole object's conversion adds."""
+        return body if self.version == VERSION else convert_patch(kind, body, VERSION, self.version)
+
     def _in(self, obj: dict[str, Any]) -> dict[str, Any]:
         """What the apiserver answered, as the v1beta1 object the tests assert on."""
         if self.version == VERSION or obj.get("apiVersion") != f"{GROUP}/{self.version}":
@@ -137,7 +142,7 @@ class KueueApi:
     def patch(
         self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
-        body = self._out(kind, body)
+        body = self._out_patch(kind, body)
         if kind in NAMESPACED:
             return self._in(
                 self.custom.patch_namespaced_custom_object(GROUP, self.version, namespace, PLURALS[kind], name, body)
@@ -147,7 +152,7 @@ class KueueApi:
     def patch_status(
         self, kind: str, name: str, body: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
-        body = self._out(kind, body)
+        body = self._out_patch(kind, body)
         if kind in NAMESPACED:
             return self._in(
                 self.custom.patch_namespaced_custom_object_status(

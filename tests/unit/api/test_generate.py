@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from pykueue.api import generate
+from pykueue.api.constants import STORAGE_VERSION
 from pykueue.api.dsl import walk
 from pykueue.api.schema import KINDS, TEST_KINDS, object_schema
 
@@ -71,7 +72,8 @@ def test_names_scope_and_columns_match_kueue_v1beta1() -> None:
     version = cq["spec"]["versions"][0]
     assert cq["spec"]["scope"] == "Cluster"
     assert cq["spec"]["names"]["shortNames"] == ["cq"]
-    assert version["name"] == "v1beta1" and version["served"] and version["storage"]
+    assert version["name"] == "v1beta1" and version["served"]
+    assert [v["name"] for v in cq["spec"]["versions"] if v["storage"]] == [STORAGE_VERSION]
     assert version["subresources"] == {"status": {}}
     cohort_column = version["additionalPrinterColumns"][0]
     assert (cohort_column["name"], cohort_column["jsonPath"]) == ("Cohort", ".spec.cohort")

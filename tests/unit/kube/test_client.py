@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pykueue.api.constants import STORAGE_VERSION, VERSION
 from pykueue.kube.client import KubeClient, WatchStream, retry_on_conflict
 from pykueue.kube.errors import (
     AlreadyExists,
@@ -16,25 +17,29 @@ from pykueue.kube.errors import (
 )
 from pykueue.kube.resources import CLUSTER_QUEUES, CONFIG_MAPS, JOBS, WORKLOADS
 from pykueue.kube.transport import HttpResponse
+from pykueue.kube.versions import KueueWire
 from tests.unit.kube.fake_transport import ChunkStream, ScriptedTransport, refused, status
 
 
 def make_client(answers: list, sleeps: list[float] | None = None, **kw) -> tuple[KubeClient, ScriptedTransport]:
     transport = ScriptedTransport(list(answers))
     recorded = sleeps if sleeps is not None else []
+    # Kueue kinds on the wire in the programs' own version: these tests are about HTTP; the
+    # conversion to the storage version has its own (test_versions.py).
+    kw.setdefault("kueue_wire", KueueWire(VERSION))
     client = KubeClient(transport, qps=0, sleep=recorded.append, **kw)
     return client, transport
 
 
 def test_paths_for_core_group_and_crds() -> None:
-    client, transport = make_client([{"kind": "Job"}, {"kind": "ClusterQueue"}, {"kind": "WorkloadList"}])
+    client, transport = make_client([{"kind": "Job"}, {"kind": "ClusterQueue"}, {"kind": "WorkloadList"}], kueue_wire=KueueWire())
     client.get(JOBS, "train", "team-a")
     client.get(CLUSTER_QUEUES, "cq")
     client.list(WORKLOADS, label_selector="a=b", limit=10, resource_version="0")
     assert [s.path for s in transport.sent] == [
         "/apis/batch/v1/namespaces/team-a/jobs/train",
-        "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/cq",
-        "/apis/kueue.x-k8s.io/v1beta1/workloads",
+        f"/apis/kueue.x-k8s.io/{STORAGE_VERSION}/clusterqueues/cq",
+        f"/apis/kueue.x-k8s.io/{STORAGE_VERSION}/workloads",
     ]
     assert transport.sent[2].query == [("labelSelector", "a=b"), ("limit", "10"), ("resourceVersion", "0")]
 
