@@ -107,9 +107,16 @@ def removed_by_us(option: Obj) -> str | None:
 
 
 def rejection(option: Obj) -> str | None:
-    """Why an option deactivated by someone else (a Rejected check, a user) is off, or None."""
-    if wv.is_active(option) or removed_by_us(option) is not None:
+    """Why an option deactivated by someone else (a Rejected check, a user) is off, or None.
+    An option still active whose check was rejected (``DeactivationTarget=True``, the workload
+    controller flips ``spec.active`` next) counts as rejected already: claiming it in between
+    would record our reason over the check's."""
+    if removed_by_us(option) is not None:
         return None
+    if wv.is_active(option):
+        if not wv.is_true(option, c.COND_DEACTIVATION_TARGET):
+            return None
+        return _message(wv.condition(option, c.COND_DEACTIVATION_TARGET)) or "The option is being deactivated"
     return (
         _message(wv.condition(option, c.COND_DEACTIVATION_TARGET))
         or _message(wv.condition(option, c.COND_EVICTED))
@@ -125,7 +132,7 @@ def observed_state(option: Obj) -> tuple[str, str]:
         return c.OPTION_REMOVED, "The option finished: " + _message(wv.condition(option, c.COND_FINISHED))
     reserved = wv.has_reservation(option)
     evicted = wv.is_evicted(option)
-    if not wv.is_active(option):
+    if not wv.is_active(option) or rejection(option) is not None:
         why = removed_by_us(option) or rejection(option) or "The option is deactivated"
         if reserved:
             return c.OPTION_EVICTED, f"{why}; its quota is being released"
@@ -326,7 +333,7 @@ def plan_parent(
             if not (winner_rank is not None and spec.rank < winner_rank and spec.migration_target):
                 reason = _policy_reason(config, winner) if config is not None else "removed"
                 cause = CAUSE_POLICY
-            elif existing is not None and wv.has_reservation(existing):
+            elif existing is not None and wv.has_reservation(existing) and rejection(existing) is None:
                 # Kept to migrate later, but quota is never held twice once the parent is admitted.
                 reason = (
                     f"Option {wv.name(winner)} was admitted first; this option gives its reservation "

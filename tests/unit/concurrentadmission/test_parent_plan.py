@@ -278,6 +278,23 @@ def test_a_migration_target_holding_a_reservation_gives_it_back_when_a_sibling_w
     assert [o["metadata"]["name"] for o in later.reactivate] == ["job-a-12345-option-reservation"]
 
 
+def test_a_migration_target_its_check_is_rejecting_is_left_to_the_rejection_not_claimed_by_the_race() -> None:
+    """Its check turned Rejected (DeactivationTarget set, spec.active not yet flipped) just as the
+    old winner was admitted again: the option is reported with the check's message and not
+    deactivated by us, or our reason would hide the rejection for good (found in e2e)."""
+    config = config_of(three_flavor_queue("RemoveLower"))
+    p = parent()
+    res = reserved(option(p, config, "reservation"), "reservation", admitted=False)
+    res["status"]["conditions"].append(
+        condition("DeactivationTarget", True, "AdmissionCheck", "Admission check(s) rejected: no capacity")
+    )
+    spot = reserved(option(p, config, "spot"), "spot")
+    plan = plan_parent(p, config, [res, option(p, config, "on-demand"), spot], T0)
+    assert [r for r in plan.deactivate if r.option is res] == []
+    entry = next(e for e in plan.options_status if e["name"].endswith("-option-reservation"))
+    assert "no capacity" in entry["message"]
+
+
 def test_a_former_winner_deactivated_with_its_parent_comes_back_when_the_parent_is_reactivated() -> None:
     config = config_of(three_flavor_queue("RemoveOther"))
     p = parent()
