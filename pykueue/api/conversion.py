@@ -73,7 +73,8 @@ def _get(obj: Any, path: Path) -> Any:
 
 def _copy(value: Any) -> Any:
     """A deep copy of a JSON value: pickle's C round trip, about twice as fast as JSON's and several
-    times :func:`copy.deepcopy`'s on a Workload (docs/performance.md, "Conversion webhook")."""
+    times :func:`copy.deepcopy`'s on a Workload (docs/design/api-versions.md, "Cost"). Unlike
+    JSON's it keeps an object that appears twice in ``value`` one object; decoded JSON has none."""
     return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
 
 
@@ -109,7 +110,7 @@ class _Step:
 
     def set(self, path: Path, value: Any) -> None:
         """Set (or, with ``_ABSENT``, remove) the value at ``path`` in ``out``, creating parent
-        objects on the way; what :func:`_set` does, copy-on-write."""
+        objects on the way; a path through a scalar or past a list's end is left alone."""
         node: Any = self.out
         for index, step in enumerate(path[:-1]):
             if isinstance(step, int):
