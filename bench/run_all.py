@@ -43,6 +43,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("engine_micro", needs_cluster=False),
     Benchmark("webhook_load", needs_cluster=False),
     Benchmark("conversion_load", needs_cluster=False),
+    Benchmark("conversion_micro", needs_cluster=False),
     Benchmark("informer_sync", needs_cluster=True),
     Benchmark("baseline", needs_cluster=True),
 )

@@ -1,7 +1,7 @@
 """The CRDs' conversion webhook: ``POST /convert`` answers an ``apiextensions.k8s.io/v1`` ConversionReview.
 
 The apiserver calls it whenever an object is read or written in a version other than the one
-etcd holds (docs/design/api-versions.md). The conversion itself is :func:`pykueue.api.conversion.convert`;
+etcd holds (docs/design/api-versions.md). The conversion itself is :func:`pykueue.api.conversion.convert_shared`;
 this module only reads the review and writes the answer. Its promise, like every webhook path's
 (docs/design/webhook.md): a malformed review or an object that cannot be converted is answered
 with HTTP 200 and ``result.status: Failure`` with a one-line reason (the apiserver shows it to the
@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from pykueue.api import constants as c
-from pykueue.api.conversion import ConversionError, convert
+from pykueue.api.conversion import ConversionError, convert_shared
 
 log = logging.getLogger("pykueue.webhook.conversion")
 
@@ -59,7 +59,7 @@ def review_response(body: bytes) -> tuple[dict[str, Any], str]:
     converted = []
     for index, obj in enumerate(objects):
         try:
-            converted.append(convert(obj, version))
+            converted.append(convert_shared(obj, version))  # the review is dropped once answered
         except ConversionError as err:
             name = obj.get("metadata", {}).get("name") if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) else None
             return failure_review(uid, f"request.objects[{index}] ({name or 'unnamed'}): {err}"), "failed"

@@ -34,6 +34,7 @@ Fields neither version knows are copied as they are.
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -70,68 +71,93 @@ def _get(obj: Any, path: Path) -> Any:
     return node
 
 
-def _set(obj: dict[str, Any], path: Path, value: Any) -> None:
-    """Set (or, with ``_ABSENT``, remove) the value at ``path``, creating parent objects on the way."""
-    node: Any = obj
-    for index, step in enumerate(path[:-1]):
-        if isinstance(step, int):
-            if not isinstance(node, list) or step >= len(node):
-                return
-            node = node[step]
-            continue
-        if not isinstance(node, dict):
-            return
-        if step not in node or not isinstance(node[step], (dict, list)):
-            if value is _ABSENT:
-                return
-            node[step] = [] if isinstance(path[index + 1], int) else {}
-        node = node[step]
-    last = path[-1]
-    if isinstance(last, int):
-        if isinstance(node, list) and last < len(node) and value is not _ABSENT:
-            node[last] = value
-        return
-    if not isinstance(node, dict):
-        return
-    if value is _ABSENT:
-        node.pop(last, None)
-    else:
-        node[last] = value
-
-
-def _pop(obj: dict[str, Any], path: Path) -> Any:
-    value = _get(obj, path)
-    _set(obj, path, _ABSENT)
-    return value
-
-
 def _copy(value: Any) -> Any:
-    return json.loads(json.dumps(value))
+    """A deep copy of a JSON value: pickle's C round trip, about twice as fast as JSON's and several
+    times :func:`copy.deepcopy`'s on a Workload (docs/design/api-versions.md, "Cost"). Unlike
+    JSON's it keeps an object that appears twice in ``value`` one object; decoded JSON has none."""
+    return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
 
 
 # --- one conversion step ---------------------------------------------------------------------------
 
 
 class _Step:
-    """Records what a conversion did to the fields it touched: the entries the way back needs."""
+    """Records what a conversion did to the fields it touched: the entries the way back needs.
+
+    ``out`` starts as a shallow copy of ``source`` and is edited copy-on-write: :meth:`set` and
+    :meth:`pop` copy (shallowly) each object and list on the path they edit the first time they
+    reach it, so the subtrees no conversion rewrites (a pod template, a ClusterQueue's resource
+    groups, most of a status) are shared with ``source``, never copied, and ``source`` is never
+    modified. ``_owned`` holds the containers of ``out`` this step made (by ``id``; holding them
+    keeps the ids from being reused while the step lives).
+    """
 
     def __init__(self, source: dict[str, Any], out: dict[str, Any], source_version: str) -> None:
         self.source = source
         self.out = out
         self.source_version = source_version
         self.touched: list[tuple[Path, Path]] = []  # (source path, guard path in out)
+        self._owned: dict[int, Any] = {id(out): out}
+
+    def _own(self, parent: Any, key: str | int, child: Any) -> Any:
+        """``parent[key]`` as a container of this step's own (a shallow copy the first time)."""
+        if id(child) in self._owned:
+            return child
+        mine = dict(child) if isinstance(child, dict) else list(child)
+        parent[key] = mine
+        self._owned[id(mine)] = mine
+        return mine
+
+    def set(self, path: Path, value: Any) -> None:
+        """Set (or, with ``_ABSENT``, remove) the value at ``path`` in ``out``, creating parent
+        objects on the way; a path through a scalar or past a list's end is left alone."""
+        node: Any = self.out
+        for index, step in enumerate(path[:-1]):
+            if isinstance(step, int):
+                if not isinstance(node, list) or step >= len(node) or not isinstance(node[step], (dict, list)):
+                    return
+                node = self._own(node, step, node[step])
+                continue
+            if not isinstance(node, dict):
+                return
+            if step not in node or not isinstance(node[step], (dict, list)):
+                if value is _ABSENT:
+                    return
+                fresh: Any = [] if isinstance(path[index + 1], int) else {}
+                node[step] = fresh
+                self._owned[id(fresh)] = fresh
+                node = fresh
+                continue
+            node = self._own(node, step, node[step])
+        last = path[-1]
+        if isinstance(last, int):
+            if isinstance(node, list) and last < len(node) and value is not _ABSENT:
+                node[last] = value
+            return
+        if not isinstance(node, dict):
+            return
+        if value is _ABSENT:
+            node.pop(last, None)
+        else:
+            node[last] = value
+
+    def pop(self, path: Path) -> Any:
+        value = _get(self.out, path)
+        if value is not _ABSENT:
+            self.set(path, _ABSENT)
+        return value
 
     def touch(self, path: Path, guard: Path | None = None) -> None:
         self.touched.append((path, guard if guard is not None else path))
 
     def move(self, src: Path, dst: Path) -> None:
-        value = _pop(self.out, src)
+        value = self.pop(src)
         if value is not _ABSENT:
-            _set(self.out, dst, value)
+            self.set(dst, value)
         self.touch(src, dst)
 
     def drop(self, path: Path) -> None:
-        _pop(self.out, path)
+        self.pop(path)
         self.touch(path)
 
 
@@ -160,20 +186,20 @@ def _cluster_queue_up(step: _Step) -> None:
     for field in ("whenCanBorrow", "whenCanPreempt"):
         path: Path = ("spec", "flavorFungibility", field)
         if (field, _get(out, path)) in _DEPRECATED_FUNGIBILITY:
-            _set(out, path, "MayStopSearch")
+            step.set(path, "MayStopSearch")
             step.touch(path)
-    checks = _pop(out, ("spec", "admissionChecks"))
+    checks = step.pop(("spec", "admissionChecks"))
     step.touch(("spec", "admissionChecks"), ("spec", "admissionChecksStrategy"))
     if isinstance(checks, list) and checks and _get(out, ("spec", "admissionChecksStrategy")) is _ABSENT:
-        _set(out, ("spec", "admissionChecksStrategy"), {"admissionChecks": [{"name": name} for name in checks]})
+        step.set(("spec", "admissionChecksStrategy"), {"admissionChecks": [{"name": name} for name in checks]})
         step.touch(("spec", "admissionChecksStrategy"))
     # A concurrentAdmission Kueue can express reads as Kueue's policy in v1beta2, so a queue written
     # with the policy is stored without an annotation and every v1beta2 reader sees Kueue's spelling.
     concurrent = _get(out, ("spec", "concurrentAdmission"))
     policy = concurrent_policy.to_policy(concurrent) if isinstance(concurrent, dict) else None
     if policy is not None and _get(out, ("spec", "concurrentAdmissionPolicy")) is _ABSENT:
-        _set(out, ("spec", "concurrentAdmissionPolicy"), policy)
-        _pop(out, ("spec", "concurrentAdmission"))
+        step.set(("spec", "concurrentAdmissionPolicy"), policy)
+        step.pop(("spec", "concurrentAdmission"))
     step.touch(("spec", "concurrentAdmission"), ("spec", "concurrentAdmissionPolicy"))
     step.touch(("spec", "concurrentAdmissionPolicy"))
     step.drop(("status", "pendingWorkloadsStatus"))
@@ -187,8 +213,8 @@ def _cluster_queue_down(step: _Step) -> None:
     if policy is not _ABSENT:
         mapped = concurrent_policy.to_concurrent_admission(policy) if isinstance(policy, dict) else None
         if mapped is not None and _get(out, ("spec", "concurrentAdmission")) is _ABSENT:
-            _set(out, ("spec", "concurrentAdmission"), mapped)
-        _pop(out, ("spec", "concurrentAdmissionPolicy"))
+            step.set(("spec", "concurrentAdmission"), mapped)
+        step.pop(("spec", "concurrentAdmissionPolicy"))
         # The way back restores the policy and removes the concurrentAdmission made from it.
         step.touch(("spec", "concurrentAdmissionPolicy"), ("spec", "concurrentAdmission"))
         step.touch(("spec", "concurrentAdmission"))
@@ -228,7 +254,7 @@ def _multikueue_cluster_down(step: _Step) -> None:
     step.move(("spec", "clusterSource", "kubeConfig"), ("spec", "kubeConfig"))
     step.move(("spec", "clusterSource", "clusterProfileRef"), ("spec", "clusterProfileRef"))
     if _get(step.out, ("spec", "clusterSource")) == {}:
-        _pop(step.out, ("spec", "clusterSource"))
+        step.pop(("spec", "clusterSource"))
     step.touch(("spec", "clusterSource"))
 
 
@@ -295,11 +321,11 @@ def _slices_to_domains(slices: list[Any]) -> list[dict[str, Any]] | None:
 
 def _workload_up(step: _Step) -> None:
     out = step.out
-    name = _pop(out, ("spec", "priorityClassName"))
-    source = _pop(out, ("spec", "priorityClassSource"))
+    name = step.pop(("spec", "priorityClassName"))
+    source = step.pop(("spec", "priorityClassSource"))
     if isinstance(source, str) and source in _PRIORITY_SOURCES and isinstance(name, str) and name:
         group, kind = _PRIORITY_SOURCES[source]
-        _set(out, ("spec", "priorityClassRef"), {"group": group, "kind": kind, "name": name})
+        step.set(("spec", "priorityClassRef"), {"group": group, "kind": kind, "name": name})
     step.touch(("spec", "priorityClassName"), ("spec", "priorityClassRef"))
     step.touch(("spec", "priorityClassSource"), ("spec", "priorityClassRef"))
     step.move(("status", "accumulatedPastExexcutionTimeSeconds"), ("status", "accumulatedPastExecutionTimeSeconds"))
@@ -312,23 +338,23 @@ def _workload_up(step: _Step) -> None:
             assignment["domains"], list
         ) else None
         step.touch((*path, "domains"), (*path, "slices"))
-        del assignment["domains"]
+        step.pop((*path, "domains"))
         if slices is not None:
-            assignment["slices"] = slices
+            step.set((*path, "slices"), slices)
 
 
 def _workload_down(step: _Step) -> None:
     out = step.out
-    ref = _pop(out, ("spec", "priorityClassRef"))
+    ref = step.pop(("spec", "priorityClassRef"))
     if isinstance(ref, dict):
         for source, (group, kind) in _PRIORITY_SOURCES.items():
             if (ref.get("group"), ref.get("kind")) == (group, kind) and isinstance(ref.get("name"), str):
-                _set(out, ("spec", "priorityClassSource"), source)
-                _set(out, ("spec", "priorityClassName"), ref["name"])
+                step.set(("spec", "priorityClassSource"), source)
+                step.set(("spec", "priorityClassName"), ref["name"])
     # v1beta1 defaults the source to "" (the apiserver applies it to every stored Workload), so a
     # Workload without a class reads back the same in v1beta2 without a conversion annotation.
     if isinstance(out.get("spec"), dict) and _get(out, ("spec", "priorityClassSource")) is _ABSENT:
-        _set(out, ("spec", "priorityClassSource"), "")
+        step.set(("spec", "priorityClassSource"), "")
     step.touch(("spec", "priorityClassRef"), ("spec", "priorityClassName"))
     step.move(("status", "accumulatedPastExecutionTimeSeconds"), ("status", "accumulatedPastExexcutionTimeSeconds"))
     step.drop(("spec", "preemptionGates"))
@@ -341,9 +367,9 @@ def _workload_down(step: _Step) -> None:
             continue
         domains = _slices_to_domains(assignment["slices"]) if isinstance(assignment["slices"], list) else None
         step.touch((*path, "slices"), (*path, "domains"))
-        del assignment["slices"]
+        step.pop((*path, "slices"))
         if domains is not None:
-            assignment["domains"] = domains
+            step.set((*path, "domains"), domains)
 
 
 def _nothing(step: _Step) -> None:
@@ -368,34 +394,40 @@ CONVERTERS: dict[str, tuple[Converter, Converter]] = {
 # --- the annotation ---------------------------------------------------------------------------------
 
 
-def _read_entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """Pop the conversion annotation; an unreadable one is dropped (it can only restore, never decide)."""
+def _read_entries(obj: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``obj`` without the conversion annotation (a shallow copy where it had one; ``obj`` is not
+    modified), and the annotation's entries; an unreadable one is dropped (it can only restore,
+    never decide)."""
     annotations = _get(obj, ("metadata", "annotations"))
     if not isinstance(annotations, dict) or CONVERSION_DATA_ANNOTATION not in annotations:
-        return []
-    raw = annotations.pop(CONVERSION_DATA_ANNOTATION)
-    if not annotations:
-        del obj["metadata"]["annotations"]
+        return obj, []
+    raw = annotations[CONVERSION_DATA_ANNOTATION]
+    metadata = dict(obj["metadata"])
+    rest = {key: value for key, value in annotations.items() if key != CONVERSION_DATA_ANNOTATION}
+    if rest:
+        metadata["annotations"] = rest
+    else:
+        del metadata["annotations"]
+    obj = {**obj, "metadata": metadata}
     try:
         entries = json.loads(raw) if isinstance(raw, str) else None
     except ValueError:
-        return []
+        return obj, []
     if not isinstance(entries, list):
-        return []
-    return [
+        return obj, []
+    return obj, [
         e for e in entries
         if isinstance(e, dict) and isinstance(e.get("path"), list) and isinstance(e.get("guard"), list) and e.get("to") in VERSIONS
     ]
 
 
-def _write_entries(obj: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+def _write_entries(step: _Step, entries: list[dict[str, Any]]) -> None:
     if not entries:
         return
-    metadata = obj.setdefault("metadata", {})
-    annotations = metadata.get("annotations")
-    if not isinstance(annotations, dict):
-        annotations = metadata["annotations"] = {}
-    annotations[CONVERSION_DATA_ANNOTATION] = json.dumps(entries, separators=(",", ":"), sort_keys=True)
+    encoded = json.dumps(entries, separators=(",", ":"), sort_keys=True)
+    if not isinstance(_get(step.out, ("metadata", "annotations")), dict):
+        step.set(("metadata", "annotations"), {})  # a metadata without (or with a broken) annotations map
+    step.set(("metadata", "annotations", CONVERSION_DATA_ANNOTATION), encoded)
 
 
 def _value(entry: dict[str, Any], key: str) -> Any:
@@ -403,8 +435,8 @@ def _value(entry: dict[str, Any], key: str) -> Any:
 
 
 def _plain(obj: dict[str, Any], kind: str, source: str, target: str) -> _Step:
-    out = _copy(obj)
-    out["apiVersion"] = f"{c.GROUP}/{target}"
+    """The field mapping alone; ``step.out`` shares every subtree it does not rewrite with ``obj``."""
+    out = {**obj, "apiVersion": f"{c.GROUP}/{target}"}
     step = _Step(obj, out, source)
     up, down = CONVERTERS[kind]
     (up if target == V1BETA2 else down)(step)
@@ -427,30 +459,42 @@ def _version_of(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
-    """``obj`` (a v1beta1 or v1beta2 Kueue object) in ``target`` version; ``obj`` is not modified."""
+    """``obj`` (a v1beta1 or v1beta2 Kueue object) in ``target`` version; ``obj`` is not modified
+    and the result shares nothing with it, so either may be changed afterwards."""
+    return convert_shared(_copy(obj) if isinstance(obj, dict) else obj, target)
+
+
+def convert_shared(obj: dict[str, Any], target: str) -> dict[str, Any]:
+    """:func:`convert` without the copy: ``obj`` is not modified, but the result shares every
+    subtree the conversion does not rewrite with it (and is ``obj`` itself when ``obj`` is
+    already in ``target``).
+
+    For callers that drop ``obj`` once converted (the client's reads: an object fresh from the
+    JSON decoder, pykueue/kube/versions.py; the webhook's reviews) or only serialise the result
+    (the client's writes): a copy would be the largest part of the cost of a conversion
+    (docs/design/api-versions.md), and nobody is left to see the sharing.
+    """
     if target not in VERSIONS:
         raise ConversionError(f"desired version {target!r} is not {V1BETA1} or {V1BETA2}")
     if not isinstance(obj, dict):
         raise ConversionError("object is not a JSON object")
     kind, source = _version_of(obj)
     if source == target:
-        return _copy(obj)
-    source_obj = _copy(obj)
-    entries = _read_entries(source_obj)
+        return obj
+    source_obj, entries = _read_entries(obj)
     step = _plain(source_obj, kind, source, target)
     out = step.out
     # Restore what an earlier conversion into `source` put aside for `target`, where it is still current.
     for entry in entries:
         if entry["to"] == target and _get(source_obj, tuple(entry["guard"])) == _value(entry, "expect"):
-            value = _value(entry, "value")
-            _set(out, tuple(entry["path"]), value if value is _ABSENT else _copy(value))
+            step.set(tuple(entry["path"]), _value(entry, "value"))  # fresh from json.loads: owned by `out`
     # Keep what `target` cannot say for the way back, unless the plain way back says it anyway.
     back = _plain(out, kind, target, source).out
     keep = [e for e in entries if e["to"] == source]  # put aside by an older conversion, not consumed here
     kept_paths = {tuple(e["path"]) for e in keep}
     for path, guard in step.touched:
         original = _get(source_obj, path)
-        if _get(back, path) == original or path in kept_paths:
+        if path in kept_paths or _get(back, path) == original:
             continue
         kept: dict[str, Any] = {"to": source, "path": list(path), "guard": list(guard)}
         if original is not _ABSENT:
@@ -460,7 +504,7 @@ def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
             kept["expect"] = current
         keep.append(kept)
         kept_paths.add(path)
-    _write_entries(out, keep)
+    _write_entries(step, keep)
     return out
 
 

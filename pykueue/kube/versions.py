@@ -50,7 +50,7 @@ class KueueWire:
         api_version = obj.get("apiVersion", f"{GROUP}/{self.version}")
         if api_version != f"{GROUP}/{self.version}" or obj.get("kind", res.kind) != res.kind:
             return obj
-        return conversion.convert({**obj, "apiVersion": api_version, "kind": res.kind}, res.version)
+        return conversion.convert_shared({**obj, "apiVersion": api_version, "kind": res.kind}, res.version)
 
     def read_list(self, res: Resource, page: dict[str, Any]) -> dict[str, Any]:
         """A list page with each item in the program's version."""
@@ -70,7 +70,7 @@ class KueueWire:
         """A whole object (create, replace) in the wire version."""
         if not self.converts(res):
             return obj
-        return conversion.convert({"apiVersion": f"{GROUP}/{res.version}", "kind": res.kind, **obj}, self.version)
+        return conversion.convert_shared({"apiVersion": f"{GROUP}/{res.version}", "kind": res.kind, **obj}, self.version)
 
     def patch(self, res: Resource, patch: Any, patch_type: str) -> Any:
         """A patch body in the wire version (merge and server-side apply bodies are partial objects)."""

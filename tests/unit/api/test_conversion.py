@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykueue.api import constants as c
-from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION, ConversionError, convert
+from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION, ConversionError, convert, convert_shared
 from pykueue.api.generate import crd
 from pykueue.api.schema import KINDS
 
@@ -94,6 +94,51 @@ def test_every_object_round_trips(kind: str, start: str, other: str) -> None:
         assert there["metadata"]["name"] == obj["metadata"]["name"]
 
     round_trip()
+
+
+def _containers(value: Any) -> list[Any]:
+    """Every object and list inside ``value``, ``value`` included."""
+    if isinstance(value, dict):
+        return [value, *(c for v in value.values() for c in _containers(v))]
+    if isinstance(value, list):
+        return [value, *(c for v in value for c in _containers(v))]
+    return []
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize(("start", "other"), [("v1beta1", "v1beta2"), ("v1beta2", "v1beta1")])
+def test_the_shared_conversion_gives_the_same_result_and_leaves_its_input_alone(kind: str, start: str, other: str) -> None:
+    """convert_shared (the client's and the webhook's path) edits copy-on-write: the same object as
+    convert, the input untouched, also when the input carries a conversion annotation to consume;
+    convert's result shares no object or list with its input, so an informer may keep it and a
+    caller may edit it."""
+
+    @SETTINGS
+    @given(_objects(kind, start))
+    def same(obj: dict[str, Any]) -> None:
+        for source, target in ((obj, other), (convert(obj, other), start)):
+            before = json.dumps(source, sort_keys=True)
+            shared = convert_shared(source, target)
+            assert json.dumps(source, sort_keys=True) == before, "convert_shared modified its input"
+            copied = convert(source, target)
+            assert shared == copied
+            inside = {id(c) for c in _containers(source)}
+            assert not any(id(c) in inside for c in _containers(copied)), "convert's result shares with its input"
+
+    same()
+
+
+def test_the_shared_conversion_shares_what_it_does_not_rewrite() -> None:
+    """The point of convert_shared: a pod template is neither copied nor walked."""
+    template = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    wl = {"apiVersion": f"{c.GROUP}/v1beta2", "kind": "Workload", "metadata": {"name": "w"},
+          "spec": {"podSets": [{"name": "main", "count": 1, "template": template}], "priorityClassRef": {
+              "group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}}}
+    stored = convert_shared(wl, "v1beta1")
+    assert stored["spec"]["podSets"][0]["template"] is template
+    assert stored["spec"] is not wl["spec"]  # rewritten: priorityClassRef → priorityClassName/Source
+    assert "priorityClassRef" in wl["spec"]
+    assert convert(wl, "v1beta1")["spec"]["podSets"][0]["template"] is not template
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -219,11 +264,14 @@ def test_malformed_objects_convert_or_fail_with_a_conversion_error_never_a_crash
     def anything(body: dict[str, Any], start: str) -> None:
         obj = {"apiVersion": f"{c.GROUP}/{start}", "kind": kind, "metadata": {"name": "x"}, **body}
         other = "v1beta2" if start == "v1beta1" else "v1beta1"
+        before = json.dumps(obj, sort_keys=True)
         try:
             there = convert(obj, other)
         except ConversionError:
             return
         json.dumps(there)
+        assert convert_shared(obj, other) == there
+        assert json.dumps(obj, sort_keys=True) == before, "convert_shared modified its input"
 
     anything()
 

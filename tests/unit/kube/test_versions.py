@@ -272,3 +272,20 @@ def test_nothing_is_converted_when_the_wire_is_the_programs_version() -> None:
 def test_an_unknown_wire_version_is_refused() -> None:
     with pytest.raises(ValueError, match="v1beta3"):
         KueueWire("v1beta3")
+
+
+def test_reads_and_writes_leave_their_input_alone() -> None:
+    """The wire converts without copying (conversion.convert_shared): a read's input is the JSON the
+    transport just decoded and is dropped, a write's result is only serialised, so sharing the
+    untouched subtrees is safe; neither may edit its input, which a caller may still hold."""
+    wire = KueueWire("v1beta2")
+    wl = admitted_workload()
+    caller_copy = copy.deepcopy(wl)
+    body = wire.write(WORKLOADS, wl)
+    assert wl == caller_copy
+    assert body == convert(wl, "v1beta2")
+    stored = json.loads(json.dumps(stored_v2(wl)))
+    decoded = copy.deepcopy(stored)
+    read = wire.read(WORKLOADS, stored)
+    assert stored == decoded
+    assert read == convert(decoded, "v1beta1")

@@ -73,7 +73,7 @@ def test_a_converter_bug_is_a_failed_result_not_a_500(client: FlaskClient, monke
     def broken(obj: Any, version: str) -> Any:
         raise KeyError("boom")
 
-    monkeypatch.setattr(webhook.conversion, "convert", broken)
+    monkeypatch.setattr(webhook.conversion, "convert_shared", broken)
     response = convert(client, review([CQ_V1]))
     assert response["result"]["status"] == "Failure"
     assert "internal error: KeyError" in response["result"]["message"]
