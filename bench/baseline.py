@@ -8,7 +8,8 @@ workload is marked Finished ``runtime_ms`` after it is admitted (see :mod:`bench
 
 Each *variant* starts its own ``pykueue-controller`` process: ``kueue-qps`` with client QPS 50 /
 burst 100 as in Kueue's run, and ``unthrottled`` with a client limit far above what the apiserver
-serves. Printed per run: wall time, time to admission per class (mean, p50, p90; from the create
+serves; ``fair-sharing`` as ``kueue-qps`` with ``fairSharing.enable`` in the controller's
+Configuration. Printed per run: wall time, time to admission per class (mean, p50, p90; from the create
 sent and from the first watch event), ClusterQueue utilisation both ways (ours from workload
 time; Kueue's from ClusterQueue status usage, :mod:`bench.baseline_cq`), evictions, controller
 CPU seconds and peak RSS (``/proc``), the load driver's own lag, and Kueue's published means
@@ -28,6 +29,7 @@ Usage::
     python -m bench.baseline --scale 0.1                 # both variants, 1,500 workloads each
     python -m bench.baseline --variants kueue-qps        # full scale, Kueue's QPS only
     python -m bench.baseline --scale 0.1 --repeat 3      # medians of three runs per variant
+    python -m bench.baseline --scale 0.1 --variants kueue-qps,fair-sharing   # fair sharing off and on
     python -m bench.baseline --scale 0.1 --profile /tmp/prof   # py-spy the controller
     python -m bench.baseline --scale 0.1 --variants kueue-qps --repeat 3 --controller-src old=/tmp/old-tree
 """
@@ -67,6 +69,7 @@ from .baseline_variants import (
     VARIANTS,
     Variant,
     choose_variants,
+    controller_configuration,
     describe_tree,
     parse_source_tree,
     plan_runs,
@@ -231,6 +234,7 @@ def run_once(
             kubeconfig, qps=variant.qps, burst=variant.burst, workdir=options.workdir,
             label=f"{variant.name}-{index}", profile_to=profile, profile_mode=options.profile_mode,
             log_level=options.controller_log_level, source_tree=variant.source_tree,
+            config=controller_configuration(variant),
         )
         controller.start()
     pid = controller.pid if controller is not None else options.controller_pid
@@ -299,6 +303,7 @@ def run_once(
             else describe_tree(variant.source_tree or REPO_ROOT)
             if not options.external_controller
             else None,
+            "controller_configuration": None if options.external_controller else controller_configuration(variant),
             **summarise(recorder.snapshot(), shape, cq_recorder.snapshot()),
             "cq_recording_complete": cq_recorder.done.is_set(),
             "controller": _controller_figures(controller_before, controller_after, elapsed),

@@ -1,7 +1,10 @@
 """Which controllers a baseline run compares, and in which order the runs go.
 
 A *variant* is a client rate limit (``kueue-qps``: QPS 50 / burst 100 as Kueue's run;
-``unthrottled``) and a source tree. By default the controller is this checkout's. For A/B
+``unthrottled``), a controller Configuration and a source tree. ``fair-sharing`` is ``kueue-qps``
+with ``fairSharing: {enable: true}`` and Kueue's default preemption strategies in the
+Configuration the controller is started with (:func:`controller_configuration`), so the
+baseline's shape can be measured with fair sharing on beside the classical order. By default the controller is this checkout's. For A/B
 comparisons ``--controller-src [LABEL=]DIR`` adds, for every chosen rate limit, a variant whose
 controller comes from another checkout (typically ``git worktree add --detach DIR <commit>``);
 it is named ``<rate limit>@<LABEL>`` (LABEL defaults to the tree's short commit, else the
@@ -24,6 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pykueue.api.config import DEFAULT_PREEMPTION_STRATEGIES
+from pykueue.api.constants import CONFIG_API_VERSION
+
 from .controller_process import check_source_tree
 
 UNTHROTTLED_QPS = 100_000.0
@@ -38,12 +44,29 @@ class Variant:
     burst: int
     source_tree: Path | None = None
     kueue_version: str | None = None  # Kueue's manager at this release instead of pykueue's
+    fair_sharing: bool = False  # pykueue's controller runs with fairSharing.enable
 
 
 VARIANTS = {
     "kueue-qps": Variant("kueue-qps", 50.0, 100),
     "unthrottled": Variant("unthrottled", UNTHROTTLED_QPS, 200_000),
+    "fair-sharing": Variant("fair-sharing", 50.0, 100, fair_sharing=True),
 }
+
+
+def controller_configuration(variant: Variant) -> dict[str, Any] | None:
+    """The Configuration document pykueue's controller is started with for ``variant`` (None:
+    no ``--config``, Kueue's defaults). Only ``fairSharing`` is set: the client rate limit goes
+    on the command line for every variant, and everything else keeps its default, so a
+    fair-sharing run differs from a ``kueue-qps`` one in that section alone. The strategies are
+    written out (Kueue's v1beta1 default, S2-a then S2-b) so the run's record names them."""
+    if not variant.fair_sharing:
+        return None
+    return {
+        "apiVersion": CONFIG_API_VERSION,
+        "kind": "Configuration",
+        "fairSharing": {"enable": True, "preemptionStrategies": list(DEFAULT_PREEMPTION_STRATEGIES)},
+    }
 KUEUE_PREFIX = "kueue@"
 _KUEUE_VERSION = re.compile(r"^v\d+\.\d+\.\d+$")
 

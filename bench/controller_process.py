@@ -7,7 +7,8 @@ measured CPU. With ``source_tree`` set, the controller is another checkout's (e.
 worktree of an older commit): it runs as ``python -m controller.main`` with that tree as its
 working directory and first on ``PYTHONPATH``, under this same interpreter and venv, so its
 ``controller`` and ``pykueue`` packages shadow this tree's editable install and two versions can
-be compared side by side in one benchmark run. With ``profile_to`` set, ``py-spy record`` samples the controller's threads for
+be compared side by side in one benchmark run. With ``config`` set, that Configuration
+document is written to the work directory and passed as ``--config``. With ``profile_to`` set, ``py-spy record`` samples the controller's threads for
 the whole run and writes collapsed stacks that :mod:`bench.profile_summary` turns into a list
 of hot spots.
 """
@@ -25,6 +26,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from .procstats import ProcSample, sample
@@ -125,6 +127,7 @@ class ControllerProcess(LocalProcess):
         profile_mode: str = "cpu",
         log_level: str = "WARNING",
         source_tree: Path | None = None,
+        config: dict[str, Any] | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.qps = qps
@@ -135,6 +138,8 @@ class ControllerProcess(LocalProcess):
         self.profile_mode = profile_mode
         self.log_level = log_level
         self.source_tree = source_tree
+        self.config = config
+        self.config_path = workdir / f"controller-{label}-config.yaml" if config is not None else None
         self.log_path = workdir / f"controller-{label}.log"
         self.health_port = 0
         self.metrics_port = 0
@@ -163,6 +168,9 @@ class ControllerProcess(LocalProcess):
             "--burst",
             str(self.burst),
         ]
+        if self.config_path is not None:
+            self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
+            command += ["--config", str(self.config_path)]
         with self.log_path.open("wb") as log_file:
             self.process = subprocess.Popen(
                 command,

@@ -8,17 +8,26 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bench import baseline
 from bench.baseline_variants import (
     VARIANTS,
     SourceTree,
     choose_variants,
+    controller_configuration,
     describe_tree,
     parse_source_tree,
     plan_runs,
 )
 from bench.controller_process import ControllerProcess, check_source_tree, controller_environment
+from pykueue.api.config import (
+    PREEMPT_LESS_THAN_INITIAL_SHARE,
+    PREEMPT_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+    Configuration,
+    FairSharing,
+    parse_config,
+)
 
 # A stand-in controller: answers /readyz on --health-addr and writes where its packages came
 # from, so the test can tell which tree's code ran.
@@ -164,3 +173,63 @@ def test_kueue_at_a_version_is_kueues_manager_at_kueues_qps_and_runs_interleaved
 def test_kueue_variant_needs_a_full_version() -> None:
     with pytest.raises(ValueError, match=r"kueue@vMAJOR\.MINOR\.PATCH"):
         choose_variants(["kueue@0.14"], [])
+
+
+def test_fair_sharing_is_kueues_qps_with_fair_sharing_on_and_runs_interleaved_with_it(tmp_path: Path) -> None:
+    variants = choose_variants(["kueue-qps", "fair-sharing"], [SourceTree("old", tmp_path)])
+    assert [v.name for v in variants] == ["kueue-qps", "kueue-qps@old", "fair-sharing", "fair-sharing@old"]
+    fair, fair_old = variants[2], variants[3]
+    assert (fair.qps, fair.burst) == (50.0, 100) == (VARIANTS["kueue-qps"].qps, VARIANTS["kueue-qps"].burst)
+    assert fair.fair_sharing and fair_old.fair_sharing and fair_old.source_tree == tmp_path
+    assert not variants[0].fair_sharing and fair.kueue_version is None
+    order = plan_runs(choose_variants(["kueue-qps", "fair-sharing"], []), repeat=2)
+    assert [(v.name, i) for v, i in order] == [
+        ("kueue-qps", 0), ("fair-sharing", 0), ("kueue-qps", 1), ("fair-sharing", 1)
+    ]
+
+
+def test_only_the_fair_sharing_variant_gets_a_configuration_and_it_differs_from_the_defaults_there_only() -> None:
+    assert controller_configuration(VARIANTS["kueue-qps"]) is None
+    assert controller_configuration(VARIANTS["unthrottled"]) is None
+    assert controller_configuration(choose_variants(["kueue@v0.14.8"], [])[0]) is None
+    document = controller_configuration(VARIANTS["fair-sharing"])
+    assert document is not None
+    assert document["fairSharing"] == {
+        "enable": True,
+        "preemptionStrategies": [PREEMPT_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, PREEMPT_LESS_THAN_INITIAL_SHARE],
+    }
+    loaded = parse_config(yaml.safe_load(yaml.safe_dump(document)))
+    assert loaded.fair_sharing == FairSharing(
+        enable=True,
+        preemption_strategies=(PREEMPT_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, PREEMPT_LESS_THAN_INITIAL_SHARE),
+    )
+    assert loaded == Configuration(fair_sharing=loaded.fair_sharing), "every other setting keeps its default"
+
+
+def test_a_controller_with_a_configuration_is_started_with_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = fake_tree(tmp_path / "tree")
+    report = tmp_path / "report.json"
+    monkeypatch.setenv("FAKE_CONTROLLER_REPORT", str(report))
+    document = controller_configuration(VARIANTS["fair-sharing"])
+    process = ControllerProcess(
+        "/nonexistent/kubeconfig", qps=50.0, burst=100, workdir=tmp_path, label="fair-sharing-0",
+        source_tree=tree, config=document,
+    )
+    process.start()
+    try:
+        seen = json.loads(report.read_text())
+    finally:
+        process.stop()
+    written = Path(seen["argv"][seen["argv"].index("--config") + 1])
+    assert written.parent == tmp_path
+    assert yaml.safe_load(written.read_text()) == document
+    plain = ControllerProcess(
+        "/nonexistent/kubeconfig", qps=50.0, burst=100, workdir=tmp_path, label="kueue-qps-0", source_tree=tree
+    )
+    plain.start()
+    try:
+        assert "--config" not in json.loads(report.read_text())["argv"]
+    finally:
+        plain.stop()
