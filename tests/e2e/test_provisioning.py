@@ -168,7 +168,11 @@ def test_provisioned_job_runs_on_the_new_nodes_after_eta_events(world_factory: A
     assert request["spec"]["provisioningClassName"] == ATOMIC
     assert request["spec"]["podSets"] == [{"podTemplateRef": {"name": f"ppt-{request_name}-main"}, "count": 2}]
     assert request["metadata"]["ownerReferences"][0]["name"] == wl["metadata"]["name"]
-    template = world.core.read_namespaced_pod_template(f"ppt-{request_name}-main", world.namespace)
+    # The request comes first and its PodTemplates, owned by it, right after (as in Kueue).
+    template = wait_for(
+        lambda: world.core.read_namespaced_pod_template(f"ppt-{request_name}-main", world.namespace),
+        message="the request's PodTemplate is created",
+    )
     assert template.template.spec.node_selector == {POOL_LABEL: POOL}
 
     # Two ETA messages from the autoscaler → two Events; quota is held, not admitted yet.
