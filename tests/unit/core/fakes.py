@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from controller.core.engine_reads import EngineReads
 from controller.runtime.store import Store, object_key
 from pykueue.kube.errors import ApiError, Conflict, NotFound
 
@@ -168,3 +169,16 @@ class WriteGate:
             return written
         self._pass_gate(name, patch)
         return self.api.patch_status(res, name, patch, namespace, **kw)
+
+
+def immediate_reads(engine: Any) -> EngineReads:
+    """Engine reads answered at once on the caller's thread, as the scheduler loop would answer
+    them between two cycles (for the periodic status writers' tests)."""
+    reads = EngineReads(lambda: None)
+    reads.open()
+
+    def submit(read: Any, timeout: float = 5.0) -> Any:
+        return read(engine)
+
+    reads.submit = submit  # type: ignore[method-assign]
+    return reads

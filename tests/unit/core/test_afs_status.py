@@ -7,25 +7,12 @@ from typing import Any
 
 from controller.core import afs_status
 from controller.core import metrics as m
-from controller.core.engine_reads import EngineReads
 from controller.engine.afs import PublishedUsage
 from pykueue.api.config import AdmissionFairSharing
 from pykueue.api.timestamps import parse_epoch
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, PlacementWorkloadBuilder
-from tests.unit.core.fakes import FakeApi, FakeInformer
+from tests.unit.core.fakes import FakeApi, FakeInformer, immediate_reads
 from tests.unit.engine.harness import World
-
-
-def _reads(engine: Any) -> EngineReads:
-    """Reads served at once, as the loop would between two cycles."""
-    reads = EngineReads(lambda: None)
-    reads.open()
-
-    def submit(read: Any, timeout: float = 5.0) -> Any:
-        return read(engine)
-
-    reads.submit = submit  # type: ignore[method-assign]
-    return reads
 
 
 def _world(*lqs: dict[str, Any]) -> World:
@@ -55,7 +42,7 @@ def test_each_sample_is_written_once_in_kueues_shape_and_the_gauge_follows() -> 
     assert world.admit(advance=0) == ["ns/wl"]
     world.add(PlacementWorkloadBuilder("wl", "ns").queue("lq").podset(cpu="4")
               .reserved("cq", {"cpu": "default"}, {"cpu": "4"}).admitted().obj())
-    writer = afs_status.AfsStatus(api, _reads(world.engine), informer)
+    writer = afs_status.AfsStatus(api, immediate_reads(world.engine), informer)
     assert writer.tick() == 0  # nothing sampled yet: nothing published
     world.cycle(advance=10.0)
     assert writer.tick() == 1
@@ -101,7 +88,7 @@ def test_writes_per_period_are_bounded_and_removed_resources_are_nulled() -> Non
     class _Engine:
         afs = _Ledger()
 
-    writer = afs_status.AfsStatus(api, _reads(_Engine()), informer)
+    writer = afs_status.AfsStatus(api, immediate_reads(_Engine()), informer)
     assert writer.tick() == afs_status.WRITES_PER_PERIOD
     assert writer.tick() == 3
     assert writer.tick() == 0

@@ -8,8 +8,7 @@ from typing import Any
 
 from controller.core import fair_share_status as fss
 from controller.core import metrics as m
-from controller.core.engine_reads import EngineReads
-from tests.unit.core.fakes import FakeApi, FakeInformer
+from tests.unit.core.fakes import FakeApi, FakeInformer, immediate_reads
 from tests.unit.engine.harness import World
 
 
@@ -28,24 +27,12 @@ class _Engine:
         return self.shares
 
 
-def _reads(engine: Any) -> EngineReads:
-    """Reads served at once, as the loop would between two cycles."""
-    reads = EngineReads(lambda: None)
-    reads.open()
-
-    def submit(read: Any, timeout: float = 5.0) -> Any:
-        return read(engine)
-
-    reads.submit = submit  # type: ignore[method-assign]
-    return reads
-
-
 def test_only_changed_shares_are_written_and_metrics_follow() -> None:
     cqs = FakeInformer(_obj("ClusterQueue", "a", 250), _obj("ClusterQueue", "b"))
     cohorts = FakeInformer(_obj("Cohort", "all", 0))
     api = FakeApi({"clusterqueues": cqs, "cohorts": cohorts})
     engine = _Engine({"a": (250, "all"), "b": (2**63 - 1, "all")}, {"all": 7, "implicit": 3})
-    writer = fss.FairShareStatus(api, _reads(engine), cqs, cohorts)
+    writer = fss.FairShareStatus(api, immediate_reads(engine), cqs, cohorts)
     assert writer.tick() == 2
     assert {(p[0], p[1]) for p in api.patches} == {("clusterqueues", "b"), ("cohorts", "all")}
     assert cqs.store.get("b")["status"]["fairSharing"]["weightedShare"] == 2**63 - 1
@@ -60,7 +47,7 @@ def test_writes_per_period_are_bounded() -> None:
     cqs = FakeInformer(*(_obj("ClusterQueue", n) for n in names))
     cohorts = FakeInformer()
     api = FakeApi({"clusterqueues": cqs, "cohorts": cohorts})
-    writer = fss.FairShareStatus(api, _reads(_Engine({n: (1, "") for n in names}, {})), cqs, cohorts)
+    writer = fss.FairShareStatus(api, immediate_reads(_Engine({n: (1, "") for n in names}, {})), cqs, cohorts)
     assert writer.tick() == fss.WRITES_PER_PERIOD
     assert writer.tick() == 5
 
