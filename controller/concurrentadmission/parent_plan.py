@@ -108,20 +108,35 @@ def removed_by_us(option: Obj) -> str | None:
 
 def rejection(option: Obj) -> str | None:
     """Why an option deactivated by someone else (a Rejected check, a user) is off, or None.
-    An option still active whose check was rejected (``DeactivationTarget=True``, the workload
-    controller flips ``spec.active`` next) counts as rejected already: claiming it in between
-    would record our reason over the check's."""
+    An option still active whose check was rejected counts as rejected already, from the moment
+    the check's state says so (the workload controller then sets ``DeactivationTarget=True`` and
+    flips ``spec.active``): claiming it in between would record our reason over the check's."""
     if removed_by_us(option) is not None:
         return None
     if wv.is_active(option):
-        if not wv.is_true(option, c.COND_DEACTIVATION_TARGET):
-            return None
-        return _message(wv.condition(option, c.COND_DEACTIVATION_TARGET)) or "The option is being deactivated"
+        if wv.is_true(option, c.COND_DEACTIVATION_TARGET):
+            return _message(wv.condition(option, c.COND_DEACTIVATION_TARGET)) or "The option is being deactivated"
+        return _rejected_checks(option)
     return (
         _message(wv.condition(option, c.COND_DEACTIVATION_TARGET))
         or _message(wv.condition(option, c.COND_EVICTED))
         or "The option was deactivated"
     )
+
+
+def _rejected_checks(option: Obj) -> str | None:
+    """The workload controller's message-to-be for an option whose check state is ``Rejected``
+    (``controller.workload.decisions``), or None."""
+    states = wv.status(option).get("admissionChecks")
+    if not isinstance(states, list):
+        return None
+    rejected = [s for s in states if isinstance(s, Mapping) and s.get("state") == c.CHECK_REJECTED]
+    if not rejected:
+        return None
+    detail = "; ".join(
+        f"{s.get('name')}: {s.get('message')}" if s.get("message") else str(s.get("name")) for s in rejected
+    )
+    return f"Admission check(s) rejected: {detail}"
 
 
 def observed_state(option: Obj) -> tuple[str, str]:

@@ -165,8 +165,13 @@ class OptionBook:
         self, info: WorkloadInfo, workloads: Mapping[ObjectKey, WorkloadInfo]
     ) -> WorkloadInfo | None:
         """For an option a migration evicted (``migrated_away``): a more preferred sibling that may
-        take over and is still pending, which goes first (so the job does not come back on the
-        flavor it is leaving while its target has not had its chance)."""
+        take over and has not had its chance yet, which goes first (so the job does not come back
+        on the flavor it is leaving meanwhile). A target that reserved quota has had its chance only
+        once its checks decided: it is ``Admitted`` (then it holds the parent and this option waits
+        as every sibling does) or it is off (a ``Rejected`` check deactivates it and its
+        reservation goes). Letting this option reserve while the target's checks still run would
+        race them, which a migration must not do; the option controller keeps this option off for
+        as long (``controller.concurrentadmission.parent_plan``)."""
         if info.option is None or not info.option.migrated_away:
             return None
         for key in self.members.get(info.option.family, ()):
@@ -177,7 +182,7 @@ class OptionBook:
                 and other.option is not None
                 and other.option.rank < info.option.rank
                 and other.option.migration_target
-                and other.admission is None
+                and (other.admission is None or not other.admission.admitted)
                 and other.active
                 and not other.finished
             ):

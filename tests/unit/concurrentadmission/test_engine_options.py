@@ -437,3 +437,36 @@ def test_a_preempting_migration_keeps_the_quota_its_victims_free() -> None:
     released["status"] = {}
     world.add(released)
     assert world.admit(advance=5) == ["ns/job-a-12345-option-reservation"]
+
+
+def test_a_migrated_option_waits_while_its_target_checks_then_returns_when_they_reject() -> None:
+    """After the migration eviction the target reserves and its check runs: the option the job
+    left must not reserve meanwhile (it would be admitted at once and race the target's check);
+    once the target's check rejects it, the job may come back on the option it left."""
+    cq = _queue()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check-res", "onFlavors": ["reservation"]}]}
+    world = _world(cq)
+    world.engine.upsert_admission_check(
+        {
+            "metadata": {"name": "check-res"},
+            "spec": {"controllerName": "test"},
+            "status": {"conditions": [{"type": "Active", "status": "True"}]},
+        }
+    )
+    p = parent(queue="lq-cq")
+    config = config_of(cq)
+    target = world.add(option(p, config, "reservation"))
+    left = option(p, config, "spot")
+    left["status"] = {"conditions": evicted(left, "FlavorMigration", "migrating")["status"]["conditions"]}
+    world.add(left)  # evicted by the migration, its quota back
+    assert world.admit() == ["ns/job-a-12345-option-reservation"]
+    target = world.add(reserved(target, "reservation", admitted=False))  # its check is pending
+    for _ in range(3):
+        assert world.cycle(advance=5).reservations == []
+    reason = world.engine.last_pending_reason("ns/job-a-12345-option-spot")
+    assert reason is not None and "goes first" in reason[1]
+    # Its check is rejected: it is deactivated and its reservation released.
+    off = option(p, config, "reservation")
+    off["spec"]["active"] = False
+    world.add(off)
+    assert world.admit(advance=5) == ["ns/job-a-12345-option-spot"]

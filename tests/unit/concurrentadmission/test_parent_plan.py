@@ -295,6 +295,23 @@ def test_a_migration_target_its_check_is_rejecting_is_left_to_the_rejection_not_
     assert "no capacity" in entry["message"]
 
 
+def test_a_migration_target_whose_check_state_is_rejected_is_not_claimed_before_the_workload_controller_acts() -> None:
+    """Earlier still: the check controller wrote ``Rejected`` in status.admissionChecks and the
+    workload controller has not set DeactivationTarget yet. The option counts as rejected with
+    the check's message already."""
+    config = config_of(three_flavor_queue("RemoveLower"))
+    p = parent()
+    res = reserved(option(p, config, "reservation"), "reservation", admitted=False)
+    res["status"]["admissionChecks"] = [
+        {"name": "capacity", "state": "Rejected", "message": "no capacity", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ]
+    spot = reserved(option(p, config, "spot"), "spot")
+    plan = plan_parent(p, config, [res, option(p, config, "on-demand"), spot], T0)
+    assert [r for r in plan.deactivate if r.option is res] == []
+    entry = next(e for e in plan.options_status if e["name"].endswith("-option-reservation"))
+    assert entry["message"].startswith("Admission check(s) rejected: capacity: no capacity")
+
+
 def test_a_former_winner_deactivated_with_its_parent_comes_back_when_the_parent_is_reactivated() -> None:
     config = config_of(three_flavor_queue("RemoveOther"))
     p = parent()
