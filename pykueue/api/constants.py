@@ -16,10 +16,10 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 # Also served: Kueue's current version. VERSION is the one the programs' code reads and writes;
 # STORAGE_VERSION the one etcd stores and the one the programs' client sends Kueue kinds in,
 # converting in-process (pykueue/kube/versions.py); the conversion webhook serves the other.
-# The one switch of the storage version (docs/design/api-versions.md): still v1beta1, as the
-# switch to Kueue's v1beta2 waits for a full e2e run with it.
+# The one switch of the storage version (docs/design/api-versions.md): Kueue's v1beta2, as
+# Kueue v0.19 stores.
 V1BETA2_VERSION: Final = "v1beta2"
-STORAGE_VERSION: Final = VERSION
+STORAGE_VERSION: Final = V1BETA2_VERSION
 CONFIG_GROUP: Final = "config.kueue.x-k8s.io"
 CONFIG_API_VERSION: Final = f"{CONFIG_GROUP}/v1beta1"
 AUTOSCALING_GROUP: Final = "autoscaling.x-k8s.io"
