@@ -48,7 +48,8 @@ kind-node-image: binaries ## build kind and the offline kind node image (pins in
 	@hack/build-kind-node.sh
 
 kind-e2e: $(STAMP) binaries ## the e2e suite on kind, every image built here (starts Docker if needed; see README)
-	KIND_ENSURE_DOCKER=1 KIND_OFFLINE=1 PYTHON=$(abspath $(PY)) hack/kind-e2e.sh
+	KIND_ENSURE_DOCKER=1 KIND_OFFLINE=1 PYKUEUE_E2E_KUEUE_VERSION=$${PYKUEUE_E2E_KUEUE_VERSION:-v1beta2} \
+		PYTHON=$(abspath $(PY)) hack/kind-e2e.sh
 
 lint: $(STAMP) ## ruff + mypy + shellcheck + hadolint + stale generated files
 	$(VENV)/bin/ruff check .

@@ -236,14 +236,30 @@ def _established(crd: dict[str, Any]) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
+def keeping_stored_versions(spec: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` plus, unserved and not stored, each version of the ``live`` definition that its
+    ``status.storedVersions`` lists and ``spec`` lacks (the apiserver refuses to drop those)."""
+    names = {v.get("name") for v in spec.get("versions") or []}
+    stored = set((live.get("status") or {}).get("storedVersions") or [])
+    kept = [
+        {**v, "served": False, "storage": False}
+        for v in (live.get("spec") or {}).get("versions") or []
+        if v.get("name") in stored and v.get("name") not in names
+    ]
+    return {**spec, "versions": [*(spec.get("versions") or []), *kept]} if kept else spec
+
+
 class CrdSwap:
     """Installs Kueue's CRDs for one run and puts the cluster's own back afterwards.
 
-    Both sets define the same ``kueue.x-k8s.io`` resources (Kueue v0.14 serves and stores
-    v1beta1, as our CRDs store it), so a run's objects are created under Kueue's schema by the
-    same driver. The live definitions are saved before the swap and restored as they were (a
-    running pykueue webhook's conversion settings included); definitions only Kueue has are
-    deleted again. Call :meth:`restore` only once the run's objects are gone.
+    Both sets define the same ``kueue.x-k8s.io`` resources (Kueue v0.14 serves and stores only
+    v1beta1, which ours serve too), so a run's objects are created under Kueue's schema by the
+    same driver. The apiserver refuses a definition that drops a version its
+    ``status.storedVersions`` lists (ours store v1beta2), so such a version stays in the swapped
+    definition, neither served nor stored: nothing of it is reachable during the run. The live
+    definitions are saved before the swap and restored as they were (a running pykueue webhook's
+    conversion settings included); definitions only Kueue has are deleted again. Call
+    :meth:`restore` only once the run's objects are gone.
     """
 
     def __init__(self, client: Any, crd_dir: Path, timeout_s: float = 60.0) -> None:
@@ -263,7 +279,7 @@ class CrdSwap:
                 self._added.append(name)
                 continue
             self._saved[name] = live
-            self._put(name, doc["spec"])
+            self._put(name, keeping_stored_versions(doc["spec"], live))
         self._wait([d["metadata"]["name"] for d in self._wanted])
 
     def restore(self) -> None:

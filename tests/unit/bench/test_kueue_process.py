@@ -68,7 +68,10 @@ class FakeCrds:
     def _stamp(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.version += 1
         obj["metadata"]["resourceVersion"] = str(self.version)
+        stored = (self.objects.get(obj["metadata"]["name"], {}).get("status") or {}).get("storedVersions")
         obj["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
+        if stored:
+            obj["status"]["storedVersions"] = stored
         return obj
 
     def get(self, res: Any, name: str) -> dict[str, Any] | None:
@@ -82,6 +85,11 @@ class FakeCrds:
     def replace(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
         name = obj["metadata"]["name"]
         assert obj["metadata"]["resourceVersion"] == self.objects[name]["metadata"]["resourceVersion"]
+        # The apiserver's rule: every version in status.storedVersions stays in spec.versions.
+        names = {v["name"] for v in obj["spec"].get("versions") or [] if isinstance(v, dict)}
+        for stored in (self.objects[name].get("status") or {}).get("storedVersions") or []:
+            if stored not in names:
+                raise ValueError(f"status.storedVersions[{stored}]: must appear in spec.versions")
         self.objects[name] = self._stamp(copy.deepcopy(obj))
         return obj
 
@@ -99,14 +107,23 @@ def test_the_swap_installs_kueues_crds_and_restores_the_live_ones_exactly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("bench.kueue_process.time.sleep", lambda _s: None)
-    ours = {"versions": ["v1beta1", "v1beta2"], "conversion": {"strategy": "Webhook", "url": "https://live"}}
-    api = FakeCrds({"clusterqueues.kueue.x-k8s.io": _crd("clusterqueues.kueue.x-k8s.io", ours)})
-    kueue_cq = {"versions": ["v1beta1"]}
+    v1beta1 = {"name": "v1beta1", "served": True, "storage": False, "schema": {"ours": 1}}
+    v1beta2 = {"name": "v1beta2", "served": True, "storage": True, "schema": {"ours": 2}}
+    ours = {"versions": [v1beta1, v1beta2], "conversion": {"strategy": "Webhook", "url": "https://live"}}
+    live = _crd("clusterqueues.kueue.x-k8s.io", ours)
+    live["status"] = {"storedVersions": ["v1beta1", "v1beta2"]}
+    api = FakeCrds({"clusterqueues.kueue.x-k8s.io": live})
+    kueue_v1beta1 = {"name": "v1beta1", "served": True, "storage": True, "schema": {"kueue": 1}}
+    kueue_cq = {"versions": [kueue_v1beta1]}
     (tmp_path / "cq.yaml").write_text(yaml.safe_dump(_crd("clusterqueues.kueue.x-k8s.io", kueue_cq)))
     (tmp_path / "topologies.yaml").write_text(yaml.safe_dump(_crd("topologies.kueue.x-k8s.io", {"versions": []})))
     swap = CrdSwap(api, tmp_path)
     swap.install()
-    assert api.objects["clusterqueues.kueue.x-k8s.io"]["spec"] == kueue_cq, "no conversion stanza of ours left"
+    # No conversion stanza of ours left; the stored v1beta2 stays defined (the apiserver refuses
+    # to drop a stored version) but is neither served nor stored.
+    assert api.objects["clusterqueues.kueue.x-k8s.io"]["spec"] == {
+        "versions": [kueue_v1beta1, {**v1beta2, "served": False, "storage": False}]
+    }
     assert "topologies.kueue.x-k8s.io" in api.objects
     swap.restore()
     assert api.objects["clusterqueues.kueue.x-k8s.io"]["spec"] == ours
