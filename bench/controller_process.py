@@ -29,6 +29,8 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from hack.localcluster.processes import stop_child
+
 from .procstats import ProcSample, sample
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -90,14 +92,8 @@ class LocalProcess:
 
     def _terminate(self) -> None:
         """SIGTERM, then SIGKILL to the process group after 30 s."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+        if self.process is not None:
+            stop_child(self.process)
 
     def log_tail(self, lines: int = 40) -> str:
         if not self.log_path.exists():
@@ -209,14 +205,8 @@ class ControllerProcess(LocalProcess):
 
     def stop_profiler(self) -> None:
         """py-spy writes its output when it receives SIGINT."""
-        if self.profiler is None or self.profiler.poll() is not None:
-            return
-        self.profiler.send_signal(signal.SIGINT)
-        try:
-            self.profiler.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.profiler.pid, signal.SIGKILL)
-            self.profiler.wait(timeout=10)
+        if self.profiler is not None:
+            stop_child(self.profiler, sig=signal.SIGINT)
 
     def stop(self) -> None:
         self.stop_profiler()

@@ -37,7 +37,6 @@ import json
 import os
 import re
 import select
-import signal
 import socket
 import ssl
 import statistics
@@ -55,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.procstats import sample
+from hack.localcluster.processes import stop_child
 from pykueue.tls.certs import generate_bundle
 
 VALIDATE_PATH = "/validate-kueue-x-k8s-io-v1beta1-clusterqueue"
@@ -433,13 +433,7 @@ def start_server(workdir: Path, tree: Path, label: str, workers: int, threads: i
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    stop_child(process, timeout=20)
 
 
 PHASES = ("validate", "mutate", "validate max", "mutate max")

@@ -182,3 +182,25 @@ def tail(path: Path, lines: int = 5) -> Sequence[str]:
         return path.read_text(errors="replace").splitlines()[-lines:]
     except OSError:
         return []
+
+
+def stop_child(
+    process: subprocess.Popen[bytes], *, timeout: float = 30.0, sig: int = signal.SIGTERM, group: bool = False
+) -> None:
+    """Stop a child this program started with ``start_new_session=True``: ``sig`` to it (to its
+    whole process group with ``group``), then SIGKILL to that process group after ``timeout``.
+    The group is the child's own session, so a hung worker (gunicorn's, py-spy's target) cannot
+    outlive it and nothing else on the machine is touched."""
+    if process.poll() is not None:
+        return
+    if group:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+    else:
+        process.send_signal(sig)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import socket
 import ssl
 import subprocess
@@ -28,6 +27,7 @@ from cryptography import x509
 
 from hack import helm
 from hack.localcluster import SIM_RUN_SECONDS_ANNOTATION, LocalCluster
+from hack.localcluster.processes import stop_child
 from tests.e2e.fixtures.webhook import WebhookHandle, apiserver_calls_webhook
 from tests.e2e.helpers.wait import wait_for
 
@@ -402,13 +402,7 @@ def chart_webhook_command(objects: list[Obj], *, kubeconfig: str, workdir: Path,
 
 
 def stop_process_group(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+    stop_child(process, group=True)
 
 
 CHART_NAMESPACE = "pykueue-system"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from hack.localcluster.binaries import ensure_binaries
 from hack.localcluster.components import KWOK_NODE_ANNOTATION
 from hack.localcluster.incluster_kwok import KWOK_NAME, KWOK_NAMESPACE, LABELS, NOT_SIMULATED
 from hack.localcluster.nodes import DEFAULT_NODE_POOLS, SIMULATED_NODE_LABEL
+from hack.localcluster.processes import stop_child
 from tests.builders import DaemonSetBuilder, PodBuilder
 from tests.e2e.helpers.wait import wait_for
 
@@ -288,7 +288,5 @@ def test_the_kwok_containers_command_line_and_stages_play_nodes_and_pods(
         )
         assert core.read_namespaced_pod("played", namespace).spec.node_name == node_name
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
+        stop_child(process, group=True)
         cluster.kubectl("delete", "node", node_name, "--ignore-not-found", "--wait=false", check=False)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
+
+from hack.localcluster.processes import stop_child
 
 
 def stop_gunicorn(process: subprocess.Popen[bytes], timeout: float = 20) -> None:
@@ -13,10 +13,4 @@ def stop_gunicorn(process: subprocess.Popen[bytes], timeout: float = 20) -> None
     The tests start gunicorn with ``start_new_session=True``, so the process group holds the
     arbiter and its workers: a hung worker cannot outlive the test.
     """
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    stop_child(process, timeout=timeout)
