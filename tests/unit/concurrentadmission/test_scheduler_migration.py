@@ -133,37 +133,6 @@ def test_a_failed_migration_eviction_write_is_decided_again(harness: Harness) ->
     assert any(c["type"] == "Evicted" and c["reason"] == "FlavorMigration" for c in spot["status"]["conditions"])
 
 
-def test_an_option_that_preempts_records_the_preemption_gate_in_the_api() -> None:
-    informers = {kind: FakeInformer() for kind in KINDS}
-    api = FakeApi(informers)
-    api.put("namespaces", {"metadata": {"name": "ns", "labels": {}}})
-    api.put("resourceflavors", ResourceFlavorBuilder("spot").obj())
-    cq = SeedClusterQueueBuilder("cq").flavor("spot", cpu="1").concurrent("RemoveOther").preemption(
-        within_cluster_queue="LowerPriority"
-    ).obj()
-    api.put("clusterqueues", cq)
-    api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").obj())
-    api.put(
-        "workloads",
-        PlacementWorkloadBuilder("low", "ns").queue("lq").podset(cpu="1").priority(-10)
-        .reserved("cq", {"cpu": "spot"}, {"cpu": "1"}).admitted().obj(),
-    )
-    p = parent(queue="lq", cpu="1")
-    api.put("workloads", p)
-    api.put("workloads", option(p, config_of(cq), "spot"))
-    now = 1_800_000_000.0
-    loop = SchedulerLoop(api, informers, RecordingEvents(), clock=lambda: now)
-    pool = ThreadPoolExecutor(max_workers=2)
-    try:
-        engine = loop.start_engine()
-        loop.step(engine, pool)
-        assert loop.settle(5)
-    finally:
-        pool.shutdown()
-    gated = api.objects[("workloads", f"ns/{SPOT}")]
-    assert gated["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] == "2027-01-15T08:00:00Z"
-
-
 def test_an_option_admitted_by_its_reservation_claims_the_parent_first() -> None:
     """An option of a queue without checks is admitted by the reservation write. When the API
     already has a sibling admitted (the workload controller's write, which the scheduler's cache
@@ -229,6 +198,19 @@ def _preempting_world(api_class: type[FakeApi]) -> tuple[FakeApi, dict[str, Fake
     api.put("workloads", option(p, config_of(cq), "spot"))
     loop = SchedulerLoop(api, informers, RecordingEvents(), clock=lambda: 1_800_000_000.0)
     return api, informers, loop
+
+
+def test_an_option_that_preempts_records_the_preemption_gate_in_the_api() -> None:
+    api, _informers, loop = _preempting_world(FakeApi)
+    pool = ThreadPoolExecutor(max_workers=2)
+    try:
+        engine = loop.start_engine()
+        loop.step(engine, pool)
+        assert loop.settle(5)
+    finally:
+        pool.shutdown()
+    gated = api.objects[("workloads", f"ns/{SPOT}")]
+    assert gated["metadata"]["annotations"]["kueue.x-k8s.io/option-preemption-gate"] == "2027-01-15T08:00:00Z"
 
 
 def test_the_preemption_gate_is_written_before_the_preemptions_it_covers() -> None:
