@@ -240,6 +240,21 @@ class World:
             job.workload_priority_class(priority_class)
         self.batch.create_namespaced_job(self.namespace, job.obj())
 
+    def run_job(self, name: str, flavor: str, local_queue: str = "lq", priority_class: str | None = None) -> dict[str, Any]:
+        """Submit Job ``name``, wait until it runs on ``flavor``; its parent workload."""
+        self.job(name, local_queue=local_queue, priority_class=priority_class)
+        parent = self.parent_of_job(name)
+        self.wait_running_on(name, flavor)
+        return parent
+
+    def priority_classes(self, **values: int) -> list[str]:
+        """A WorkloadPriorityClass of each value, named uniquely after its keyword; their names."""
+        names = []
+        for prefix, value in values.items():
+            names.append(unique(prefix))
+            self.kueue.create(WorkloadPriorityClassBuilder(names[-1], value).obj())
+        return names
+
     def parent_of_job(self, job: str) -> dict[str, Any]:
         uid = self.batch.read_namespaced_job(job, self.namespace).metadata.uid
 
@@ -391,9 +406,7 @@ def _cpu(*flavors_and_quota: tuple[str, str]) -> dict[str, dict[str, str]]:
 def test_story1_remove_lower_migrates_spot_to_on_demand_to_reservation(world: World) -> None:
     world.flavors("reservation", "on-demand", "spot")
     world.cluster_queue("RemoveLower", _cpu(("reservation", "0"), ("on-demand", "0"), ("spot", "4")))
-    world.job("train")
-    parent = world.parent_of_job("train")
-    world.wait_running_on("train", "spot")
+    parent = world.run_job("train", "spot")
     world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Pending", "spot": "Admitted"})
     spot_option = world.options(parent)["spot"]["metadata"]["name"]
 
@@ -425,9 +438,7 @@ def test_story2_remove_below_target_migrates_only_to_the_reservation(world: Worl
         _cpu(("reservation", "0"), ("on-demand", "0"), ("spot", "4")),
         target="reservation",
     )
-    world.job("train")
-    parent = world.parent_of_job("train")
-    world.wait_running_on("train", "spot")
+    parent = world.run_job("train", "spot")
     # On-Demand is below the target: its option is removed as soon as the job runs on Spot.
     world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Removed", "spot": "Admitted"})
 
@@ -453,9 +464,7 @@ def test_story3_no_migration_among_homogeneous_flavors_but_to_the_reservation(wo
         _cpu(("reservation", "0"), ("2a", "0"), ("2b", "4"), ("2c", "0")),
         target="reservation",
     )
-    world.job("train")
-    parent = world.parent_of_job("train")
-    world.wait_running_on("train", "2b")
+    parent = world.run_job("train", "2b")
     world.wait_option_statuses(
         parent, {"reservation": "Pending", "2a": "Removed", "2b": "Admitted", "2c": "Removed"}
     )
@@ -478,9 +487,7 @@ def test_story3_no_migration_among_homogeneous_flavors_but_to_the_reservation(wo
 def test_story4_remove_other_first_admitted_option_wins_and_the_others_disappear(world: World) -> None:
     world.flavors("1a", "1b", "1c")
     world.cluster_queue("RemoveOther", _cpu(("1a", "0"), ("1b", "4"), ("1c", "4")))
-    world.job("train")
-    parent = world.parent_of_job("train")
-    world.wait_running_on("train", "1b")
+    parent = world.run_job("train", "1b")
     world.wait_option_statuses(parent, {"1a": "Removed", "1b": "Admitted", "1c": "Removed"})
     wait_for(
         lambda: world.active_options(parent) == {"1b"}, timeout=CONVERGE, message="only the winner is left active"
@@ -551,17 +558,13 @@ def test_story6_migration_happens_inside_the_delete_delay_window_and_not_after(w
     world.cluster_queue("RemoveLower", quotas, explicit=explicit, local_queue="after")
 
     # Inside the window: Reservation frees up while its option still exists -> migration.
-    world.job("early", local_queue="inside")
-    early = world.parent_of_job("early")
-    world.wait_running_on("early", "on-demand")
+    early = world.run_job("early", "on-demand", local_queue="inside")
     world.set_quota("reservation", "cpu", "4", local_queue="inside")
     world.wait_running_on("early", "reservation")
     world.wait_option_statuses(early, {"reservation": "Admitted", "on-demand": "Removed"})
 
     # After the window: the reservation option is gone, so freeing Reservation changes nothing.
-    world.job("late", local_queue="after")
-    late = world.parent_of_job("late")
-    world.wait_running_on("late", "on-demand")
+    late = world.run_job("late", "on-demand", local_queue="after")
     world.wait_option_statuses(late, {"reservation": "Removed", "on-demand": "Admitted"})
     message = next(e["message"] for e in world.refresh(late)["status"]["options"] if e["status"] == "Removed")
     assert "deleteDelaySeconds" in message
@@ -771,9 +774,7 @@ def test_a_migration_whose_target_check_is_rejected_brings_the_job_back_on_the_l
     kueue.set_active_condition("AdmissionCheck", check, True)
     world.cluster_queue("RemoveLower", _cpu(("reservation", "0"), ("spot", "4")), checks={check: "reservation"})
     with flavor_check_controller(kueue, namespace, check, {world.flavor["reservation"]}) as checker:
-        world.job("train")
-        parent = world.parent_of_job("train")
-        world.wait_running_on("train", "spot")
+        parent = world.run_job("train", "spot")
         world.wait_option_statuses(parent, {"reservation": "Pending", "spot": "Admitted"})
         names = {k: wl["metadata"]["name"] for k, wl in world.options(parent).items()}
 
@@ -827,18 +828,12 @@ def test_changing_the_cluster_queues_flavors_reconciles_existing_parents(world: 
 
 def test_a_preempted_holder_stops_its_job_and_re_arms_every_option(world: World, kueue: KueueApi) -> None:
     world.flavors("a", "b")
-    low, high = unique("low"), unique("high")
-    kueue.create(WorkloadPriorityClassBuilder(low, 1).obj())
-    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    low, high = world.priority_classes(low=1, high=100)
     world.cluster_queue("RemoveOther", _cpu(("a", "1"), ("b", "0")), preemption="LowerPriority")
-    world.job("batch", priority_class=low)
-    batch = world.parent_of_job("batch")
-    world.wait_running_on("batch", "a")
+    batch = world.run_job("batch", "a", priority_class=low)
     world.wait_option_statuses(batch, {"a": "Admitted", "b": "Removed"})
 
-    world.job("urgent", priority_class=high)
-    urgent = world.parent_of_job("urgent")
-    world.wait_running_on("urgent", "a")
+    urgent = world.run_job("urgent", "a", priority_class=high)
     world.wait_option_statuses(urgent, {"a": "Admitted", "b": "Removed"})
     # The preempted parent lost its holder: both options are pursued again.
     world.wait_option_statuses(batch, {"a": "Evicted", "b": "Pending"})
@@ -850,21 +845,13 @@ def test_only_one_option_of_a_parent_preempts(world: World, kueue: KueueApi) -> 
     """Both options of the urgent parent could make room by preempting (a low-priority Job holds
     each flavor); only the more preferred one may, so exactly one low-priority Job is stopped."""
     world.flavors("a", "b")
-    low, high = unique("low"), unique("high")
-    kueue.create(WorkloadPriorityClassBuilder(low, 1).obj())
-    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    low, high = world.priority_classes(low=1, high=100)
     world.cluster_queue("RemoveOther", _cpu(("a", "1"), ("b", "1")), preemption="LowerPriority")
-    world.job("first", priority_class=low)
-    first = world.parent_of_job("first")
-    world.wait_running_on("first", "a")
-    world.job("second", priority_class=low)
-    second = world.parent_of_job("second")
-    world.wait_running_on("second", "b")
+    first = world.run_job("first", "a", priority_class=low)
+    second = world.run_job("second", "b", priority_class=low)
     second_holder = world.options(second)["b"]["metadata"]["name"]
 
-    world.job("urgent", priority_class=high)
-    urgent = world.parent_of_job("urgent")
-    world.wait_running_on("urgent", "a")
+    urgent = world.run_job("urgent", "a", priority_class=high)
     world.wait_option_statuses(urgent, {"a": "Admitted", "b": "Removed"})
     assert world.holder(first) is None and world.running_on("first") is None
 
@@ -883,9 +870,7 @@ def test_only_one_option_of_a_parent_preempts(world: World, kueue: KueueApi) -> 
 def test_a_deactivated_parent_stops_its_job_and_reactivating_it_brings_every_option_back(world: World) -> None:
     world.flavors("a", "b")
     world.cluster_queue("RemoveOther", _cpu(("a", "1"), ("b", "0")))
-    world.job("train")
-    parent = world.parent_of_job("train")
-    world.wait_running_on("train", "a")
+    parent = world.run_job("train", "a")
     world.wait_option_statuses(parent, {"a": "Admitted", "b": "Removed"})
     name = parent["metadata"]["name"]
     world.kueue.patch("Workload", name, {"spec": {"active": False}}, world.namespace)
@@ -907,9 +892,7 @@ def test_a_job_priority_raised_while_its_options_race_reaches_every_option(
     world: World, kueue: KueueApi, namespace: str
 ) -> None:
     world.flavors("a", "b")
-    low, high = unique("low"), unique("high")
-    kueue.create(WorkloadPriorityClassBuilder(low, 1).obj())
-    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    low, high = world.priority_classes(low=1, high=100)
     checks = {unique("check-a"): "a", unique("check-b"): "b"}
     for check in checks:  # no controller answers them: the options race for ever
         kueue.create(AdmissionCheckBuilder(check).obj())
@@ -962,9 +945,7 @@ def test_controller_killed_mid_migration_holds_no_quota_twice_and_runs_the_job_o
     the Job runs once, on the preferred flavor, and no quota is ever held twice."""
     world.flavors("reservation", "spot")
     world.cluster_queue("RemoveLower", _cpu(("reservation", "0"), ("spot", "4")))
-    world.job("train")
-    parent = world.parent_of_job("train")
-    world.wait_running_on("train", "spot")
+    parent = world.run_job("train", "spot")
     spot = world.options(parent)["spot"]["metadata"]["name"]
     world.set_quota("reservation", "cpu", "4")
     wait_for(
@@ -1000,16 +981,10 @@ def test_a_migration_preempts_a_lower_priority_workload_to_reach_the_reservation
     preempt, holding its parent's preemption gate); once other's pods are gone, train's spot
     option is evicted (FlavorMigration) and train moves to the reservation."""
     world.flavors("reservation", "spot")
-    mid, high = unique("mid"), unique("high")
-    kueue.create(WorkloadPriorityClassBuilder(mid, 10).obj())
-    kueue.create(WorkloadPriorityClassBuilder(high, 100).obj())
+    mid, high = world.priority_classes(mid=10, high=100)
     world.cluster_queue("RemoveLower", _cpu(("reservation", "1"), ("spot", "1")), preemption="LowerPriority")
-    world.job("other", priority_class=mid)
-    other = world.parent_of_job("other")
-    world.wait_running_on("other", "reservation")
-    world.job("train", priority_class=mid)
-    train = world.parent_of_job("train")
-    world.wait_running_on("train", "spot")
+    other = world.run_job("other", "reservation", priority_class=mid)
+    train = world.run_job("train", "spot", priority_class=mid)
     world.wait_option_statuses(train, {"reservation": "Pending", "spot": "Admitted"})
     other_reservation = world.options(other)["reservation"]["metadata"]["name"]
     train_spot = world.options(train)["spot"]["metadata"]["name"]
