@@ -259,7 +259,7 @@ class FinishRunner:
             )
         except NotFound:
             pass
-        except ApiError as err:
+        except (ApiError, ValueError) as err:  # ValueError: a client that cannot send the patch
             self.errors += 1
             log.warning("marking %s/%s Finished failed: %s", key[0], key[1], err)
 

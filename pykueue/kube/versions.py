@@ -10,8 +10,10 @@ replace, merge and apply patches) are converted to the storage version before th
 the programs never cost the apiserver a conversion webhook call and keep working while the
 conversion webhook is down (docs/design/api-versions.md).
 
-JSON patches (RFC 6902) name paths, which a rename would have to rewrite; the programs send none
-to Kueue kinds, so one to a converted kind is refused rather than sent unconverted.
+JSON patches (RFC 6902) name paths, which a rename would have to rewrite. Paths that mean the same
+in both versions (object metadata, ``status.conditions``: the benchmark driver appends a condition
+this way, race-free) pass as they are; any other JSON patch of a converted kind is refused rather
+than sent unconverted.
 """
 
 from __future__ import annotations
@@ -77,8 +79,34 @@ class KueueWire:
         if not self.converts(res):
             return patch
         if patch_type == "json":
-            raise ValueError(f"JSON patches of {res.kind} are not converted to {GROUP}/{self.version}; send a merge patch")
+            if _version_invariant(patch):
+                return patch
+            raise ValueError(
+                f"JSON patches of {res.kind} are converted to {GROUP}/{self.version} only on metadata and "
+                "status.conditions; send a merge patch"
+            )
         return conversion.convert_patch(res.kind, patch, res.version, self.version)
+
+
+# JSON-patch paths that name the same field in every served version of every Kueue kind.
+_INVARIANT_PREFIXES = ("/metadata/", "/status/conditions/")
+_INVARIANT_PATHS = ("/metadata", "/status/conditions")
+
+
+def _version_invariant(patch: Any) -> bool:
+    """Whether every operation of a JSON patch touches only version-invariant paths."""
+    if not isinstance(patch, list) or not patch:
+        return False
+    for op in patch:
+        if not isinstance(op, dict):
+            return False
+        for key in ("path", "from"):
+            path = op.get(key)
+            if key == "from" and path is None:
+                continue
+            if not isinstance(path, str) or not (path in _INVARIANT_PATHS or path.startswith(_INVARIANT_PREFIXES)):
+                return False
+    return True
 
 
 __all__ = ["KueueWire"]

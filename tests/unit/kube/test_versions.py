@@ -203,6 +203,24 @@ def test_a_json_patch_of_a_converted_kind_is_refused_before_it_is_sent() -> None
     assert transport.sent == []
 
 
+def test_a_json_patch_of_conditions_or_metadata_only_passes_as_it_is() -> None:
+    """Those paths mean the same in both versions (the baseline driver appends Finished this way);
+    one operation elsewhere makes the whole patch refused."""
+    wl = admitted_workload()
+    transport = ScriptedTransport([stored_v2(wl)])
+    client = KubeClient(transport, qps=0, kueue_wire=KueueWire("v1beta2"))
+    ops = [
+        {"op": "add", "path": "/status/conditions/-", "value": condition("Finished", True, "Succeeded", "done")},
+        {"op": "add", "path": "/metadata/labels/x", "value": "y"},
+    ]
+    client.patch_status(WORKLOADS, "wl", ops, "ns", patch_type="json")
+    assert transport.sent[0].path.startswith("/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl")
+    assert transport.sent[0].body == ops
+    with pytest.raises(ValueError, match="merge patch"):
+        client.patch(WORKLOADS, "wl", [*ops, {"op": "remove", "path": "/spec/active"}], "ns", patch_type="json")
+    assert len(transport.sent) == 1
+
+
 def stored_v2(obj: Obj) -> Obj:
     return convert(obj, "v1beta2")
 
