@@ -129,6 +129,9 @@ def sync_patch(option: Mapping[str, Any], parent: Mapping[str, Any], spec: Optio
     current = mapping_or_empty(option.get("spec"))
     wanted = mapping_or_empty(parent.get("spec"))
     changed = {k: copy.deepcopy(wanted.get(k)) for k in FOLLOWED_SPEC_FIELDS if current.get(k) != wanted.get(k)}
+    if "priorityClassName" in changed or "priorityClassSource" in changed:
+        # The class is one field in v1beta2 (priorityClassRef): the pair travels together.
+        changed.update({k: copy.deepcopy(wanted.get(k)) for k in ("priorityClassName", "priorityClassSource")})
     if changed:
         patch["spec"] = changed
     return patch if "annotations" in patch["metadata"] or changed else None

@@ -525,7 +525,9 @@ def convert_patch(kind: str, patch: dict[str, Any], source: str, target: str) ->
     re-encoded rather than renamed (Workload ``priorityClassName``/``priorityClassSource`` ↔
     ``priorityClassRef``) deletes its counterpart. Renamed fields carry their ``null`` through
     the rename on their own. Lists are replaced whole by a merge patch, so the list elements the
-    mapping rewrites (topology assignments) are always complete in the patch.
+    mapping rewrites (topology assignments) are always complete in the patch. For the same reason
+    a patch that sets one of ``priorityClassName``/``priorityClassSource`` to v1beta2 must set
+    both (``priorityClassRef`` is built from the pair): one alone is refused rather than dropped.
     """
     if target not in VERSIONS or source not in VERSIONS:
         raise ConversionError(f"versions {source!r} → {target!r} are not {V1BETA1}/{V1BETA2}")
@@ -535,10 +537,18 @@ def convert_patch(kind: str, patch: dict[str, Any], source: str, target: str) ->
         raise ConversionError("a merge patch is a JSON object")
     if source == target:
         return _copy(patch)
+    spec_in = patch.get("spec")
+    if kind == "Workload" and target == V1BETA2 and isinstance(spec_in, dict):
+        named = [f for f in _PRIORITY_FIELDS if spec_in.get(f) is not None]
+        if len(named) == 1:
+            raise ConversionError(
+                f"a Workload patch setting spec.{named[0]} must set both spec.priorityClassName and "
+                "spec.priorityClassSource (v1beta2 has them as one spec.priorityClassRef)"
+            )
     body = _copy(patch)
     body["apiVersion"], body["kind"] = f"{c.GROUP}/{source}", kind
     out = _plain(body, kind, source, target).out
-    spec_in, spec_out = patch.get("spec"), out.get("spec")
+    spec_out = out.get("spec")
     if kind == "Workload" and isinstance(spec_in, dict) and isinstance(spec_out, dict):
         if target == V1BETA2 and any(f in spec_in and spec_in[f] is None for f in _PRIORITY_FIELDS):
             spec_out["priorityClassRef"] = None

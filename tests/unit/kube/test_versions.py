@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION, convert, convert_patch
+from controller.concurrentadmission.option_workloads import sync_patch
+from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION, ConversionError, convert, convert_patch
 from pykueue.kube.client import KubeClient
 from pykueue.kube.resources import (
     ADMISSION_CHECKS,
@@ -35,6 +36,7 @@ from tests.builders import (
     WorkloadBuilder,
     condition,
 )
+from tests.unit.concurrentadmission.helpers import config_of, option, parent, three_flavor_queue
 from tests.unit.kube.fake_transport import ChunkStream, ScriptedTransport
 
 Obj = dict[str, Any]
@@ -139,6 +141,24 @@ def test_a_patch_without_priority_fields_leaves_the_reference_alone() -> None:
     got = assert_same_in_both_versions(stored, {"spec": {"active": False}})
     assert got["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
     assert convert_patch("Workload", {"spec": {"active": False}}, "v1beta1", "v1beta2") == {"spec": {"active": False}}
+
+
+def test_an_option_following_its_parents_new_class_sends_the_class_as_a_pair() -> None:
+    """The option controller's sync of the priority (controller/concurrentadmission): only the
+    class name changed, yet the patch names the source too, so that v1beta2's priorityClassRef
+    can be built; a patch naming one of the pair is refused, never sent without it (found in e2e:
+    the options kept their old class)."""
+    config = config_of(three_flavor_queue())
+    p = parent()
+    p["spec"].update(priority=1, priorityClassName="low", priorityClassSource="kueue.x-k8s.io/workloadpriorityclass")
+    opt = option(p, config, "spot")
+    p["spec"].update(priority=100, priorityClassName="high")
+    patch = sync_patch(opt, p, config.by_suffix("spot"))
+    assert patch is not None
+    got = assert_same_in_both_versions(convert(opt, "v1beta1"), patch)
+    assert got["spec"]["priorityClassRef"]["name"] == "high" and got["spec"]["priority"] == 100
+    with pytest.raises(ConversionError, match=r"priorityClassName and spec\.priorityClassSource"):
+        convert_patch("Workload", {"spec": {"priorityClassName": "high"}}, "v1beta1", "v1beta2")
 
 
 def test_renamed_and_re_encoded_fields_of_a_patch() -> None:
