@@ -92,11 +92,12 @@ def test_the_manager_job_follows_each_status_change_on_the_worker(
         return int(status.get("active") or 0), int(status.get("ready") or 0), int(status.get("succeeded") or 0)
 
     def record_until_complete() -> bool:
-        for seen, target in ((worker_seen, worker), (manager_seen, cluster)):
-            now = counts(get(target, "job", "steps", mk_namespace))
+        manager_job = get(cluster, "job", "steps", mk_namespace)  # one read for counts and Complete
+        for seen, obj in ((worker_seen, get(worker, "job", "steps", mk_namespace)), (manager_seen, manager_job)):
+            now = counts(obj)
             if not seen or seen[-1] != now:
                 seen.append(now)
-        cond = condition(get(cluster, "job", "steps", mk_namespace), "Complete")
+        cond = condition(manager_job, "Complete")
         return cond is not None and cond["status"] == "True"
 
     wait_for(record_until_complete, timeout=TIMEOUT, interval=0.2, message="the manager's Job Complete")
