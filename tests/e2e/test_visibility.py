@@ -4,6 +4,9 @@ The ``visibility`` fixture (tests/e2e/fixtures/visibility.py) runs the controlle
 ``--visibility-addr`` and registers it with the shipped APIServices. Every request
 goes through the apiserver (``kubectl get --raw``), so authentication, the front proxy and
 authorization are the real ones; ``--as`` impersonates a user without or with a role.
+Two tests need the local cluster's controller process: one reads the served certificate on its
+port, one restarts it with ``waitForPodsReady.blockAdmission`` (the chart's controller is
+configured at install time).
 """
 
 from __future__ import annotations
@@ -245,8 +248,9 @@ def test_explain_answers_and_the_suggested_change_admits(
     cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
 ) -> None:
     """Blocked by quota (the missing amount and the workload ahead are named; raising the quota by
-    that much admits both), then in a stopped queue (resuming, as suggested, admits it). "It is next"
-    is shown in tests/unit/engine/test_explain.py: in a live cluster it is admitted within a cycle."""
+    that much admits both), then in a stopped queue (resuming, as suggested, admits it). "It is
+    next" is shown below where blockAdmission holds the cycle back; "next, by the next scheduling
+    cycle" only in tests/unit/engine/test_explain.py: in a live cluster it is admitted within a cycle."""
     wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
     flavor, cq = make_queues(kueue, namespace, cpu="1")
     submit(kueue, namespace, "running")
