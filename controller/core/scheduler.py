@@ -297,6 +297,13 @@ class SchedulerLoop:
     def wake(self) -> None:
         self._wake.set()
 
+    def admission_blocked_by(self) -> list[str]:
+        """Loop thread (a read served by :attr:`reads` runs there): the admitted workloads whose
+        pods are not ready, for which blockAdmission holds every admission back; empty when
+        blockAdmission is off. What ``explain`` names (controller.engine.explain), so its answer
+        and the loop's next step agree."""
+        return sorted(self._not_ready) if self._block_admission else []
+
     def admission_busy(self) -> bool:
         """Any thread: at least half the admission-write threads have work, so the client's
         budget is going to admission (the status and pending-reason writers then slow down).

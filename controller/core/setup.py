@@ -202,6 +202,8 @@ def setup(ctrl: Controller) -> None:
     )
     ctrl.register(scheduler)
     ctrl.shared["engine-reads"] = loop.reads
+    # Called inside a read (on the loop's thread): explain names what blockAdmission waits for.
+    ctrl.shared["admission-blocked-by"] = loop.admission_blocked_by
     ctrl.health.add_liveness("scheduler", scheduler.alive)
     ctrl.register(workload_controller)
     ctrl.register(QueueStatusRunnable(queue_status, informers))

@@ -11,7 +11,7 @@ it starts or stops holding quota, and runs the cycle (``cycle.py``) over them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -491,10 +491,11 @@ class Engine:
         """Queued workloads of ``cluster_queue`` in scheduling order (visibility; not for the cycle)."""
         return self.queue_manager.pending_workloads(cluster_queue, offset=offset, limit=limit)
 
-    def explain(self, key: ObjectKey) -> Explanation:
+    def explain(self, key: ObjectKey, blocked_by: Sequence[ObjectKey] = ()) -> Explanation:
         """Why ``key`` is pending and what would admit it: a dry run of the cycle's nomination
-        (``controller.engine.explain``); changes nothing."""
-        return explain(self.cache, self.queue_manager, self.workloads, self, key)
+        (``controller.engine.explain``); changes nothing. ``blocked_by``: the workloads whose
+        pods the scheduler loop waits for before it admits anything (blockAdmission)."""
+        return explain(self.cache, self.queue_manager, self.workloads, self, key, blocked_by)
 
     def pending_snapshot(self, cluster_queue: str) -> QueueSnapshot | None:
         """Copy ``cluster_queue``'s pending workloads for ordering on another thread (the

@@ -9,12 +9,19 @@ rules exists. Around that it reports what the cycle does not need to say: the wo
 the queue, the ClusterQueue's state, per flavor and resource how much is needed, free and what
 the cohort could lend, the admission checks that follow the reservation, and the smallest change
 that would admit it now.
+
+One thing holds admission back outside the cycle: ``waitForPodsReady.blockAdmission``. The
+scheduler loop (``controller.core.scheduler``) runs no cycle while an admitted workload's pods are
+not ready, as Kueue's scheduler waits in ``waitForPodsReadyIfNeeded`` before admitting anything
+else. The loop passes the workloads it waits for as ``blocked_by`` (read on its own thread, so
+they agree with the engine's state), and the suggestion says admission waits for them: without
+that, a workload that is first and fits would read "it is next" while no cycle comes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pykueue.api.quantity import format_quantity
@@ -95,6 +102,8 @@ class Explanation:
     admitted: bool = False  # HoldsQuota only: Admitted=True (every admission check Ready)
     check_states: list[CheckView] = field(default_factory=list)  # from the stored status (explain_status)
     options: list[OptionView] = field(default_factory=list)  # a concurrent-admission parent's options
+    # Pending only: the admitted workloads whose pods blockAdmission waits for (nothing is admitted before).
+    blocked_by: list[ObjectKey] = field(default_factory=list)
 
 
 def _q(amount: int, resource: str) -> str:
@@ -107,9 +116,12 @@ def explain(
     workloads: Mapping[ObjectKey, WorkloadInfo],
     holdings: Holdings,
     key: ObjectKey,
+    blocked_by: Sequence[ObjectKey] = (),
 ) -> Explanation:
     """Engine thread (``Engine.explain`` passes its parts). ``holdings`` is the engine, as for the
-    cycle; a dry run never calls it (``_nominate`` only reads, and the preemptor restores)."""
+    cycle; a dry run never calls it (``_nominate`` only reads, and the preemptor restores).
+    ``blocked_by``: the admitted workloads whose pods ``waitForPodsReady.blockAdmission`` waits
+    for, as the scheduler loop knows them (empty when it admits)."""
     admitted = cache.admitted_workload(key)
     if admitted is not None and admitted.admission is not None:
         holding = admitted.admission.cluster_queue
@@ -134,6 +146,7 @@ def explain(
         result.suggestion = f"LocalQueue {info.queue_name} or its ClusterQueue does not exist: create it"
         return result
     result.cluster_queue = cluster_queue
+    result.blocked_by = sorted(blocked_by)
     spec = cache.cluster_queues[cluster_queue]
     result.admission_checks = [rule.name for rule in spec.checks]
     snap = queues.snapshot(cluster_queue)
@@ -187,18 +200,32 @@ def _dry_run(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_
                                                  missing))
 
 
+def _waiting_for_pods(blocked_by: Sequence[ObjectKey]) -> str:
+    """The blockAdmission clause: which workloads' pods must be ready before any admission."""
+    if not blocked_by:
+        return ""
+    shown = ", ".join(blocked_by[:AHEAD_SHOWN])
+    more = f" and {len(blocked_by) - AHEAD_SHOWN} more" if len(blocked_by) > AHEAD_SHOWN else ""
+    return (f" once the pods of {shown}{more} are ready (waitForPodsReady.blockAdmission: nothing is "
+            "admitted while an admitted workload's pods are not ready)")
+
+
 def _suggest(result: Explanation) -> str:
     if not result.queue_active:
         return (f"ClusterQueue {result.cluster_queue} admits nothing ({result.queue_inactive_reason}: "
                 f"{result.queue_inactive_message}); make it active (e.g. set spec.stopPolicy to None)")
     checks = f"; then admission checks {', '.join(result.admission_checks)} must pass" if result.admission_checks else ""
+    waiting = _waiting_for_pods(result.blocked_by)
     if result.outcome == "Fits":
         if result.ahead == 0:
+            if waiting:
+                return f"it is next: it fits now and will be admitted{waiting}{checks}"
             return f"it is next: it fits now and will be admitted by the next scheduling cycle{checks}"
-        return f"it fits now, after the {result.ahead} workload(s) ahead of it{checks}"
+        return f"it fits now, after the {result.ahead} workload(s) ahead of it{',' if waiting else ''}{waiting}{checks}"
     if result.outcome == "FitsAfterPreemption":
         names = ", ".join(v[0] for v in result.victims)
-        return f"it would be admitted after preempting {len(result.victims)} workload(s): {names}{checks}"
+        return (f"it would be admitted after preempting {len(result.victims)} workload(s): {names}"
+                f"{',' if waiting else ''}{waiting}{checks}")
     by_flavor: dict[str, list[ResourceView]] = {}
     for view in result.resources:
         by_flavor.setdefault(view.flavor, []).append(view)
@@ -207,5 +234,5 @@ def _suggest(result: Explanation) -> str:
         if missing:
             parts = [f"{v.missing} of {v.resource}" for v in missing]
             return (f"free {' and '.join(parts)} in flavor {flavor} (or raise its nominalQuota by as much) "
-                    f"in ClusterQueue {result.cluster_queue}{checks}")
+                    f"in ClusterQueue {result.cluster_queue}{'; and it is admitted only' if waiting else ''}{waiting}{checks}")
     return result.message or "no flavor can take it; see the reason"

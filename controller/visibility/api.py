@@ -274,6 +274,9 @@ def explanation(version: str, result: Any, multikueue: DispatchState | None = No
             | ({"positionInClusterQueue": o.position} if o.position is not None else {})
             for o in result.options
         ]
+    if result.blocked_by:
+        body["admissionBlockedBy"] = [{"namespace": k.partition("/")[0], "name": k.partition("/")[2]}
+                                      for k in result.blocked_by]
     if result.excluded_flavors:
         body["excludedFlavors"] = result.excluded_flavors
     if result.last_reason:

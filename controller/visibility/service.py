@@ -39,12 +39,16 @@ class VisibilityService:
         authorizer: Authorizer,
         workload_of: Callable[[str], Mapping[str, Any] | None],
         multikueue_of: Callable[[str], DispatchState | None] | None = None,
+        admission_blocked_by: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         self._reads = reads
         self._authorizer = authorizer
         self._workload_of = workload_of
         # On a MultiKueue manager: what the dispatch loop last saw of a Workload's workers.
         self._multikueue_of = multikueue_of
+        # The scheduler loop's blockAdmission wait (SchedulerLoop.admission_blocked_by), called
+        # inside the read on the loop's thread so it agrees with the engine the dry run reads.
+        self._admission_blocked_by = admission_blocked_by
 
     def handle(self, path: str, query: Mapping[str, Sequence[str]], user: UserInfo | None) -> Answer:
         request = api.route(path)
@@ -93,7 +97,8 @@ class VisibilityService:
                                    kind="workloads")
         options = explain_status.option_names(workload) if explain_status.is_parent(workload) else []
         try:
-            result, by_option = self._reads.submit(_explain_read(request, options), READ_TIMEOUT_SECONDS)
+            result, by_option = self._reads.submit(_explain_read(request, options, self._admission_blocked_by),
+                                                   READ_TIMEOUT_SECONDS)
         except NotLeading:
             return 503, api.status(503, NOT_LEADER_MESSAGE)
         except TimeoutError:
@@ -105,9 +110,17 @@ class VisibilityService:
         )
 
 
-def _explain_read(request: api.Request, options: Sequence[str]) -> Callable[[Engine], Any]:
+def _explain_read(
+    request: api.Request, options: Sequence[str], blocked_by: Callable[[], Sequence[str]] | None
+) -> Callable[[Engine], Any]:
     key = f"{request.namespace}/{request.name}"
-    return lambda engine: (engine.explain(key), {o: engine.explain(f"{request.namespace}/{o}") for o in options})
+
+    def read(engine: Engine) -> Any:
+        blocked = tuple(blocked_by()) if blocked_by is not None else ()
+        return (engine.explain(key, blocked),
+                {o: engine.explain(f"{request.namespace}/{o}", blocked) for o in options})
+
+    return read
 
 
 def _snapshot(engine: Engine, request: api.Request) -> ev.QueueSnapshot | None:

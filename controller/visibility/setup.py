@@ -84,7 +84,8 @@ def setup(ctrl: Controller) -> None:
     # On a MultiKueue manager, explain adds what the dispatch loop last saw of the workers.
     dispatch = ctrl.shared.get("multikueue-dispatch-states")
     service = VisibilityService(reads, Authorizer(ctrl.client), workloads.store.get,
-                                dispatch.get if dispatch is not None else None)  # fmt: skip
+                                dispatch.get if dispatch is not None else None,
+                                ctrl.shared.get("admission-blocked-by"))  # fmt: skip
 
     def run() -> None:
         while True:  # certificates first: the server cannot start without files

@@ -92,6 +92,9 @@ def render_explanation(body: dict[str, Any], out: TextIO) -> None:
         where = f", position {option['positionInClusterQueue']}" if "positionInClusterQueue" in option else ""
         out.write(f"Option:        {option.get('name')} ({', '.join(option.get('resourceFlavors') or [])}): "
                   f"{option.get('status')}{where}{' - ' + option['message'] if option.get('message') else ''}\n")
+    if body.get("admissionBlockedBy"):
+        waits = ", ".join(f"{w.get('namespace')}/{w.get('name')}" for w in body["admissionBlockedBy"])
+        out.write(f"Admission waits for the pods of: {waits} (blockAdmission)\n")
     if body.get("excludedFlavors"):
         out.write(f"Excluded flavors (fallbacks): {', '.join(body['excludedFlavors'])}\n")
     render_multikueue(body.get("multiKueue"), out)

@@ -4,6 +4,9 @@ The ``visibility`` fixture (tests/e2e/fixtures/visibility.py) runs the controlle
 ``--visibility-addr`` and registers it with the shipped APIServices. Every request
 goes through the apiserver (``kubectl get --raw``), so authentication, the front proxy and
 authorization are the real ones; ``--as`` impersonates a user without or with a role.
+Two tests need the local cluster's controller process: one reads the served certificate on its
+port, one restarts it with ``waitForPodsReady.blockAdmission`` (the chart's controller is
+configured at install time).
 """
 
 from __future__ import annotations
@@ -20,8 +23,18 @@ from tests.builders import (
     ResourceFlavorBuilder,
     SeedClusterQueueBuilder,
 )
+from tests.e2e.fixtures.controller import ControllerHandle, configuration, wait_for_pods_ready
 from tests.e2e.helpers.check_controller import flavor_check_controller
-from tests.e2e.helpers.kueue import KueueApi, condition, holds_quota, is_admitted, make_queues, submit, unique
+from tests.e2e.helpers.kueue import (
+    KueueApi,
+    condition,
+    holds_quota,
+    is_admitted,
+    is_true,
+    make_queues,
+    submit,
+    unique,
+)
 from tests.e2e.helpers.wait import wait_for
 
 GROUP = "visibility.kueue.x-k8s.io"
@@ -235,8 +248,9 @@ def test_explain_answers_and_the_suggested_change_admits(
     cluster: Any, visibility: Any, kueue: KueueApi, namespace: str
 ) -> None:
     """Blocked by quota (the missing amount and the workload ahead are named; raising the quota by
-    that much admits both), then in a stopped queue (resuming, as suggested, admits it). "It is next"
-    is shown in tests/unit/engine/test_explain.py: in a live cluster it is admitted within a cycle."""
+    that much admits both), then in a stopped queue (resuming, as suggested, admits it). "It is
+    next" is shown below where blockAdmission holds the cycle back; "next, by the next scheduling
+    cycle" only in tests/unit/engine/test_explain.py: in a live cluster it is admitted within a cycle."""
     wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
     flavor, cq = make_queues(kueue, namespace, cpu="1")
     submit(kueue, namespace, "running")
@@ -276,6 +290,67 @@ def test_explain_answers_and_the_suggested_change_admits(
     assert "set spec.stopPolicy to None" in answer["suggestion"]
     kueue.patch("ClusterQueue", cq, {"spec": {"stopPolicy": "None"}})
     wait_for(lambda: is_admitted(kueue.workload(namespace, "held")), timeout=30, message="resuming admits it")
+
+
+def _waiting_for_pods(kueue: KueueApi) -> list[str]:
+    """Admitted, unfinished workloads without ``PodsReady`` in any namespace: blockAdmission waits
+    for every one of them, those of earlier tests (namespaces still being deleted) included."""
+    listed = kueue.custom.list_cluster_custom_object("kueue.x-k8s.io", kueue.version, "workloads")["items"]
+    return [f"{wl['metadata']['namespace']}/{wl['metadata']['name']}" for wl in listed
+            if is_admitted(wl) and not is_true(wl, "Finished") and not is_true(wl, "PodsReady")]
+
+
+@pytest.mark.needs_local_cluster  # it restarts the controller with waitForPodsReady.blockAdmission
+def test_explain_a_workload_that_is_next_while_block_admission_waits_for_pods(
+    cluster: Any, visibility: Any, kueue: KueueApi, namespace: str, controller: ControllerHandle
+) -> None:
+    """"It is next", in a state where the next workload fits and is first yet no cycle admits it:
+    waitForPodsReady.blockAdmission admits nothing while an admitted workload's pods are not
+    ready. The answer names that workload; making its pods ready, as suggested, admits the one
+    called next (and only it: the next answer names it as what the last one waits for)."""
+    config = configuration(waitForPodsReady=wait_for_pods_ready(timeout="5m", block_admission=True))
+    wait_for(lambda: not _waiting_for_pods(kueue), timeout=120,
+             message="no admitted workload of an earlier test left to block admission")
+    with controller.configured(config):
+        wait_for(lambda: _available(cluster, f"v1beta1.{GROUP}"), timeout=60, message="APIService Available")
+        flavor, cq = make_queues(kueue, namespace, cpu="3")
+        submit(kueue, namespace, "first")
+        wait_for(lambda: is_admitted(kueue.workload(namespace, "first")), timeout=30, message="first admitted")
+        submit(kueue, namespace, "next")
+        submit(kueue, namespace, "last")
+        wait_for(lambda: _explain(cluster, namespace, "last").get("positionInClusterQueue") == 1, timeout=30,
+                 message="next and last queued")
+        blockade = ("(waitForPodsReady.blockAdmission: nothing is admitted while an admitted workload's pods are "
+                    "not ready)")
+
+        answer = _explain(cluster, namespace, "next")
+        assert (answer["state"], answer["clusterQueue"], answer["positionInClusterQueue"]) == ("Pending", cq, 0)
+        assert answer["dryRun"]["outcome"] == "Fits" and answer["dryRun"]["flavors"] == {"main": {"cpu": flavor}}
+        assert answer["resources"] == [{"flavor": flavor, "resource": "cpu", "requested": "1", "free": "2",
+                                        "nominalQuota": "3", "cohortCanLend": "0", "missing": "0"}]
+        assert answer["admissionBlockedBy"] == [{"namespace": namespace, "name": "first"}]
+        assert answer["suggestion"] == (f"it is next: it fits now and will be admitted once the pods of "
+                                        f"{namespace}/first are ready {blockade}")
+        last = _explain(cluster, namespace, "last")
+        assert last["dryRun"]["outcome"] == "Fits" and last["admissionBlockedBy"] == answer["admissionBlockedBy"]
+        assert last["suggestion"] == (f"it fits now, after the 1 workload(s) ahead of it, once the pods of "
+                                      f"{namespace}/first are ready {blockade}")
+        assert not holds_quota(kueue.workload(namespace, "next"))
+
+        kueue.set_pods_ready(namespace, "first")  # the suggested change
+        wait_for(lambda: is_admitted(kueue.workload(namespace, "next")), timeout=30,
+                 message="next is admitted once first's pods are ready")
+        last = wait_for(lambda: (a := _explain(cluster, namespace, "last")).get("positionInClusterQueue") == 0 and a,
+                        timeout=30, message="last moves up")
+        assert last["admissionBlockedBy"] == [{"namespace": namespace, "name": "next"}]
+        assert last["suggestion"] == (f"it is next: it fits now and will be admitted once the pods of "
+                                      f"{namespace}/next are ready {blockade}")
+        assert not holds_quota(kueue.workload(namespace, "last"))
+        kueue.set_pods_ready(namespace, "next")
+        wait_for(lambda: is_admitted(kueue.workload(namespace, "last")), timeout=30,
+                 message="last is admitted once next's pods are ready")
+        for name in ("first", "next", "last"):  # leave nothing for a later test's blockAdmission to wait for
+            kueue.finish(kueue.workload(namespace, name))
 
 
 def _stopped(kueue: KueueApi, cq: str) -> bool:

@@ -196,6 +196,26 @@ class KueueApi:
             wl = self.workload(namespace, name)
         raise AssertionError(f"could not mark {namespace}/{name} Finished: it kept changing")
 
+    def set_pods_ready(self, namespace: str, name: str) -> None:
+        """Play the job integration: the workload's pods are ready (``PodsReady=True``, replacing
+        any ``PodsReady`` condition; guarded by resourceVersion, re-read and retried on 409)."""
+        for _attempt in range(5):
+            wl = self.workload(namespace, name)
+            conditions = [c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") != "PodsReady"]
+            conditions.append({"type": "PodsReady", "status": "True", "reason": "Started", "message": "pods ready",
+                               "lastTransitionTime": now_rfc3339()})
+            body = {
+                "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
+                "status": {"conditions": conditions},
+            }
+            try:
+                self.patch_status("Workload", name, body, namespace)
+                return
+            except ApiException as err:
+                if err.status != 409:
+                    raise
+        raise AssertionError(f"could not mark {namespace}/{name} PodsReady: it kept changing")
+
     def set_check_state(
         self,
         namespace: str,

@@ -86,6 +86,19 @@ def test_explain_prints_each_checks_state_and_each_option() -> None:
     assert "Option:        w-option-spot (spot): Pending, position 2 - Created\n" in text
 
 
+def test_explain_prints_the_workloads_whose_pods_block_admission() -> None:
+    from pykueue.cli.kubectl_pykueue import render_explanation
+
+    out = io.StringIO()
+    render_explanation({"metadata": {"name": "w", "namespace": "ns"}, "state": "Pending",
+                        "positionInClusterQueue": 0, "ahead": {"count": 0, "first": []},
+                        "dryRun": {"outcome": "Fits", "reason": "", "message": "", "flavors": {}},
+                        "admissionBlockedBy": [{"namespace": "ns", "name": "first"}],
+                        "suggestion": "it is next: it fits now and will be admitted once the pods of ns/first are ready"},
+                       out)
+    assert "Admission waits for the pods of: ns/first (blockAdmission)\n" in out.getvalue()
+
+
 def test_explain_prints_the_multikueue_workers() -> None:
     from pykueue.cli.kubectl_pykueue import render_explanation
 

@@ -228,6 +228,54 @@ def test_block_admission_admits_one_at_a_time_until_pods_are_ready() -> None:
         h.close()
 
 
+def _pods_ready(h: Harness, name: str) -> None:
+    ready = h.api.objects[("workloads", f"ns/{name}")]
+    ready["status"]["conditions"].append(
+        {"type": "PodsReady", "status": "True", "reason": "Started", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    )
+    h.api.put("workloads", ready)
+    h.loop.notify("workloads", f"ns/{name}")
+
+
+def test_block_admission_explain_says_the_next_one_waits_for_the_admitted_ones_pods() -> None:
+    """While blockAdmission holds admission back, the workload that is first and fits is next
+    only once the admitted workload's pods are ready; the loop names that workload to explain, and
+    making its pods ready admits the one explain called next (and only it)."""
+    h = Harness(cpu="4", block_admission=True)
+    try:
+        for name in ("a", "b", "c"):
+            h.submit(name)
+        h.start()
+        h.step()
+        assert h.reserved() == {"a"} and h.loop.admission_blocked_by() == ["ns/a"]
+        h.step()
+        assert h.reserved() == {"a"}, "no cycle while a's pods are not ready"
+        nxt = h.engine.explain("ns/b", h.loop.admission_blocked_by())
+        assert (nxt.outcome, nxt.position, nxt.blocked_by) == ("Fits", 0, ["ns/a"])
+        assert nxt.suggestion == (
+            "it is next: it fits now and will be admitted once the pods of ns/a are ready "
+            "(waitForPodsReady.blockAdmission: nothing is admitted while an admitted workload's pods are not ready)")
+        behind = h.engine.explain("ns/c", h.loop.admission_blocked_by())
+        assert behind.suggestion.startswith("it fits now, after the 1 workload(s) ahead of it, once the pods of ns/a")
+
+        _pods_ready(h, "a")
+        h.step()
+        assert h.reserved() == {"a", "b"}, "the suggested change admits the workload explain called next"
+        assert h.loop.admission_blocked_by() == ["ns/b"]
+        assert h.engine.explain("ns/c", h.loop.admission_blocked_by()).suggestion.startswith(
+            "it is next: it fits now and will be admitted once the pods of ns/b are ready")
+    finally:
+        h.close()
+
+
+def test_without_block_admission_the_loop_names_nothing_to_wait_for(harness: Harness) -> None:
+    harness.submit("a")
+    harness.start()
+    harness.step()
+    assert harness.reserved() == {"a"} and harness.loop.admission_blocked_by() == []
+
+
 def test_workloads_cached_at_start_tie_break_by_uid_and_later_arrivals_queue_behind() -> None:
     """The caches' order is not arrival order: what the engine is filled with at start ties by
     UID; workloads observed afterwards follow in arrival order, even with smaller UIDs."""

@@ -50,6 +50,32 @@ def test_fits_and_is_next() -> None:
     assert world.engine.explain("ns/mine").state == "HoldsQuota"
 
 
+def test_while_block_admission_waits_for_pods_every_suggestion_names_the_workloads_it_waits_for() -> None:
+    """``blocked_by`` is the scheduler loop's blockAdmission wait (the cycle itself does not know
+    it): "it is next" would mislead, so each suggestion says admission waits for those pods."""
+    world = _world(cpu="3")
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq").podset(cpu="1")
+              .reserved("cq", {"cpu": "default"}, {"cpu": "1"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("next", "ns").queue("lq").podset(cpu="1").at(0).obj())
+    world.add(PlacementWorkloadBuilder("behind", "ns").queue("lq").podset(cpu="1").at(1).obj())
+    world.add(PlacementWorkloadBuilder("big", "ns").queue("lq").podset(cpu="3").at(2).obj())
+    wait = ("once the pods of ns/running are ready (waitForPodsReady.blockAdmission: nothing is admitted "
+            "while an admitted workload's pods are not ready)")
+    nxt = world.engine.explain("ns/next", ["ns/running"])
+    assert (nxt.outcome, nxt.position, nxt.blocked_by) == ("Fits", 0, ["ns/running"])
+    assert nxt.suggestion == f"it is next: it fits now and will be admitted {wait}"
+    assert world.engine.explain("ns/behind", ["ns/running"]).suggestion == (
+        f"it fits now, after the 1 workload(s) ahead of it, {wait}")
+    assert world.engine.explain("ns/big", ["ns/running"]).suggestion == (
+        f"free 1 of cpu in flavor default (or raise its nominalQuota by as much) in ClusterQueue cq; "
+        f"and it is admitted only {wait}")
+    assert world.engine.explain("ns/running", ["ns/running"]).suggestion == "it is admitted; nothing to change"
+    many = world.engine.explain("ns/next", [f"ns/w{i}" for i in range(7)])
+    assert "once the pods of ns/w0, ns/w1, ns/w2, ns/w3, ns/w4 and 2 more are ready" in many.suggestion
+    # Nothing waits: the unchanged wording.
+    assert world.engine.explain("ns/next").suggestion.startswith("it is next: it fits now and will be admitted by the next")
+
+
 def test_would_fit_after_preempting_names_the_victims() -> None:
     world = _world(within_cluster_queue="LowerPriority")
     world.add(PlacementWorkloadBuilder("low", "ns").queue("lq").podset(cpu="2").priority(0)

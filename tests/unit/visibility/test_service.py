@@ -240,3 +240,25 @@ def test_explain_on_a_multikueue_manager_adds_the_dispatch_loops_record_of_the_w
     world.add(PlacementWorkloadBuilder("other", "ns").queue("lq").podset(cpu="1").obj())
     code, body = service.handle(f"{base}/other/explain", {}, ALICE)
     assert code == 200 and "multiKueue" not in body
+
+
+def test_explain_names_the_workloads_whose_pods_block_admission() -> None:
+    """The service asks the scheduler loop (inside the read, on its thread) what blockAdmission
+    waits for; the answer lists them and the suggestion says the workload is next only then."""
+    world = World().flavors("default")
+    world.queue(FungibleClusterQueueBuilder("cq").flavor("default", cpu="2").obj(), lq="lq")
+    world.add(PlacementWorkloadBuilder("running", "ns").queue("lq").podset(cpu="1")
+              .reserved("cq", {"cpu": "default"}, {"cpu": "1"}).admitted().obj())
+    world.add(PlacementWorkloadBuilder("next", "ns").queue("lq").podset(cpu="1").obj())
+    waiting: list[str] = ["ns/running"]
+    service = VisibilityService(InlineReads(world.engine), Authorizer(FakeReviews(lambda spec: True)),
+                                world.objects.get, admission_blocked_by=lambda: waiting)
+    path = "/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/ns/workloads/next/explain"
+    code, body = service.handle(path, {}, ALICE)
+    assert code == 200 and body["admissionBlockedBy"] == [{"namespace": "ns", "name": "running"}]
+    assert body["dryRun"]["outcome"] == "Fits" and body["positionInClusterQueue"] == 0
+    assert body["suggestion"].startswith("it is next: it fits now and will be admitted once the pods of ns/running")
+    waiting.clear()  # its pods are ready
+    code, body = service.handle(path, {}, ALICE)
+    assert "admissionBlockedBy" not in body
+    assert body["suggestion"] == "it is next: it fits now and will be admitted by the next scheduling cycle"
