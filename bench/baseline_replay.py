@@ -6,30 +6,45 @@ because on real clusters pykueue evicted many more workloads than Kueue in the b
 (issue 25), and a cluster run is too slow and too noisy to find out why; here every decision
 is visible and a run takes seconds.
 
-The model, in simulated milliseconds:
+The model, in simulated milliseconds, is the controller's loop against an API server that
+answers at a fixed rate and latency (defaults: the controller's settings and the client's QPS 50):
 
 * **arrivals** on the shape's creation timeline (``bench.baseline_driver.creation_timeline``:
   per ClusterQueue and class, one workload every ``every_ms``), fed to the engine as the
-  informer would (``bench.baseline_shape.workload``);
-* **cycles** every ``--cycle-ms``; a cycle is skipped when nothing changed since an
-  unproductive one (the controller sleeps then: an event or the engine's own timer wakes it);
-* an **admitted** workload (every reservation is confirmed, as a successful API write would be)
-  runs ``runtime_ms`` and then finishes (it leaves the engine, as a Finished workload does);
-* a **preempted** workload is marked ``Evicted=True``/``Preempted=True`` at once and keeps its
-  quota for ``--release-ms`` (pods stopping, the job controller suspending it), then its
+  informer would (``bench.baseline_shape.workload``). The driver sends the creates due at one
+  instant one after another, in the timeline's order (``--create-spacing-ms`` apart), and
+  ``--create-jitter-ms`` makes each one late by a seeded pseudo-random amount (the driver's
+  create lag on a loaded machine);
+* **cycles** on a ``--cycle-ms`` grid whenever something changed or the last cycle was
+  productive, else when the next event or the engine's own timer is due (the controller
+  sleeps until then); no cycle runs while ``--max-in-flight`` writes are in flight (the
+  controller's backpressure);
+* **writes**: every reservation and every preemption is one API write; writes take a token
+  each, ``1/--qps`` apart, and land ``--latency-ms`` after their token. A reservation is
+  confirmed when it lands; the runner sees it ``--watch-ms`` later, sends ``Finished``
+  ``runtime_ms`` after that, and the engine sees the workload finish a latency and a watch
+  delay later;
+* a **preemption** lands as ``Evicted=True``/``Preempted=True`` on the victim. If the
+  runner had already sent the victim's ``Finished`` it is *moot* (the victim ends as a
+  success, as on a cluster); otherwise the victim's run is void and ``--release-ms`` later its
   reservation is cleared as Kueue's runner does (``bench.baseline_evictions.release_patch``)
   and it waits in its queue again.
 
-It prints the evictions (by class of victim and preemptor, and by reason), the simulated wall
-time until the last workload finished, the mean time to admission per class and the number of
-cycles, then a JSON summary on the last line. ``--trace N`` prints the first N preemptions with
-the state of the preemptor's queue and cohort at that moment (how much it could have borrowed).
-A measurement program: it asserts nothing about the figures.
+It prints the preemptions (by class of victim and preemptor, and by reason; "moot" ones
+included, as Kueue's count of ``Evicted`` rises includes them), the simulated wall time until the
+last workload finished, the mean time to admission per class (to the reservation landing) and
+the number of cycles, then a JSON summary on the last line. ``--trace N`` prints the first N
+preemptions with the preemptor's queue usage and the cohort's free quota before that cycle.
+``--engine-src [LABEL=]DIR`` replays the same model against the engine of another source tree
+too (a child process each) and prints the runs side by side. A measurement program: it asserts
+nothing about the figures. ``docs/performance.md`` has the figures and what they showed.
 
 Usage::
 
-    python -m bench.baseline_replay                       # full baseline shape, the controller's heads
-    python -m bench.baseline_replay --scale 0.2 --heads 1 --cycle-ms 10
+    python -m bench.baseline_replay                       # full baseline shape, the controller's settings
+    python -m bench.baseline_replay --scale 0.2 --heads 1 --create-jitter-ms 2000
+    git archive main controller pykueue | tar -x -C /tmp/engine-main
+    python -m bench.baseline_replay --create-jitter-ms 2000 --engine-src main=/tmp/engine-main
 """
 
 from __future__ import annotations
@@ -139,9 +154,9 @@ class Replay:
     """The engine, the shape's objects and the simulated clock."""
 
     def __init__(
-        self, shape: Shape, *, heads: int, cycle_ms: int, release_ms: int, qps: float = 0.0,
+        self, shape: Shape, *, heads: int, cycle_ms: int, release_ms: int, qps: float = 50.0,
         max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS, latency_ms: int = 200,
-        watch_ms: int = 50, create_spacing_ms: float = 0.0, create_jitter_ms: int = 0, seed: int = 1, trace: int = 0,
+        watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0, seed: int = 1, trace: int = 0,
         engine: type = Engine,
     ) -> None:
         if cycle_ms <= 0 or release_ms < 0 or qps < 0 or max_in_flight < 1:
@@ -342,9 +357,6 @@ class Replay:
                 productive = self._cycle()
         return self._result()
 
-    def _pending(self) -> int:
-        return sum(self.engine.pending_count(self.names.cluster_queue(i)) for i in range(self.shape.cluster_queues))
-
     def _result(self) -> ReplayResult:
         tta: dict[str, list[int]] = {}
         for record in self.records.values():
@@ -377,9 +389,9 @@ class Replay:
 
 
 def replay(
-    shape: Shape, *, scale: float = 1.0, heads: int = CONTROLLER_HEADS, cycle_ms: int = 10, release_ms: int = 100,
+    shape: Shape, *, scale: float = 1.0, heads: int = CONTROLLER_HEADS, cycle_ms: int = 1, release_ms: int = 100,
     qps: float = 50.0, max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS,
-    latency_ms: int = 200, watch_ms: int = 50, create_spacing_ms: float = 0.0, create_jitter_ms: int = 0,
+    latency_ms: int = 200, watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0,
     seed: int = 1, trace: int = 0, engine: type = Engine,
 ) -> ReplayResult:
     """Replay ``shape`` scaled by ``scale``; see the module docstring for the model."""
@@ -454,7 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", default="baseline", help="config of bench/baseline.yaml")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every class's count")
     parser.add_argument("--heads", type=int, default=CONTROLLER_HEADS, help="heads per ClusterQueue per cycle")
-    parser.add_argument("--cycle-ms", type=int, default=10, help="simulated time between cycles")
+    parser.add_argument("--cycle-ms", type=int, default=1,
+                        help="the grid of cycles: at most one cycle per this much simulated time")
     parser.add_argument("--release-ms", type=int, default=100,
                         help="simulated time from a preemption until the victim's quota is released")
     parser.add_argument("--qps", type=float, default=50.0,
@@ -466,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=int, default=200,
                         help="an API write's latency once its token is taken (controller's and runner's writes)")
     parser.add_argument("--watch-ms", type=int, default=50, help="from a write landing to its watch event")
-    parser.add_argument("--create-spacing-ms", type=float, default=0.0,
+    parser.add_argument("--create-spacing-ms", type=float, default=5.0,
                         help="the driver sends the creates due at one instant this far apart, in timeline order")
     parser.add_argument("--create-jitter-ms", type=int, default=0,
                         help="each create is late by a pseudo-random 0..N ms (the driver's create lag)")
