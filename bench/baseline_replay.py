@@ -35,6 +35,7 @@ included, as Kueue's count of ``Evicted`` rises includes them), the simulated wa
 last workload finished, the mean time to admission per class (to the reservation landing) and
 the number of cycles, then a JSON summary on the last line. ``--trace N`` prints the first N
 preemptions with the preemptor's queue usage and the cohort's free quota before that cycle.
+``--idle-backoff-ms 100`` gives the loop Kueue's backoff after unproductive cycles.
 ``--engine-src [LABEL=]DIR`` replays the same model against the engine of another source tree
 too (a child process each) and prints the runs side by side. A measurement program: it asserts
 nothing about the figures. ``docs/performance.md`` has the figures and what they showed.
@@ -157,11 +158,13 @@ class Replay:
         self, shape: Shape, *, heads: int, cycle_ms: int, release_ms: int, qps: float = 50.0,
         max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS, latency_ms: int = 200,
         watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0, seed: int = 1, trace: int = 0,
-        engine: type = Engine,
+        idle_backoff_ms: int = 0, engine: type = Engine,
     ) -> None:
         if cycle_ms <= 0 or release_ms < 0 or qps < 0 or max_in_flight < 1:
             raise ValueError("cycle_ms and max_in_flight must be positive, release_ms and qps not negative")
         self.qps = qps
+        self.max_backoff_ms = idle_backoff_ms
+        self.backoff_ms = 0
         self.latency_ms = latency_ms
         self.watch_ms = watch_ms
         self.write_interval_ms = 1000.0 / qps if qps else 0.0
@@ -321,6 +324,7 @@ class Replay:
     def run(self) -> ReplayResult:
         changed = True
         productive = False
+        last_cycle_ms = 0
         while True:
             blocked = self.in_flight >= self.max_in_flight
             if blocked or not (changed or productive):
@@ -336,6 +340,10 @@ class Replay:
                 self.now_ms += ticks * self.cycle_ms
             else:
                 self.now_ms += self.cycle_ms
+            if self.backoff_ms > self.now_ms - last_cycle_ms:
+                # Kueue's loop after an unproductive cycle: no cycle before the backoff is over.
+                ticks = -(-(last_cycle_ms + self.backoff_ms - self.now_ms) // self.cycle_ms)
+                self.now_ms += ticks * self.cycle_ms
             changed = False
             while self.events and self.events[0][0] <= self.now_ms:
                 _, seq, kind, key = heapq.heappop(self.events)
@@ -355,6 +363,11 @@ class Replay:
                 changed = True
             if self.in_flight < self.max_in_flight:
                 productive = self._cycle()
+                last_cycle_ms = self.now_ms
+                if productive or not self.max_backoff_ms:
+                    self.backoff_ms = 0
+                else:
+                    self.backoff_ms = min(self.max_backoff_ms, 2 * self.backoff_ms or 1)
         return self._result()
 
     def _result(self) -> ReplayResult:
@@ -392,13 +405,13 @@ def replay(
     shape: Shape, *, scale: float = 1.0, heads: int = CONTROLLER_HEADS, cycle_ms: int = 1, release_ms: int = 100,
     qps: float = 50.0, max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS,
     latency_ms: int = 200, watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0,
-    seed: int = 1, trace: int = 0, engine: type = Engine,
+    seed: int = 1, trace: int = 0, idle_backoff_ms: int = 0, engine: type = Engine,
 ) -> ReplayResult:
     """Replay ``shape`` scaled by ``scale``; see the module docstring for the model."""
     result = Replay(shape.scaled(scale), heads=heads, cycle_ms=cycle_ms, release_ms=release_ms, qps=qps,
                     max_in_flight=max_in_flight, requeue_batch_ms=requeue_batch_ms, latency_ms=latency_ms, watch_ms=watch_ms,
                     create_spacing_ms=create_spacing_ms, create_jitter_ms=create_jitter_ms, seed=seed, trace=trace,
-                    engine=engine).run()
+                    idle_backoff_ms=idle_backoff_ms, engine=engine).run()
     result.scale = scale
     return result
 
@@ -484,6 +497,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--create-jitter-ms", type=int, default=0,
                         help="each create is late by a pseudo-random 0..N ms (the driver's create lag)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the create lag")
+    parser.add_argument("--idle-backoff-ms", type=int, default=0,
+                        help="after an unproductive cycle wait 1 ms, doubling up to this, before the next one "
+                        "whatever arrives (Kueue's loop: 100); 0: the next event wakes the loop (the controller)")
     parser.add_argument("--trace", type=int, default=0, help="print the first N preemptions in detail")
     parser.add_argument("--engine-src", action="append", default=[], metavar="[LABEL=]DIR",
                         help="also replay against the engine of another source tree (controller/ and "
@@ -510,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     release_ms=args.release_ms, qps=args.qps, max_in_flight=args.max_in_flight,
                     requeue_batch_ms=args.requeue_batch_ms, latency_ms=args.latency_ms, watch_ms=args.watch_ms,
                     create_spacing_ms=args.create_spacing_ms, create_jitter_ms=args.create_jitter_ms, seed=args.seed,
-                    trace=args.trace)
+                    trace=args.trace, idle_backoff_ms=args.idle_backoff_ms)
     _print(result)
     summary = result.summary()
     summary["replay_cpu_s"] = round(time.perf_counter() - started, 1)
