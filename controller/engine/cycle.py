@@ -26,6 +26,14 @@ entry against the quota as the previous ones left it).
 its throughput ceiling; several rounds are safe because each re-checks against the mutated state
 and a queue that preempts or blocks stops taking heads. The "snapshot" of Kueue is therefore the
 live cache plus an undo list for the cycle's temporary reservations; nothing is copied.
+
+Only the first round preempts. A head of a later round that needs evictions goes back to its
+queue, untouched and not parked, and its queue takes no more heads this cycle: it is the queue's
+first head next cycle and decides then. Kueue's cycle nominates one head per queue, all against
+the snapshot taken before any of the cycle's admissions, so none of its preemptions is made for
+quota that another entry of the same cycle has just taken; a later round, nominated after the
+earlier rounds' borrowers took the cohort's free quota, would reclaim that quota from other
+borrowers at once (``docs/design/engine.md``, "Preemption and several heads per cycle").
 """
 
 from __future__ import annotations
@@ -114,7 +122,7 @@ def run_cycle(
     targeted = _Targeted()
     cache.preemptor.reserved_this_cycle.clear()
     try:
-        for _ in range(heads_per_cluster_queue):
+        for round_index in range(heads_per_cluster_queue):
             entries: list[_Entry] = []
             for name, queue in queues.queues.items():
                 if name in exhausted or not cache.is_active(name):
@@ -130,11 +138,22 @@ def run_cycle(
             entries.sort(key=_Entry.order)
             ordered = tournament_order(entries, cache.forest) if cache.preemptor.fair_strategies else entries
             for entry in ordered:
+                if round_index and entry.targets:
+                    _defer_preemption(queues, entry, exhausted)
+                    continue
                 _process(cache, queues, holdings, entry, now, result, exhausted, held, targeted)
     finally:
         for node, usage in held:
             quota.remove_usage(node, usage)
         cache.preemptor.reserved_this_cycle.clear()
+
+
+def _defer_preemption(queues: QueueManager, entry: _Entry, exhausted: set[str]) -> None:
+    """A head of a later round that would preempt: back to its queue as it was (not parked, no
+    reason written), and its queue is done for this cycle, so it is the first head next cycle and
+    no workload behind it takes the quota it waits for meanwhile."""
+    queues.requeue(entry.info, entry.cluster_queue)
+    exhausted.add(entry.cluster_queue)
 
 
 def _nominate(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str, now: float) -> _Entry:
