@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.runtime.informer import FuncHandler, Informer
+from pykueue.api.constants import VERSION
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import AlreadyExists
 from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
@@ -218,6 +219,7 @@ def run_once(
         profile = options.profile_dir / f"controller-{variant.name}-{index}-{options.profile_mode}.txt"
     if variant.kueue_version is not None:
         _, crd_dir = kueue_artifacts(variant.kueue_version)
+        client = client.speaking(VERSION)  # Kueue v0.14's CRDs serve v1beta1 only
         crd_swap = CrdSwap(client, crd_dir)
         crd_swap.install()
         controller = KueueProcess(

@@ -175,6 +175,14 @@ class KubeClient:
         transport = ApiClientTransport(kubeconfig_dict_factory(document), user_agent=user_agent, pool_size=8)
         return cls(transport, qps=qps, burst=burst, max_retries=max_retries, timeout=timeout)
 
+    def speaking(self, version: str) -> KubeClient:
+        """A client on the same connections and rate limit that sends and reads Kueue kinds in
+        ``version`` (the benchmark's Kueue variant: Kueue v0.14's CRDs serve only v1beta1)."""
+        clone = self.with_own_rate_limit()
+        clone._bucket = self._bucket
+        clone._wire = KueueWire(version)
+        return clone
+
     def with_own_rate_limit(self) -> KubeClient:
         """A client on the same connections and credentials with its *own* QPS/burst bucket (the
         same limits). controller-runtime gives its event recorder a clientset of its own in the

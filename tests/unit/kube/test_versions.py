@@ -327,3 +327,13 @@ def test_reads_and_writes_leave_their_input_alone() -> None:
     read = wire.read(WORKLOADS, stored)
     assert stored == decoded
     assert read == convert(decoded, "v1beta1")
+
+
+def test_a_client_speaking_v1beta1_addresses_and_sends_kueue_kinds_in_it() -> None:
+    """The baseline's Kueue variant: Kueue v0.14's CRDs serve only v1beta1."""
+    lq = LocalQueueBuilder("lq", "ns", "cq").obj()
+    transport = ScriptedTransport([lq])
+    client = KubeClient(transport, qps=0, kueue_wire=KueueWire("v1beta2")).speaking("v1beta1")
+    client.create(LOCAL_QUEUES, lq, "ns")
+    assert transport.sent[0].path == "/apis/kueue.x-k8s.io/v1beta1/namespaces/ns/localqueues"
+    assert transport.sent[0].body == lq
