@@ -128,7 +128,11 @@ def sync_patch(option: Mapping[str, Any], parent: Mapping[str, Any], spec: Optio
         patch["metadata"].setdefault("annotations", {})[c.OPTION_PREEMPTION_GATE_ANNOTATION] = None
     current = mapping_or_empty(option.get("spec"))
     wanted = mapping_or_empty(parent.get("spec"))
-    changed = {k: copy.deepcopy(wanted.get(k)) for k in FOLLOWED_SPEC_FIELDS if current.get(k) != wanted.get(k)}
+    changed = {
+        k: copy.deepcopy(wanted.get(k))
+        for k in FOLLOWED_SPEC_FIELDS
+        if (current.get(k) or None) != (wanted.get(k) or None) or (k == "priority" and current.get(k) != wanted.get(k))
+    }  # an absent class and v1beta1's "" (no class) are the same
     if "priorityClassName" in changed or "priorityClassSource" in changed:
         # The class is one field in v1beta2 (priorityClassRef): the pair travels together.
         changed.update({k: copy.deepcopy(wanted.get(k)) for k in ("priorityClassName", "priorityClassSource")})

@@ -539,7 +539,7 @@ def convert_patch(kind: str, patch: dict[str, Any], source: str, target: str) ->
         return _copy(patch)
     spec_in = patch.get("spec")
     if kind == "Workload" and target == V1BETA2 and isinstance(spec_in, dict):
-        named = [f for f in _PRIORITY_FIELDS if spec_in.get(f) is not None]
+        named = [f for f in _PRIORITY_FIELDS if spec_in.get(f)]  # "" is v1beta1's "no class"
         if len(named) == 1:
             raise ConversionError(
                 f"a Workload patch setting spec.{named[0]} must set both spec.priorityClassName and "

@@ -87,8 +87,9 @@ def test_admissions_alternate_by_usage_instead_of_arrival_order(
 ) -> None:
     with controller.configured(configuration(admissionFairSharing=AFS)):
         order = _run(kueue, jobs, namespace, flavor_nodes, weight_b="1")
-        # a0 was running when b's backlog came; b0 goes next although a1..a4 are older.
-        assert order[:2] == ["a0", "b0"], order
+        # a0 was running when b's backlog came; a Job of b goes next although a1..a4 are older
+        # (which of b's: the controller creates their Workloads in parallel, within one second).
+        assert order[0] == "a0" and order[1].startswith("b"), order
         # Arrival order would be a0..a4 then b0..b4; by usage the two alternate while both have
         # work (the last Jobs of the longer backlog run in a row at the end).
         assert _longest_run(order[: 2 * BACKLOG - 2]) <= 2, order
@@ -103,6 +104,6 @@ def test_a_heavier_local_queue_gets_more_of_the_admissions(
 ) -> None:
     with controller.configured(configuration(admissionFairSharing=AFS)):
         order = _run(kueue, jobs, namespace, flavor_nodes, weight_b="3")
-        assert order[:2] == ["a0", "b0"], order
+        assert order[0] == "a0" and order[1].startswith("b"), order
         # Weight 3: b's usage counts a third, so b runs several Jobs in a row before a's turn.
         assert sum(1 for name in order[1:7] if name.startswith("b")) >= 4, order

@@ -337,3 +337,16 @@ def test_a_client_speaking_v1beta1_addresses_and_sends_kueue_kinds_in_it() -> No
     client.create(LOCAL_QUEUES, lq, "ns")
     assert transport.sent[0].path == "/apis/kueue.x-k8s.io/v1beta1/namespaces/ns/localqueues"
     assert transport.sent[0].body == lq
+
+
+def test_v1beta1s_empty_class_source_is_no_class_not_half_a_pair() -> None:
+    """A parent read back in v1beta1 carries priorityClassSource "" (no class): its options have
+    nothing to follow, and a patch carrying that "" converts to no reference (found in e2e: the
+    option controller's reconcile failed on it after a parent's reactivation)."""
+    config = config_of(three_flavor_queue())
+    p = parent()
+    opt = option(p, config, "spot")
+    p["spec"]["priorityClassSource"] = ""
+    assert sync_patch(opt, p, config.by_suffix("spot")) is None
+    patch = {"spec": {"priorityClassSource": "", "priorityClassName": None}}
+    assert convert_patch("Workload", patch, "v1beta1", "v1beta2") == {"spec": {"priorityClassRef": None}}
