@@ -80,6 +80,7 @@ from .baseline_shape import (
     resource_flavor,
     workload,
 )
+from .engine_micro_ab import CHILD_UNDER_TREE
 
 # The simulated clock starts here (seconds since the epoch); only differences matter.
 EPOCH_S = 1_800_000_000.0
@@ -435,28 +436,13 @@ def _print(result: ReplayResult, label: str = "") -> None:
               f"evicts {t.victim_class} {t.victim} in {t.victim_cluster_queue}")
 
 
-# Runs this checkout's replay with another source tree first on sys.path (``--engine-src``), and
-# refuses to measure if the engine was not imported from that tree.
-_CHILD = """
-import importlib.util, sys
-tree, program = sys.argv[1], sys.argv[2]
-sys.path.insert(0, tree)
-spec = importlib.util.spec_from_file_location("bench.baseline_replay_under_test", program)
-module = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = module
-spec.loader.exec_module(module)
-import controller.engine
-if not controller.engine.__file__.startswith(tree):
-    raise SystemExit(f"controller.engine was imported from {controller.engine.__file__}, not from {tree}")
-sys.exit(module.main(sys.argv[3:]))
-"""
 
 
 def _replay_in(tree: Path, argv: list[str]) -> dict[str, Any]:
     """The JSON summary of this replay run against the engine of ``tree`` (a child process)."""
     program = Path(__file__).resolve()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(program.parent.parent)])}
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(program), *argv],
+    done = subprocess.run([sys.executable, "-c", CHILD_UNDER_TREE, str(tree), str(program), *argv],
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"replay against {tree} failed:\n{done.stderr}")

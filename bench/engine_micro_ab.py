@@ -23,13 +23,14 @@ from typing import Any
 THIS_CHECKOUT = Path(__file__).resolve().parent.parent
 BENCH_FILE = Path(__file__).resolve().parent / "engine_micro.py"
 
-# Runs the benchmark file of this checkout with another tree first on sys.path, and refuses to
-# measure if the engine was not imported from that tree.
-_CHILD = """
+# Runs a benchmark program of this checkout (its path: argv[2]) with another tree (argv[1]) first on
+# sys.path, and refuses to measure if the engine was not imported from that tree. Shared with
+# bench/baseline_replay.py's --engine-src.
+CHILD_UNDER_TREE = """
 import importlib.util, sys
-tree, bench = sys.argv[1], sys.argv[2]
+tree, program = sys.argv[1], sys.argv[2]
 sys.path.insert(0, tree)
-spec = importlib.util.spec_from_file_location("engine_micro_under_test", bench)
+spec = importlib.util.spec_from_file_location("bench.program_under_test", program)
 module = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = module
 spec.loader.exec_module(module)
@@ -70,7 +71,7 @@ def _run_child(tree: EngineTree, bench_args: Sequence[str]) -> list[dict[str, An
     with tempfile.TemporaryDirectory(prefix="engine-micro-") as tmp:
         summary_path = Path(tmp) / "summary.json"
         done = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(tree.path), str(BENCH_FILE), *bench_args, "--repeat", "1",
+            [sys.executable, "-c", CHILD_UNDER_TREE, str(tree.path), str(BENCH_FILE), *bench_args, "--repeat", "1",
              "--json", str(summary_path)],
             capture_output=True,
             text=True,

@@ -199,22 +199,13 @@ class KueueApi:
     def set_pods_ready(self, namespace: str, name: str) -> None:
         """Play the job integration: the workload's pods are ready (``PodsReady=True``, replacing
         any ``PodsReady`` condition; guarded by resourceVersion, re-read and retried on 409)."""
-        for _attempt in range(5):
-            wl = self.workload(namespace, name)
+        def ready(wl: dict[str, Any]) -> dict[str, Any]:
             conditions = [c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") != "PodsReady"]
             conditions.append({"type": "PodsReady", "status": "True", "reason": "Started", "message": "pods ready",
                                "lastTransitionTime": now_rfc3339()})
-            body = {
-                "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
-                "status": {"conditions": conditions},
-            }
-            try:
-                self.patch_status("Workload", name, body, namespace)
-                return
-            except ApiException as err:
-                if err.status != 409:
-                    raise
-        raise AssertionError(f"could not mark {namespace}/{name} PodsReady: it kept changing")
+            return {"conditions": conditions}
+
+        self._patch_workload_status(namespace, name, ready, f"could not mark {namespace}/{name} PodsReady")
 
     def set_check_state(
         self,
@@ -227,8 +218,7 @@ class KueueApi:
     ) -> None:
         """Play the admission-check controller: set one check's state on the workload (guarded by
         resourceVersion, re-read and retried on 409)."""
-        for _attempt in range(5):
-            wl = self.workload(namespace, name)
+        def with_state(wl: dict[str, Any]) -> dict[str, Any]:
             states = []
             for entry in (wl.get("status") or {}).get("admissionChecks") or []:
                 if entry["name"] == check:
@@ -236,17 +226,25 @@ class KueueApi:
                     if requeue_after_seconds is not None:
                         entry["requeueAfterSeconds"] = requeue_after_seconds
                 states.append(entry)
-            body = {
-                "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
-                "status": {"admissionChecks": states},
-            }
+            return {"admissionChecks": states}
+
+        self._patch_workload_status(namespace, name, with_state, f"could not set check {check} on {namespace}/{name}")
+
+    def _patch_workload_status(
+        self, namespace: str, name: str, status_of: Callable[[dict[str, Any]], dict[str, Any]], failure: str
+    ) -> None:
+        """A status merge patch computed from the current Workload (``status_of``), guarded by its
+        resourceVersion; on 409 the Workload is read again and the patch recomputed (5 attempts)."""
+        for _attempt in range(5):
+            wl = self.workload(namespace, name)
+            body = {"metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]}, "status": status_of(wl)}
             try:
                 self.patch_status("Workload", name, body, namespace)
                 return
             except ApiException as err:
                 if err.status != 409:
                     raise
-        raise AssertionError(f"could not set check {check} on {namespace}/{name}: it kept changing")
+        raise AssertionError(f"{failure}: it kept changing")
 
     def set_active_condition(self, kind: str, name: str, active: bool) -> None:
         """Play an admission-check controller: publish the check's ``Active`` condition."""
