@@ -523,7 +523,8 @@ def convert_patch(kind: str, patch: dict[str, Any], source: str, target: str) ->
     one would overwrite the stored object's entries with a partial view) and no defaults for
     fields the patch does not name. Merge patches delete with ``null``; a deleted field that is
     re-encoded rather than renamed (Workload ``priorityClassName``/``priorityClassSource`` ↔
-    ``priorityClassRef``) deletes its counterpart. Renamed fields carry their ``null`` through
+    ``priorityClassRef``, ClusterQueue ``admissionChecks`` → ``admissionChecksStrategy``) deletes
+    its counterpart. Renamed fields carry their ``null`` through
     the rename on their own. Lists are replaced whole by a merge patch, so the list elements the
     mapping rewrites (topology assignments) are always complete in the patch. For the same reason
     a patch that sets one of ``priorityClassName``/``priorityClassSource`` to v1beta2 must set
@@ -549,6 +550,18 @@ def convert_patch(kind: str, patch: dict[str, Any], source: str, target: str) ->
     body["apiVersion"], body["kind"] = f"{c.GROUP}/{source}", kind
     out = _plain(body, kind, source, target).out
     spec_out = out.get("spec")
+    if (
+        kind == "ClusterQueue"
+        and target == V1BETA2
+        and isinstance(spec_in, dict)
+        and isinstance(spec_out, dict)
+        and "admissionChecks" in spec_in
+        and spec_in["admissionChecks"] is None
+        and "admissionChecksStrategy" not in spec_in
+    ):
+        # v1beta2 keeps a ClusterQueue's check list only as admissionChecksStrategy (the two are
+        # exclusive in v1beta1): deleting the list deletes what holds it there.
+        spec_out["admissionChecksStrategy"] = None
     if kind == "Workload" and isinstance(spec_in, dict) and isinstance(spec_out, dict):
         if target == V1BETA2 and any(f in spec_in and spec_in[f] is None for f in _PRIORITY_FIELDS):
             spec_out["priorityClassRef"] = None

@@ -195,6 +195,8 @@ QUEUE_PATCHES: list[tuple[Obj, Obj]] = [
     (ClusterQueueBuilder("cq").cohort("all").flavor("on-demand", cpu="4").obj(), {"status": {**queue_status(2), "flavorsUsage": []}}),
     (ClusterQueueBuilder("cq").cohort("all").obj(), {"metadata": {"finalizers": ["kueue.x-k8s.io/resource-in-use"]}}),
     (ClusterQueueBuilder("cq").admission_checks("prov").obj(), {"metadata": {"finalizers": None}}),
+    # a client dropping a queue's checks (found with the e2e suite writing v1beta2)
+    (ClusterQueueBuilder("cq").admission_checks("prov").obj(), {"spec": {"admissionChecks": None}}),
     (ClusterQueueBuilder("cq").obj(), {"status": {"fairSharing": {"weightedShare": 250}}}),
     (LocalQueueBuilder("lq", "ns", "cq").obj(), {"status": {**queue_status(3), "flavorUsage": queue_status(1)["flavorsReservation"]}}),
     (ResourceFlavorBuilder("on-demand").obj(), {"metadata": {"finalizers": None}}),
