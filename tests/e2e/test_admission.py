@@ -197,7 +197,9 @@ def test_cluster_queue_with_a_missing_flavor_is_inactive_until_it_exists(
         timeout=30,
         message="the workload is admitted once the flavor exists",
     )
-    assert active("ClusterQueue", cq_name)["reason"] == "Ready"
+    # The queue's status is written by its own controller, possibly just after the admission.
+    wait_for(lambda: (active("ClusterQueue", cq_name) or {}).get("reason") == "Ready", timeout=30,
+             message="the ClusterQueue is Ready again")
 
 
 def test_maximum_execution_time_deactivates_the_workload(kueue: KueueApi, namespace: str) -> None:
