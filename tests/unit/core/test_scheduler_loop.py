@@ -197,6 +197,16 @@ def test_events_are_level_triggered_from_the_cache(harness: Harness) -> None:
     assert fed == ["b"]
 
 
+def _pods_ready(h: Harness, name: str) -> None:
+    ready = h.api.objects[("workloads", f"ns/{name}")]
+    ready["status"]["conditions"].append(
+        {"type": "PodsReady", "status": "True", "reason": "Started", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    )
+    h.api.put("workloads", ready)
+    h.loop.notify("workloads", f"ns/{name}")
+
+
 def test_block_admission_admits_one_at_a_time_until_pods_are_ready() -> None:
     h = Harness(cpu="4", block_admission=True)
     try:
@@ -210,32 +220,11 @@ def test_block_admission_admits_one_at_a_time_until_pods_are_ready() -> None:
         h.step()
         assert h.reserved() == {first}, "nothing more while its pods are not ready"
 
-        ready = h.api.objects[("workloads", f"ns/{first}")]
-        ready["status"]["conditions"].append(
-            {
-                "type": "PodsReady",
-                "status": "True",
-                "reason": "Started",
-                "message": "",
-                "lastTransitionTime": "2026-01-01T00:00:00Z",
-            }
-        )
-        h.api.put("workloads", ready)
-        h.loop.notify("workloads", f"ns/{first}")
+        _pods_ready(h, first)
         h.step()
         assert len(h.reserved()) == 2
     finally:
         h.close()
-
-
-def _pods_ready(h: Harness, name: str) -> None:
-    ready = h.api.objects[("workloads", f"ns/{name}")]
-    ready["status"]["conditions"].append(
-        {"type": "PodsReady", "status": "True", "reason": "Started", "message": "",
-         "lastTransitionTime": "2026-01-01T00:00:00Z"}
-    )
-    h.api.put("workloads", ready)
-    h.loop.notify("workloads", f"ns/{name}")
 
 
 def test_block_admission_explain_says_the_next_one_waits_for_the_admitted_ones_pods() -> None:
