@@ -47,6 +47,7 @@ from controller.concurrentadmission.option_workloads import (
     option_rank,
     sync_patch,
 )
+from controller.workload import admissionchecks
 from controller.workload import view as wv
 from pykueue.api import constants as c
 from pykueue.api.objects import mapping_or_empty
@@ -126,17 +127,15 @@ def rejection(option: Obj) -> str | None:
 
 def _rejected_checks(option: Obj) -> str | None:
     """The workload controller's message-to-be for an option whose check state is ``Rejected``
-    (``controller.workload.decisions``), or None."""
+    (``controller.workload.decisions``, from the same verdict), or None."""
     states = wv.status(option).get("admissionChecks")
     if not isinstance(states, list):
         return None
-    rejected = [s for s in states if isinstance(s, Mapping) and s.get("state") == c.CHECK_REJECTED]
-    if not rejected:
+    names = [str(s.get("name")) for s in states if isinstance(s, Mapping)]
+    verdict = admissionchecks.evaluate(states, names)
+    if verdict.verdict is not admissionchecks.Verdict.REJECTED:
         return None
-    detail = "; ".join(
-        f"{s.get('name')}: {s.get('message')}" if s.get("message") else str(s.get("name")) for s in rejected
-    )
-    return f"Admission check(s) rejected: {detail}"
+    return f"Admission check(s) rejected: {verdict.message}"
 
 
 def observed_state(option: Obj) -> tuple[str, str]:
