@@ -186,7 +186,9 @@ def test_rejected_on_every_option_leaves_the_parent_inactive_with_a_clear_messag
     assert message.startswith("Every option was rejected"), message
     for flavor in ("2a", "2b"):
         assert world.flavor[flavor] in message or f"option-{world.flavor[flavor]}" in message, message
-    assert "OptionsRejected" in world.events("Workload", parent["metadata"]["name"])
+    # The Event is recorded after the parent's write, asynchronously.
+    wait_for(lambda: "OptionsRejected" in world.events("Workload", parent["metadata"]["name"]), timeout=CONVERGE,
+             message="the parent's OptionsRejected Event")
     world.wait_option_statuses(parent, {"2a": "Removed", "2b": "Removed"})
     stays(lambda: world.running_on("doomed") is None and not world.reserving(parent), 3, "nothing runs or holds quota")
     assert world.batch.read_namespaced_job("doomed", namespace).spec.suspend
