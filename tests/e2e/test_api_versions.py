@@ -117,9 +117,16 @@ def test_objects_written_in_v1beta1_read_back_in_v1beta2(versions: Versions, nam
     assert wl["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": wpc}
     assert "priorityClassName" not in wl["spec"]
     assert CONVERSION_DATA_ANNOTATION not in (wl["metadata"].get("annotations") or {})
-    # kubectl get in either version lists the same objects, with each version's columns.
-    for kind in ("ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor"):
-        assert versions.names("v1beta1", kind) == versions.names("v1beta2", kind)
+    # Listing in either version returns this test's objects (only those are compared: objects of
+    # earlier tests may finish their deletion between two lists), with each version's columns.
+    ours = {
+        "ClusterQueue": {f"/{cq}"},
+        "ResourceFlavor": {f"/{flavor}"},
+        "LocalQueue": {f"{namespace}/lq"},
+        "Workload": {f"{namespace}/wl"},
+    }
+    for kind, names in ours.items():
+        assert versions.names("v1beta1", kind) & names == versions.names("v1beta2", kind) & names == names, kind
     for version in ("v1beta1", "v1beta2"):
         table = cluster.kubectl("get", f"clusterqueues.{version}.{GROUP}", cq).stdout.splitlines()
         assert table[0].split()[:2] == ["NAME", "COHORT"] and table[1].split()[:2] == [cq, cohort], (version, table)
