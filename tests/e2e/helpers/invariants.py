@@ -25,6 +25,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pykueue.api.constants import STORAGE_VERSION
+from pykueue.api.conversion import convert_shared
 from pykueue.api.quantity import QuantityError, parse_quantity
 
 Obj = Mapping[str, Any]
@@ -256,8 +258,12 @@ def fetch_state(api_client: Any) -> tuple[list[Obj], list[Obj], list[Obj], list[
     custom = client.CustomObjectsApi(api_client)
 
     def items(plural: str) -> list[Obj]:
+        # Listed in the stored version and converted here, as the programs read: a list of every
+        # Workload in the version not stored is a conversion-webhook call for all of them, and
+        # the checker runs after every test and in tight loops (it is not what is under test).
         try:
-            return custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta1", plural)["items"]
+            listed = custom.list_cluster_custom_object("kueue.x-k8s.io", STORAGE_VERSION, plural)["items"]
+            return [convert_shared(item, "v1beta1") for item in listed]
         except client.ApiException as exc:
             if exc.status == 404 and plural == "cohorts":
                 return []
