@@ -7,8 +7,8 @@ import pytest
 from bench.baseline_shape import LOCAL_QUEUE_NAME, Names, cluster_queue, local_queue
 from bench.controller_cold_start import (
     WORKLOAD_RESOURCE,
+    Batch,
     ControllerState,
-    Creation,
     format_summary,
     planned_workload,
     queue_shape,
@@ -132,7 +132,7 @@ def test_milestones_in_order_and_figures_at_the_moment_all_are_pending() -> None
     assert startup.ready_s <= startup.all_pending_s
     assert startup.state is not None and startup.state.pending == 5000
     assert startup.at_all_pending == ProcSample(12.5, 300.0, 320.0)
-    result = summarise(5000, 10, Creation(created=5000, errors=0, seconds=40.0), startup)
+    result = summarise("abc123", 5000, 10, Batch(done=5000, errors=0, seconds=40.0), startup)
     assert (result["workloads"], result["pending_in_engine"]) == (5000, 5000)
     assert (result["rss_mib"], result["peak_rss_mib"], result["cpu_s"]) == (300.0, 320.0, 12.5)
     assert result["cpu_ms_per_workload"] == 2.5
