@@ -24,7 +24,8 @@ one informer in isolation (:mod:`bench.informer_sync` does the latter):
    Each is when a poll first saw it, so it is late by up to one poll and its answer time (a
    busy controller answers slower); ``/readyz`` is asked before ``/metrics`` in every poll.
    At that last moment the controller's resident memory, its peak (``VmHWM``) and its CPU
-   seconds (:mod:`bench.procstats`), plus its own figure for the Workload list (all pages and
+   seconds (:mod:`bench.procstats`; memory and CPU also when ``/readyz`` first answered, which
+   splits the listing from the engine's load), plus its own figure for the Workload list (all pages and
    the store replace, ``pykueue_reflector_list_duration_seconds``);
 3. the run's workloads, namespaces, ClusterQueues and flavor are deleted while the controller
    still runs (:func:`clean_up`), unless ``--keep`` or the cluster is one this program started
@@ -197,6 +198,7 @@ class Startup:
     ready_s: float | None = None
     all_pending_s: float | None = None
     state: ControllerState | None = None
+    at_ready: ProcSample | None = None
     at_all_pending: ProcSample | None = None
     api: dict[str, Any] | None = None
 
@@ -219,6 +221,7 @@ def watch_start(
         # finds it loaded should also see the controller ready.
         if startup.ready_s is None and controller.ready():
             startup.ready_s = time.monotonic() - started
+            startup.at_ready = controller.sample()
         text = controller.metrics_text(timeout=max(1.0, poll_s))
         now = time.monotonic() - started
         if text is not None:
@@ -238,7 +241,7 @@ def watch_start(
         time.sleep(poll_s)
     controller.stop_profiler()
     if startup.ready_s is None:  # ready and loaded between two polls: ready came no later
-        startup.ready_s = startup.all_pending_s
+        startup.ready_s, startup.at_ready = startup.all_pending_s, startup.at_all_pending
     return startup
 
 
@@ -266,6 +269,8 @@ def summarise(run_id: str, count: int, cluster_queues: int, creation: Batch, sta
         "rss_mib": _round(proc.rss_mib if proc else None, 1),
         "peak_rss_mib": _round(proc.peak_rss_mib if proc else None, 1),
         "cpu_s": _round(proc.cpu_seconds if proc else None, 1),
+        "rss_mib_at_ready": _round(startup.at_ready.rss_mib if startup.at_ready else None, 1),
+        "cpu_s_at_ready": _round(startup.at_ready.cpu_seconds if startup.at_ready else None, 1),
         "cpu_ms_per_workload": _round(1000 * proc.cpu_seconds / creation.done if proc and creation.done else None,
                                       3),
         "controller_requests_by_verb": (startup.api or {}).get("requests_by_verb"),
@@ -281,8 +286,10 @@ def format_summary(result: dict[str, Any]) -> str:
                                                f" (its list: {result['workloads_list_seconds']} s)"),
         ("launch -> every informer synced", f"{result['seconds_to_ready']} s"),
         ("launch -> engine holds all pending", f"{result['seconds_to_all_pending']} s"),
-        ("controller RSS then / peak", f"{result['rss_mib']} MiB / {result['peak_rss_mib']} MiB"),
-        ("controller CPU then", f"{result['cpu_s']} s ({result['cpu_ms_per_workload']} ms per workload)"),
+        ("controller RSS then / peak", f"{result['rss_mib']} MiB / {result['peak_rss_mib']} MiB"
+                                       f" (at every informer synced: {result['rss_mib_at_ready']} MiB)"),
+        ("controller CPU then", f"{result['cpu_s']} s ({result['cpu_ms_per_workload']} ms per workload;"
+                                f" at every informer synced: {result['cpu_s_at_ready']} s)"),
     ]
     return "\n".join(f"{label:<38}{value}" for label, value in rows)
 

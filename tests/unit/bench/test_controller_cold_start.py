@@ -136,6 +136,7 @@ def test_milestones_in_order_and_figures_at_the_moment_all_are_pending() -> None
     assert (result["workloads"], result["pending_in_engine"]) == (5000, 5000)
     assert (result["rss_mib"], result["peak_rss_mib"], result["cpu_s"]) == (300.0, 320.0, 12.5)
     assert result["cpu_ms_per_workload"] == 2.5
+    assert (result["rss_mib_at_ready"], result["cpu_s_at_ready"]) == (300.0, 12.5)
     assert "engine holds all pending" in format_summary(result)
 
 
