@@ -143,6 +143,13 @@ class ControllerProcess(LocalProcess):
         self.profiler: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        """Launch the controller and wait until it is ready (its informers synced)."""
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the process and return at once, before it is ready: a cold-start benchmark
+        times the way to readiness itself (:mod:`bench.controller_cold_start`)."""
         self.health_port, self.metrics_port = _free_port(), _free_port()
         command = [
             sys.executable,
@@ -176,14 +183,23 @@ class ControllerProcess(LocalProcess):
                 cwd=self.source_tree or REPO_ROOT,
                 env=controller_environment(self.source_tree),
             )
-        deadline = time.monotonic() + READY_TIMEOUT_S
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Poll ``/readyz`` until it answers 200; stop the process and raise if it exits or
+        ``timeout`` seconds pass first."""
+        assert self.process is not None, "launch() first"
+        deadline = time.monotonic() + timeout
         while not self._ready():
             if self.process.poll() is not None:
                 raise RuntimeError(f"the controller exited during start-up:\n{self.log_tail()}")
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"the controller was not ready within {READY_TIMEOUT_S:.0f}s:\n{self.log_tail()}")
+                raise RuntimeError(f"the controller was not ready within {timeout:.0f}s:\n{self.log_tail()}")
             time.sleep(0.3)
+
+    def ready(self) -> bool:
+        """``/readyz`` answers 200 now (every informer completed its first list)."""
+        return self._ready()
 
     def start_profiler(self) -> bool:
         """Attach py-spy to the running controller (False when py-spy is not installed)."""
@@ -215,12 +231,16 @@ class ControllerProcess(LocalProcess):
     def api_requests(self) -> dict[str, Any] | None:
         """The controller's API client counters from ``/metrics`` (None when unreachable):
         requests by verb and the total time requests waited for the client-side rate limiter."""
+        text = self.metrics_text()
+        return client_request_figures(text) if text is not None else None
+
+    def metrics_text(self, timeout: float = 5.0) -> str | None:
+        """The controller's ``/metrics`` page, or None while it does not answer."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
-                text = response.read().decode()
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=timeout) as response:
+                return str(response.read().decode())
         except OSError:
             return None
-        return client_request_figures(text)
 
 
 def client_request_figures(metrics_text: str) -> dict[str, Any]:

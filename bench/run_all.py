@@ -7,7 +7,7 @@ Each benchmark runs as its own process (``python -m bench.<name> --scale S``) so
 or leaks threads cannot disturb the next, and its output is shown as it comes. The figures
 collected from each are its JSON summary line (the last line that parses as a JSON object) or,
 for the webhook load, its result lines. The benchmarks that need a cluster (informer sync, the
-scheduler baseline) share one: ``--kubeconfig`` (or ``$PYKUEUE_KUBECONFIG``), else the local
+controller cold start, the scheduler baseline) share one: ``--kubeconfig`` (or ``$PYKUEUE_KUBECONFIG``), else the local
 cluster ``$PYKUEUE_CLUSTER_NAME`` (default ``pykueue-bench``), brought up once here and torn
 down at the end if this program started it.
 
@@ -45,6 +45,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("conversion_load", needs_cluster=False),
     Benchmark("conversion_micro", needs_cluster=False),
     Benchmark("informer_sync", needs_cluster=True),
+    Benchmark("controller_cold_start", needs_cluster=True),
     Benchmark("baseline", needs_cluster=True),
 )
 

@@ -3,8 +3,9 @@
 They check that each benchmark completes and prints its figures and JSON summary; timings are
 never asserted (a shared 2-core machine makes them meaningless as a gate). The scheduler
 baseline uses the session's controller (``--controller-pid``, or ``--external-controller`` when
-the chart runs it) so two controllers never admit the same workloads; its Kueue variant runs on a
-local cluster of its own for the same reason.
+the chart runs it) so two controllers never admit the same workloads; its Kueue variant and the
+controller cold start (which needs a cluster where no controller runs while its workloads are
+created) run on local clusters of their own for the same reason.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from typing import Any
 import pytest
 
 from bench import baseline, informer_sync
+from bench.baseline_shape import RUN_LABEL
+from pykueue.kube.client import KubeClient
+from pykueue.kube.resources import CLUSTER_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,3 +129,40 @@ def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> 
     assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
     assert run["driver"]["evictions_completed"] is not None and run["driver"]["errors"] == 0
     assert summary["medians"][f"kueue@{KUEUE_VERSION}"]["runs"] == 1
+
+
+@pytest.mark.timeout(900)
+def test_controller_cold_start_smoke(tmp_path: Path) -> None:
+    """200 pending workloads, then a controller process started against them: it completes, the
+    engine it reports holds exactly the workloads created, and it deletes what it created (figures
+    printed, never judged). On a local cluster of its own, brought up here so that the program
+    reuses it and cleans up as it does on a shared cluster."""
+    from hack.localcluster import LocalCluster
+
+    cluster = LocalCluster(f"{os.environ.get('PYKUEUE_CLUSTER_NAME') or 'pykueue-e2e'}-cold")
+    cluster.up()
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "PYKUEUE_KUBECONFIG"}
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.controller_cold_start", "--count", "200", "--timeout", "300",
+             "--kubeconfig", cluster.kubeconfig, "--json", str(tmp_path / "summary.json")],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=840,
+        )
+        assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+        for figure in ("launch -> every informer synced", "launch -> engine holds all pending", "controller RSS"):
+            assert figure in done.stdout, figure
+        result = json.loads((tmp_path / "summary.json").read_text())
+        assert result == _summary(done.stdout)
+        assert result["workloads"] == result["pending_in_engine"] == 200 and result["create_errors"] == 0
+        assert result["workloads_cached"] >= 200
+        assert result["rss_mib"] > 0 and result["cpu_s"] > 0
+        assert "deleted 200 workloads" in done.stdout
+        client = KubeClient.from_config(cluster.kubeconfig)
+        try:
+            selector = f"{RUN_LABEL}={result['run_id']}"
+            for res in (WORKLOADS, NAMESPACES, CLUSTER_QUEUES, RESOURCE_FLAVORS):
+                assert client.list(res, label_selector=selector).get("items") == [], res
+        finally:
+            client.close()
+    finally:
+        cluster.down()

@@ -2,7 +2,7 @@
 
 Only completion and the presence of figures are checked, never timings: the figures of a
 shared 2-core machine say nothing about a change. The cluster benchmarks (informer sync, the
-scheduler baseline) have their smoke run in ``tests/e2e/test_bench_smoke.py``.
+controller cold start, the scheduler baseline) have their smoke run in ``tests/e2e/test_bench_smoke.py``.
 """
 
 from __future__ import annotations

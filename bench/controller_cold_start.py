@@ -1,0 +1,362 @@
+"""Controller cold start: the real controller process started against N pending Workloads.
+
+A controller that restarts (a rollout, a crash, a new leader) must list everything before it can
+admit anything, and at Kueue's scale "everything" is tens of thousands of pending Workloads.
+This program measures that way back, for the whole ``pykueue-controller`` process rather than
+one informer in isolation (:mod:`bench.informer_sync` does the latter):
+
+1. a queue setup in which nothing fits: one ResourceFlavor, ``--cluster-queues`` ClusterQueues
+   (10) in one cohort with a cpu quota of 0, one namespace and LocalQueue per ClusterQueue (the
+   scheduler baseline's objects, :mod:`bench.baseline_shape`), and ``--count`` standalone
+   Workloads (50,000) of 1 cpu spread over them, created with ``--concurrency`` creates in flight
+   while **no controller runs**, so they are all pending when it starts;
+2. a ``pykueue-controller`` process (:class:`bench.controller_process.ControllerProcess`, client
+   QPS 50 / burst 100 as Kueue's runs) is launched, and its ``/metrics`` and ``/readyz`` are
+   polled every ``--poll`` seconds. From the launch, seconds until:
+
+   * ``/metrics`` first answers (interpreter start and imports),
+   * the Workload informer reports synced (``pykueue_informer_synced``) and
+   * every informer has (``/readyz``, the manager's ``informers-synced`` check),
+   * the engine holds every workload as pending: ``kueue_pending_workloads`` (active plus
+     inadmissible) summed over this run's ClusterQueues equals the count created — the
+     scheduler sets it after its first cycle on the freshly loaded engine.
+
+   Each is when a poll first saw it, so it is late by up to one poll and its answer time (a
+   busy controller answers slower); ``/readyz`` is asked before ``/metrics`` in every poll.
+   At that last moment the controller's resident memory, its peak (``VmHWM``) and its CPU
+   seconds (:mod:`bench.procstats`; memory and CPU also when ``/readyz`` first answered, which
+   splits the listing from the engine's load), plus its own figure for the Workload list (all pages and
+   the store replace, ``pykueue_reflector_list_duration_seconds``);
+3. the run's workloads, namespaces, ClusterQueues and flavor are deleted while the controller
+   still runs (:func:`clean_up`), unless ``--keep`` or the cluster is one this program started
+   (then it is stopped instead); last the controller is stopped.
+
+The cluster: ``--kubeconfig`` (or ``$PYKUEUE_KUBECONFIG``), else the local cluster named
+``$PYKUEUE_CLUSTER_NAME`` (default ``pykueue-bench``), brought up if needed and stopped at the end
+if this program started it. No other admission controller may run on it: one would admit or
+annotate the workloads before the measured controller starts (with a quota of 0 it admits none,
+but it would write their pending reasons).
+
+Usage::
+
+    python -m bench.controller_cold_start                 # 50,000 workloads
+    python -m bench.controller_cold_start --scale 0.1     # 5,000
+    python -m bench.controller_cold_start --scale 0.1 --profile /tmp/cold.txt   # py-spy the start
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from pykueue.kube.client import KubeClient
+from pykueue.kube.errors import AlreadyExists, ApiError
+from pykueue.kube.resources import WORKLOADS
+
+from .baseline import connect, create_queues, delete_run
+from .baseline_shape import Anchor, Names, Shape, WorkloadClass, workload
+from .baseline_variants import VARIANTS
+from .controller_process import ControllerProcess, client_request_figures
+from .procstats import ProcSample
+
+WORKLOAD_RESOURCE = str(WORKLOADS)
+# Every workload asks for 1 cpu; every ClusterQueue has 0, borrows nothing: none can be admitted.
+WORKLOAD_CLASS = WorkloadClass(name="pending", count=1, cpu=1, runtime_ms=1, priority=0, every_ms=1)
+
+
+def queue_shape(cluster_queues: int) -> Shape:
+    """The baseline's ClusterQueue objects, all in one cohort, with a cpu quota of 0 and no
+    borrowing: every workload stays pending however long the controller runs."""
+    return Shape(
+        config="cold_start",
+        cohorts=1,
+        queues_per_cohort=cluster_queues,
+        classes=(WORKLOAD_CLASS,),
+        anchor=Anchor(wall_s=0.0, cq_utilisation_pct=0.0, mean_time_to_admission_s={}),
+        nominal_cpu=0,
+        borrowing_limit_cpu=0,
+    )
+
+
+def planned_workload(names: Names, cluster_queues: int, index: int) -> dict[str, Any]:
+    """Workload ``index`` of the run: round-robin over the ClusterQueues' namespaces, so every
+    queue holds ``count / cluster_queues`` of them (named ``pending-<ordinal>`` per namespace)."""
+    return workload(names, index % cluster_queues, WORKLOAD_CLASS, index // cluster_queues)
+
+
+@dataclass
+class Batch:
+    """What one pass over the run's workloads (creates or deletes) came to."""
+
+    done: int  # succeeded, or found already done (a retried request whose first try had landed)
+    errors: int
+    seconds: float
+
+
+def for_each_workload(
+    client: KubeClient, names: Names, cluster_queues: int, count: int, options: argparse.Namespace, verb: str
+) -> Batch:
+    """Create (``verb="create"``) or delete every workload of the run with at most
+    ``options.concurrency`` requests in flight, printing progress every ``options.progress_every``
+    seconds."""
+    lock = threading.Lock()
+    tally = {"done": 0, "errors": 0}
+    all_done = threading.Event()
+    started = time.monotonic()
+
+    def one(index: int) -> None:
+        obj = planned_workload(names, cluster_queues, index)
+        outcome = "errors"
+        try:
+            if verb == "create":
+                with contextlib.suppress(AlreadyExists):
+                    client.create(WORKLOADS, obj)
+            else:
+                client.delete(WORKLOADS, obj["metadata"]["name"], obj["metadata"]["namespace"])
+            outcome = "done"
+        except ApiError as err:  # the client's retries are spent; count it, carry on
+            print(f"  {verb} workload {index} failed: {err}", flush=True)
+        finally:
+            with lock:
+                tally[outcome] += 1
+                if tally["done"] + tally["errors"] >= count:
+                    all_done.set()
+
+    with ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix=f"bench-{verb}") as pool:
+        for index in range(count):
+            pool.submit(one, index)
+        while not all_done.wait(options.progress_every):
+            elapsed = time.monotonic() - started
+            with lock:
+                done, errors = tally["done"], tally["errors"]
+            print(f"  [{elapsed:6.0f}s] {verb}d {done}/{count} ({done / elapsed:.0f}/s), errors {errors}", flush=True)
+    return Batch(tally["done"], tally["errors"], time.monotonic() - started)
+
+
+def clean_up(client: KubeClient, names: Names, cluster_queues: int, count: int, options: argparse.Namespace) -> None:
+    """Delete the workloads one by one while the controller still runs, then the run's
+    namespaces, ClusterQueues and flavor (the controller removes its finalizers).
+
+    Workloads first: deleting a namespace or queue under tens of thousands of pending workloads
+    makes the controller write a new pending reason (and an Event) for each, and the namespace
+    controller then deleted them at about 40 per second on the development machine."""
+    deleted = for_each_workload(client, names, cluster_queues, count, options, "delete")
+    print(f"deleted {deleted.done} workloads in {deleted.seconds:.1f}s ({deleted.errors} errors)", flush=True)
+    if not delete_run(client, names, wait_s=300.0):
+        print(f"warning: run {names.run_id}'s objects were not all deleted within 300 s", flush=True)
+
+
+@dataclass(frozen=True)
+class ControllerState:
+    """What one ``/metrics`` page says about the controller's start."""
+
+    workloads_synced: bool
+    workloads_cached: int
+    pending: int  # kueue_pending_workloads, active + inadmissible, over the given ClusterQueues
+    workloads_list_seconds: float | None  # the reflector's own time for the Workload list
+
+
+def read_state(metrics_text: str, cluster_queues: set[str]) -> ControllerState:
+    synced, cached, pending = False, 0, 0
+    list_seconds: float | None = None
+    for family in text_string_to_metric_families(metrics_text):
+        for metric in family.samples:
+            labels = metric.labels
+            if metric.name == "pykueue_informer_synced" and labels.get("resource") == WORKLOAD_RESOURCE:
+                synced = metric.value >= 1
+            elif metric.name == "pykueue_informer_cached_objects" and labels.get("resource") == WORKLOAD_RESOURCE:
+                cached = int(metric.value)
+            elif metric.name == "kueue_pending_workloads" and labels.get("cluster_queue") in cluster_queues:
+                pending += int(metric.value)
+            elif (
+                metric.name == "pykueue_reflector_list_duration_seconds_sum"
+                and labels.get("resource") == WORKLOAD_RESOURCE
+            ):
+                list_seconds = metric.value
+    return ControllerState(synced, cached, pending, list_seconds)
+
+
+@dataclass
+class Startup:
+    """Seconds from the controller's launch to each milestone (None: not seen before the end)."""
+
+    metrics_up_s: float | None = None
+    workloads_synced_s: float | None = None
+    ready_s: float | None = None
+    all_pending_s: float | None = None
+    state: ControllerState | None = None
+    at_ready: ProcSample | None = None
+    at_all_pending: ProcSample | None = None
+    api: dict[str, Any] | None = None
+
+
+def watch_start(
+    controller: ControllerProcess, expected: int, cluster_queues: set[str], poll_s: float, timeout_s: float
+) -> Startup:
+    """Launch the controller and poll it until its engine holds ``expected`` pending workloads."""
+    startup = Startup()
+    started = time.monotonic()
+    controller.launch()
+    deadline = started + timeout_s
+    while startup.all_pending_s is None:
+        if not controller.alive():
+            raise RuntimeError(f"the controller exited during start-up:\n{controller.log_tail()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the engine did not hold {expected} pending workloads within {timeout_s:.0f}s "
+                               f"(last seen: {startup.state}):\n{controller.log_tail()}")
+        # /readyz first: the engine is loaded only after every informer synced, so a poll that
+        # finds it loaded should also see the controller ready.
+        if startup.ready_s is None and controller.ready():
+            startup.ready_s = time.monotonic() - started
+            startup.at_ready = controller.sample()
+        text = controller.metrics_text(timeout=max(1.0, poll_s))
+        now = time.monotonic() - started
+        if text is not None:
+            if startup.metrics_up_s is None:
+                startup.metrics_up_s = now
+                controller.start_profiler()
+            state = read_state(text, cluster_queues)
+            startup.state = state
+            if startup.workloads_synced_s is None and (state.workloads_synced or startup.ready_s is not None):
+                # Ready means every informer synced: an earlier /readyz bounds this one too.
+                startup.workloads_synced_s = min(now, startup.ready_s if startup.ready_s is not None else now)
+            if state.pending >= expected:
+                startup.all_pending_s = now
+                startup.at_all_pending = controller.sample()
+                startup.api = client_request_figures(text)
+                break
+        time.sleep(poll_s)
+    controller.stop_profiler()
+    if startup.ready_s is None:  # ready and loaded between two polls: ready came no later
+        startup.ready_s, startup.at_ready = startup.all_pending_s, startup.at_all_pending
+    return startup
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def summarise(run_id: str, count: int, cluster_queues: int, creation: Batch, startup: Startup) -> dict[str, Any]:
+    proc, state = startup.at_all_pending, startup.state
+    return {
+        "benchmark": "controller_cold_start",
+        "run_id": run_id,
+        "workloads": creation.done,
+        "requested": count,
+        "cluster_queues": cluster_queues,
+        "create_seconds": round(creation.seconds, 1),
+        "create_errors": creation.errors,
+        "seconds_to_metrics": _round(startup.metrics_up_s),
+        "seconds_to_workloads_synced": _round(startup.workloads_synced_s),
+        "seconds_to_ready": _round(startup.ready_s),
+        "seconds_to_all_pending": _round(startup.all_pending_s),
+        "workloads_list_seconds": _round(state.workloads_list_seconds if state else None),
+        "workloads_cached": state.workloads_cached if state else None,
+        "pending_in_engine": state.pending if state else None,
+        "rss_mib": _round(proc.rss_mib if proc else None, 1),
+        "peak_rss_mib": _round(proc.peak_rss_mib if proc else None, 1),
+        "cpu_s": _round(proc.cpu_seconds if proc else None, 1),
+        "rss_mib_at_ready": _round(startup.at_ready.rss_mib if startup.at_ready else None, 1),
+        "cpu_s_at_ready": _round(startup.at_ready.cpu_seconds if startup.at_ready else None, 1),
+        "cpu_ms_per_workload": _round(1000 * proc.cpu_seconds / creation.done if proc and creation.done else None,
+                                      3),
+        "controller_requests_by_verb": (startup.api or {}).get("requests_by_verb"),
+    }
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    rows = [
+        ("workloads pending at start", f"{result['workloads']} in {result['cluster_queues']} ClusterQueues"
+                                       f" (created in {result['create_seconds']} s)"),
+        ("launch -> /metrics answers", f"{result['seconds_to_metrics']} s"),
+        ("launch -> Workload informer synced", f"{result['seconds_to_workloads_synced']} s"
+                                               f" (its list: {result['workloads_list_seconds']} s)"),
+        ("launch -> every informer synced", f"{result['seconds_to_ready']} s"),
+        ("launch -> engine holds all pending", f"{result['seconds_to_all_pending']} s"),
+        ("controller RSS then / peak", f"{result['rss_mib']} MiB / {result['peak_rss_mib']} MiB"
+                                       f" (at every informer synced: {result['rss_mib_at_ready']} MiB)"),
+        ("controller CPU then", f"{result['cpu_s']} s ({result['cpu_ms_per_workload']} ms per workload;"
+                                f" at every informer synced: {result['cpu_s_at_ready']} s)"),
+    ]
+    return "\n".join(f"{label:<38}{value}" for label, value in rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench.controller_cold_start", description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=50_000, help="pending workloads at the controller's start")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply --count (e.g. 0.1 for 5,000)")
+    parser.add_argument("--cluster-queues", type=int, default=10, help="ClusterQueues (one namespace each)")
+    parser.add_argument("--concurrency", type=int, default=64, help="workload creates in flight at once")
+    parser.add_argument("--qps", type=float, default=VARIANTS["kueue-qps"].qps, help="the controller's client QPS")
+    parser.add_argument("--burst", type=int, default=VARIANTS["kueue-qps"].burst, help="the controller's burst")
+    parser.add_argument("--poll", type=float, default=0.25, help="seconds between polls of the controller")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the start may take")
+    parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between creation progress lines")
+    parser.add_argument("--kubeconfig", help="an existing cluster (default: $PYKUEUE_KUBECONFIG, else a local one)")
+    parser.add_argument("--profile", type=Path, help="py-spy the controller from /metrics up to all pending loaded")
+    parser.add_argument("--keep", action="store_true", help="keep the run's queues, namespaces and workloads")
+    parser.add_argument("--json", type=Path, help="also write the JSON summary to this file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    count = max(1, int(args.count * args.scale))
+    if args.cluster_queues < 1:
+        print("bench.controller_cold_start: --cluster-queues must be at least 1", file=sys.stderr)
+        return 2
+    client, kubeconfig, started_cluster = connect(args.kubeconfig)
+    workdir = Path(tempfile.mkdtemp(prefix="pykueue-bench-cold-start-"))
+    names = Names(uuid.uuid4().hex[:6])
+    shape = queue_shape(args.cluster_queues)
+    controller = ControllerProcess(
+        kubeconfig, qps=args.qps, burst=args.burst, workdir=workdir, label="cold-start", profile_to=args.profile
+    )
+    try:
+        create_queues(client, shape, names)
+        print(f"creating {count} workloads in {args.cluster_queues} ClusterQueues of run {names.run_id}"
+              f" ({args.concurrency} in flight; no controller runs); logs in {workdir}", flush=True)
+        creation = for_each_workload(client, names, args.cluster_queues, count, args, "create")
+        print(f"created {creation.done} in {creation.seconds:.1f}s ({creation.errors} errors);"
+              f" starting the controller...", flush=True)
+        queues = {names.cluster_queue(index) for index in range(args.cluster_queues)}
+        startup = watch_start(controller, creation.done, queues, args.poll, args.timeout)
+        result = summarise(names.run_id, count, args.cluster_queues, creation, startup)
+        if args.profile is not None and controller.profiler is not None:
+            result["profile"] = str(args.profile)
+        print(format_summary(result), flush=True)
+    finally:
+        try:
+            if args.keep:
+                print(f"kept run {names.run_id}'s objects", flush=True)
+            elif started_cluster is not None:
+                print("not deleting the run's objects: the cluster this program started is stopped", flush=True)
+            else:
+                clean_up(client, names, args.cluster_queues, count, args)
+        finally:
+            controller.stop()
+            client.close()
+            if started_cluster is not None:
+                started_cluster.down()
+    text = json.dumps(result)
+    print(text)
+    if args.json:
+        args.json.write_text(text)
+    return 0 if result["create_errors"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The cold-start benchmark's objects, its reading of the controller's /metrics and its milestones."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.baseline_shape import LOCAL_QUEUE_NAME, Names, cluster_queue, local_queue
+from bench.controller_cold_start import (
+    WORKLOAD_RESOURCE,
+    Batch,
+    ControllerState,
+    format_summary,
+    planned_workload,
+    queue_shape,
+    read_state,
+    summarise,
+    watch_start,
+)
+from bench.procstats import ProcSample
+from pykueue.api.quantity import parse_quantity
+
+NAMES = Names("abc123")
+
+
+def test_no_workload_fits_any_cluster_queue() -> None:
+    shape = queue_shape(4)
+    assert shape.cluster_queues == 4
+    queues = [cluster_queue(shape, NAMES, index) for index in range(4)]
+    assert {cq["spec"]["cohort"] for cq in queues} == {NAMES.cohort(0)}
+    for cq in queues:
+        (quota,) = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+        assert (quota["nominalQuota"], quota["borrowingLimit"]) == ("0", "0")
+    requests = planned_workload(NAMES, 4, 0)["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]
+    assert parse_quantity(requests["requests"]["cpu"], "cpu") == 1000
+
+
+def test_workloads_are_spread_round_robin_over_the_queues_namespaces() -> None:
+    objs = [planned_workload(NAMES, 10, index) for index in range(25)]
+    keys = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs}
+    assert len(keys) == 25
+    per_namespace = {NAMES.namespace(i): sum(ns == NAMES.namespace(i) for ns, _ in keys) for i in range(10)}
+    assert per_namespace == {NAMES.namespace(i): 3 if i < 5 else 2 for i in range(10)}
+    assert {o["spec"]["queueName"] for o in objs} == {LOCAL_QUEUE_NAME}
+    # Each namespace's LocalQueue points at the ClusterQueue of the same index.
+    assert local_queue(NAMES, 7)["metadata"]["namespace"] == objs[7]["metadata"]["namespace"]
+    assert local_queue(NAMES, 7)["spec"]["clusterQueue"] == NAMES.cluster_queue(7)
+
+
+PAGE = f"""# HELP pykueue_informer_synced 1 once synced
+# TYPE pykueue_informer_synced gauge
+pykueue_informer_synced{{resource="{WORKLOAD_RESOURCE}"}} 1.0
+pykueue_informer_synced{{resource="clusterqueues.kueue.x-k8s.io"}} 0.0
+# HELP pykueue_informer_cached_objects Objects
+# TYPE pykueue_informer_cached_objects gauge
+pykueue_informer_cached_objects{{resource="{WORKLOAD_RESOURCE}"}} 5003.0
+pykueue_informer_cached_objects{{resource="clusterqueues.kueue.x-k8s.io"}} 12.0
+# HELP kueue_pending_workloads Pending
+# TYPE kueue_pending_workloads gauge
+kueue_pending_workloads{{cluster_queue="q-a",status="active"}} 10.0
+kueue_pending_workloads{{cluster_queue="q-a",status="inadmissible"}} 2490.0
+kueue_pending_workloads{{cluster_queue="q-b",status="inadmissible"}} 2500.0
+kueue_pending_workloads{{cluster_queue="other",status="active"}} 3.0
+# HELP pykueue_reflector_list_duration_seconds List time
+# TYPE pykueue_reflector_list_duration_seconds histogram
+pykueue_reflector_list_duration_seconds_bucket{{le="+Inf",resource="{WORKLOAD_RESOURCE}"}} 1.0
+pykueue_reflector_list_duration_seconds_count{{resource="{WORKLOAD_RESOURCE}"}} 1.0
+pykueue_reflector_list_duration_seconds_sum{{resource="{WORKLOAD_RESOURCE}"}} 2.5
+"""
+
+
+def test_state_counts_pending_of_this_runs_queues_only() -> None:
+    assert read_state(PAGE, {"q-a", "q-b"}) == ControllerState(
+        workloads_synced=True, workloads_cached=5003, pending=5000, workloads_list_seconds=2.5
+    )
+
+
+def test_state_before_anything_synced() -> None:
+    assert read_state("", {"q-a"}) == ControllerState(False, 0, 0, None)
+
+
+class FakeController:
+    """Answers like a starting controller: /metrics from the second poll, ready from the third,
+    every workload pending from the fourth (or never, or exits)."""
+
+    def __init__(self, pages: list[str | None], *, exits_after: int | None = None) -> None:
+        self.pages = pages
+        self.polls = 0
+        self.exits_after = exits_after
+        self.launched = False
+        self.profiling: list[str] = []
+
+    def launch(self) -> None:
+        self.launched = True
+
+    def alive(self) -> bool:
+        return self.exits_after is None or self.polls < self.exits_after
+
+    def ready(self) -> bool:
+        return self.polls >= 2
+
+    def metrics_text(self, timeout: float = 5.0) -> str | None:
+        page = self.pages[min(self.polls, len(self.pages) - 1)]
+        self.polls += 1
+        return page
+
+    def sample(self) -> ProcSample:
+        return ProcSample(cpu_seconds=12.5, rss_mib=300.0, peak_rss_mib=320.0)
+
+    def start_profiler(self) -> bool:
+        self.profiling.append("start")
+        return False
+
+    def stop_profiler(self) -> None:
+        self.profiling.append("stop")
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "boom"
+
+
+def _page(synced: int, pending: int) -> str:
+    return (f'pykueue_informer_synced{{resource="{WORKLOAD_RESOURCE}"}} {synced}\n'
+            f'kueue_pending_workloads{{cluster_queue="q",status="inadmissible"}} {pending}\n')
+
+
+def test_milestones_in_order_and_figures_at_the_moment_all_are_pending() -> None:
+    fake = FakeController([None, _page(0, 0), _page(1, 0), _page(1, 4000), _page(1, 5000)])
+    startup = watch_start(fake, 5000, {"q"}, poll_s=0.0, timeout_s=30)  # type: ignore[arg-type]
+    assert fake.launched and fake.profiling == ["start", "stop"]
+    assert startup.metrics_up_s is not None and startup.workloads_synced_s is not None
+    assert startup.ready_s is not None and startup.all_pending_s is not None
+    assert startup.metrics_up_s <= startup.workloads_synced_s <= startup.all_pending_s
+    assert startup.ready_s <= startup.all_pending_s
+    assert startup.state is not None and startup.state.pending == 5000
+    assert startup.at_all_pending == ProcSample(12.5, 300.0, 320.0)
+    result = summarise("abc123", 5000, 10, Batch(done=5000, errors=0, seconds=40.0), startup)
+    assert (result["workloads"], result["pending_in_engine"]) == (5000, 5000)
+    assert (result["rss_mib"], result["peak_rss_mib"], result["cpu_s"]) == (300.0, 320.0, 12.5)
+    assert result["cpu_ms_per_workload"] == 2.5
+    assert (result["rss_mib_at_ready"], result["cpu_s_at_ready"]) == (300.0, 12.5)
+    assert "engine holds all pending" in format_summary(result)
+
+
+def test_a_controller_that_exits_during_start_up_is_reported_with_its_log() -> None:
+    fake = FakeController([None, _page(0, 0)], exits_after=2)
+    with pytest.raises(RuntimeError, match="exited during start-up:\nboom"):
+        watch_start(fake, 10, {"q"}, poll_s=0.0, timeout_s=30)  # type: ignore[arg-type]
+
+
+def test_an_engine_that_never_holds_them_all_times_out() -> None:
+    fake = FakeController([_page(1, 9)])
+    with pytest.raises(RuntimeError, match="did not hold 10 pending workloads"):
+        watch_start(fake, 10, {"q"}, poll_s=0.01, timeout_s=0.1)  # type: ignore[arg-type]
