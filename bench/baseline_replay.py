@@ -86,7 +86,7 @@ from .engine_micro_ab import CHILD_UNDER_TREE
 EPOCH_S = 1_800_000_000.0
 CONTROLLER_HEADS = 8  # the Engine's default, which the controller uses
 MAX_WRITES_IN_FLIGHT = 32  # controller.core.scheduler: 2 x 16 write threads
-REQUEUE_BATCH_MS = 200  # controller.core.setup.REQUEUE_BATCH_SECONDS
+REQUEUE_BATCH_MS = 0  # controller.core.setup.REQUEUE_BATCH_SECONDS
 
 _CREATE, _FINISH, _RELEASE, _ADMITTED, _EVICTED, _FINISH_SENT = 0, 1, 2, 3, 4, 5
 

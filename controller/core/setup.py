@@ -32,12 +32,14 @@ from pykueue.kube import resources as R
 log = logging.getLogger(__name__)
 
 # How long parked (inadmissible) workloads of a cohort tree wait, after quota was freed in it,
-# before they are tried again. Kueue batches these requeues for 1 s because each retry in Go
-# re-sorted heaps under a lock and wrote a QuotaReserved=False patch per failure (#8095); here a
-# requeue is O(shape classes) and a reason is written only when it changes. At 1 s a freed slot
-# sat idle for up to a second: in the scheduler baseline, whose large workloads run 1 s, that
-# idle time bounded how fast the quota-bound first phase drained (docs/performance.md).
-REQUEUE_BATCH_SECONDS = 0.2
+# before they are tried again: not at all, as in Kueue v0.14 (its workload controller requeues a
+# ClusterQueue's inadmissible workloads when one of its workloads finishes). Kueue v0.19 batches
+# them for 1 s because each of its retries re-sorted heaps under a lock and wrote a pending reason
+# per failure (pkg/cache/queue/inadmissible_workloads.go); here a requeue is O(shape classes) and
+# a reason is written only when it changes, so waiting saves nothing and leaves freed quota idle:
+# in the baseline replay a 0.2 s batch lengthened the run by ~10 s and raised every class's time
+# to admission, with more scheduling cycles, not fewer (docs/performance.md, "The requeue batch").
+REQUEUE_BATCH_SECONDS = 0.0
 
 
 def pods_ready_policy(config: Configuration) -> PodsReadyPolicy | None:
