@@ -56,7 +56,12 @@ def test_a_tiny_baseline_replay_completes_with_consistent_counts() -> None:
 
 @pytest.mark.parametrize("qps", [0.0, 50.0])
 def test_preemptions_are_counted_by_class_and_reason(qps: float) -> None:
-    result = replay(parse_shape(CROWDED, "crowded"), heads=8, cycle_ms=10, qps=qps, create_spacing_ms=0, trace=100)
+    # With a 200 ms requeue batch the only preemptions are each large workload's in its own queue
+    # (with none, a small one below its nominal quota also reclaims once from the other queue).
+    result = replay(
+        parse_shape(CROWDED, "crowded"), heads=8, cycle_ms=10, qps=qps, create_spacing_ms=0, trace=100,
+        requeue_batch_ms=200,
+    )
     _consistent(result)
     assert result.evictions > 0
     assert set(result.by_preemptor_class) == {"large"} and set(result.by_victim_class) == {"small"}
