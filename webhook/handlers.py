@@ -46,7 +46,6 @@ from webhook.rules.common import as_dict, as_list
 from webhook.rules.workload import validate_workload
 
 
-
 class SchemaCheck(Protocol):
     """``pykueue.api.validation.schema_errors`` with its options bound: errors of ``obj`` against
     the schema of ``kind`` in ``version``."""
