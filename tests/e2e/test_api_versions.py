@@ -21,7 +21,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from pykueue.api.constants import STORAGE_VERSION
-from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION
+from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION, convert
 from pykueue.api.schema import KINDS
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder
 from tests.e2e.helpers.kueue import GROUP, KueueApi, unique
@@ -180,6 +180,80 @@ def test_both_concurrent_admission_spellings_are_refused_naming_both(versions: V
     assert refused.value.status == 422
     body = json.loads(refused.value.body)
     assert "spec.concurrentAdmission and spec.concurrentAdmissionPolicy may not be set together" in body["message"]
+
+
+# The apiserver's count of conversion-webhook calls per CRD (a histogram's _count, one series per
+# from/to version and outcome).
+CONVERSION_CALLS = "apiserver_crd_conversion_webhook_duration_seconds_count{"
+
+
+def _conversion_calls(cluster: Any, crd_name: str) -> float:
+    text = cluster.kubectl("get", "--raw", "/metrics").stdout
+    series = [line for line in text.splitlines() if line.startswith(CONVERSION_CALLS) and f'crd_name="{crd_name}"' in line]
+    return sum(float(line.rsplit(" ", 1)[1]) for line in series)
+
+
+def _calls_for(cluster: Any, kind: str, write: Any) -> float:
+    """How many conversion-webhook calls the apiserver made for ``kind`` while ``write()`` ran."""
+    crd_name = KINDS[kind].crd_name
+    before = _conversion_calls(cluster, crd_name)
+    write()
+    return _conversion_calls(cluster, crd_name) - before
+
+
+def test_admission_hooks_cost_no_conversion_in_v1beta2_and_none_beyond_storage_in_v1beta1(
+    cluster: Any, versions: Versions, namespace: str
+) -> None:
+    """The Kueue-kind hooks read the version their client wrote (webhook/registry.py): a v1beta2
+    create reaches them and is stored with no conversion-webhook call, and a v1beta1 create costs
+    what storing it in v1beta2 costs a kind no hook sees (WorkloadPriorityClass), nothing more."""
+    flavor, cq, wpc = unique("rf"), unique("cq"), unique("wpc")
+    storage_only = _calls_for(cluster, "WorkloadPriorityClass", lambda: versions.create(
+        "v1beta1", {"kind": "WorkloadPriorityClass", "metadata": {"name": wpc}, "value": 1}))
+    assert storage_only >= 1  # v1beta1 is not the storage version: storing it converts
+    queue = ClusterQueueBuilder(cq).cohort("co").flavor(flavor, cpu="4").obj()
+    workload = {"kind": "Workload", "metadata": {"name": "wl", "namespace": namespace},
+                "spec": {"queueName": "lq", "active": False, "podSets": [_pod_set()]}}
+    v2_calls = {
+        "ResourceFlavor": _calls_for(cluster, "ResourceFlavor", lambda: versions.create(
+            "v1beta2", ResourceFlavorBuilder(flavor).obj())),
+        "ClusterQueue": _calls_for(cluster, "ClusterQueue", lambda: versions.create("v1beta2", convert(queue, "v1beta2"))),
+        "LocalQueue": _calls_for(cluster, "LocalQueue", lambda: versions.create(
+            "v1beta2", LocalQueueBuilder("lq", namespace, cq).obj())),
+        "Workload": _calls_for(cluster, "Workload", lambda: versions.create("v1beta2", workload)),
+    }
+    assert v2_calls == dict.fromkeys(v2_calls, 0)
+    v1_calls = {
+        "ClusterQueue": _calls_for(cluster, "ClusterQueue", lambda: versions.create(
+            "v1beta1", ClusterQueueBuilder(unique("cq")).cohort("co").flavor(flavor, cpu="4").obj())),
+        "Workload": _calls_for(cluster, "Workload", lambda: versions.create(
+            "v1beta1", {**workload, "metadata": {"name": "wl1", "namespace": namespace}})),
+    }
+    assert v1_calls == dict.fromkeys(v1_calls, storage_only)
+
+
+def test_a_v1beta2_client_is_denied_in_v1beta2_field_names(versions: Versions) -> None:
+    """The webhook's denial names Kueue's v1beta2 field the client wrote, not the v1beta1 field it
+    is stored as; the same queue sent in v1beta1 is denied naming v1beta1's."""
+    flavor = unique("rf")
+    versions.create("v1beta2", ResourceFlavorBuilder(flavor).obj())
+    queue = convert(ClusterQueueBuilder(unique("cq")).flavor(flavor, cpu="4").obj(), "v1beta2")
+    queue["spec"]["concurrentAdmissionPolicy"] = {
+        "migration": {"mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "not-a-flavor"}}}
+    with pytest.raises(ApiException) as refused:
+        versions.create("v1beta2", queue)
+    assert refused.value.status == 403
+    message = json.loads(refused.value.body)["message"]
+    assert message == (
+        'admission webhook "vclusterqueue.kb.io" denied the request: '
+        'spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName: Invalid value: "not-a-flavor": '
+        f"must be one of the flavors defined in the ClusterQueue: [{flavor}]"
+    )
+    with pytest.raises(ApiException) as refused_v1:
+        versions.create("v1beta1", convert(queue, "v1beta1"))
+    assert refused_v1.value.status == 403
+    assert 'spec.concurrentAdmission.removeBelowTargetConfig.targetResourceFlavor: Unsupported value: "not-a-flavor"' in (
+        json.loads(refused_v1.value.body)["message"])
 
 
 def _examples() -> list[dict[str, Any]]:

@@ -17,6 +17,8 @@ from flask.testing import FlaskClient
 
 from pykueue.api import constants as c
 from pykueue.api.conversion import convert
+from pykueue.kube import resources as r
+from pykueue.tls.certs import generate_bundle
 from tests.builders import (
     AdmissionCheckBuilder,
     ClusterQueueBuilder,
@@ -29,7 +31,9 @@ from tests.builders import (
 from tests.unit.webhook import test_cluster_queue_rules as cq_rules
 from tests.unit.webhook import test_workload_rules as wl_rules
 from tests.unit.webhook.conftest import CONTROLLER, post
+from tests.unit.webhook.fakes import FakeKube
 from tests.unit.webhook.reviews import decoded_patch, review
+from webhook.configurations import LocalConfigurations
 from webhook.patch import apply_patch
 from webhook.registry import HOOKS, LEGACY_KUEUE_PATHS, kueue_path
 
@@ -71,6 +75,34 @@ def test_kueue_hooks_are_registered_at_kueues_v1beta2_paths_for_both_versions() 
         assert hook.versions == (V2, V1)
     assert {path for path, _ in LEGACY_KUEUE_PATHS} == {hook.path.replace("-v1beta2-", "-v1beta1-") for hook in kueue_hooks}
     assert not {path for path, _ in LEGACY_KUEUE_PATHS} & {hook.path for hook in HOOKS}
+
+
+def test_local_configurations_move_an_earlier_releases_v1beta1_hooks_to_v1beta2() -> None:
+    """The local cluster's configurations (webhook/configurations.py) as an upgrade finds them:
+    written by a release that registered v1beta1 paths, they are replaced by the v1beta2 ones."""
+    kube = FakeKube()
+    sync = LocalConfigurations(kube, "https://127.0.0.1:9443", own_namespace="pykueue-system",
+                               manage_jobs_without_queue_name=False)
+    ca = generate_bundle(dns_names=["localhost"], ip_addresses=["127.0.0.1"]).ca_cert
+    sync.sync(ca)
+    earlier = kube.get(r.VALIDATING_WEBHOOK_CONFIGURATIONS, "pykueue-validating-webhook-configuration")
+    assert earlier is not None
+    for hook in earlier["webhooks"]:
+        if hook["rules"][0]["apiGroups"] == [c.GROUP]:
+            hook["clientConfig"]["url"] = hook["clientConfig"]["url"].replace("-v1beta2-", "-v1beta1-")
+            hook["rules"][0]["apiVersions"] = [V1]
+    kube.replace(r.VALIDATING_WEBHOOK_CONFIGURATIONS, earlier)
+    sync.sync(ca)
+    for resource, name in ((r.MUTATING_WEBHOOK_CONFIGURATIONS, "pykueue-mutating-webhook-configuration"),
+                           (r.VALIDATING_WEBHOOK_CONFIGURATIONS, "pykueue-validating-webhook-configuration")):
+        configuration = kube.get(resource, name)
+        assert configuration is not None
+        kueue_hooks = [h for h in configuration["webhooks"] if h["rules"][0]["apiGroups"] == [c.GROUP]]
+        assert kueue_hooks
+        for hook in kueue_hooks:
+            assert "-v1beta2-" in hook["clientConfig"]["url"], hook["clientConfig"]["url"]
+            assert hook["rules"][0]["apiVersions"] == [V2, V1]
+            assert hook["matchPolicy"] == "Equivalent"
 
 
 @pytest.mark.parametrize("path_version", [V1, V2])
