@@ -205,31 +205,32 @@ def test_admission_hooks_cost_no_conversion_in_v1beta2_and_none_beyond_storage_i
     cluster: Any, versions: Versions, namespace: str
 ) -> None:
     """The Kueue-kind hooks read the version their client wrote (webhook/registry.py): a v1beta2
-    create reaches them and is stored with no conversion-webhook call, and a v1beta1 create costs
-    what storing it in v1beta2 costs a kind no hook sees (WorkloadPriorityClass), nothing more."""
-    flavor, cq, wpc = unique("rf"), unique("cq"), unique("wpc")
-    storage_only = _calls_for(cluster, "WorkloadPriorityClass", lambda: versions.create(
-        "v1beta1", {"kind": "WorkloadPriorityClass", "metadata": {"name": wpc}, "value": 1}))
-    assert storage_only >= 1  # v1beta1 is not the storage version: storing it converts
-    queue = ClusterQueueBuilder(cq).cohort("co").flavor(flavor, cpu="4").obj()
-    workload = {"kind": "Workload", "metadata": {"name": "wl", "namespace": namespace},
-                "spec": {"queueName": "lq", "active": False, "podSets": [_pod_set()]}}
-    v2_calls = {
-        "ResourceFlavor": _calls_for(cluster, "ResourceFlavor", lambda: versions.create(
-            "v1beta2", ResourceFlavorBuilder(flavor).obj())),
-        "ClusterQueue": _calls_for(cluster, "ClusterQueue", lambda: versions.create("v1beta2", convert(queue, "v1beta2"))),
-        "LocalQueue": _calls_for(cluster, "LocalQueue", lambda: versions.create(
-            "v1beta2", LocalQueueBuilder("lq", namespace, cq).obj())),
-        "Workload": _calls_for(cluster, "Workload", lambda: versions.create("v1beta2", workload)),
-    }
-    assert v2_calls == dict.fromkeys(v2_calls, 0)
-    v1_calls = {
-        "ClusterQueue": _calls_for(cluster, "ClusterQueue", lambda: versions.create(
-            "v1beta1", ClusterQueueBuilder(unique("cq")).cohort("co").flavor(flavor, cpu="4").obj())),
-        "Workload": _calls_for(cluster, "Workload", lambda: versions.create(
-            "v1beta1", {**workload, "metadata": {"name": "wl1", "namespace": namespace}})),
-    }
-    assert v1_calls == dict.fromkeys(v1_calls, storage_only)
+    create costs no conversion-webhook call, and a v1beta1 create what storing it costs a kind no
+    hook sees (WorkloadPriorityClass), nothing more.
+
+    Server-side dry runs: admission runs in full and the object is encoded for storage and decoded
+    back, but nothing is written, so no watch event or controller write adds calls of its own.
+    """
+    flavor, cq = unique("rf"), unique("cq")
+
+    def cost(kind: str, version: str, obj: dict[str, Any]) -> float:
+        return _calls_for(cluster, kind, lambda: versions.create(version, convert({**obj, "apiVersion": f"{GROUP}/v1beta1"}, version),
+                                                                 dry_run="All"))
+
+    storage = {version: cost("WorkloadPriorityClass", version, {"kind": "WorkloadPriorityClass",
+                                                                "metadata": {"name": unique("wpc")}, "value": 1})
+               for version in ("v1beta1", "v1beta2")}
+    assert storage["v1beta2"] == 0
+    assert storage["v1beta1"] >= 1  # v1beta1 is not the storage version: storing it converts
+    for version in ("v1beta1", "v1beta2"):
+        calls = {
+            "ResourceFlavor": cost("ResourceFlavor", version, ResourceFlavorBuilder(flavor).obj()),
+            "ClusterQueue": cost("ClusterQueue", version, ClusterQueueBuilder(cq).cohort("co").flavor(flavor, cpu="4").obj()),
+            "LocalQueue": cost("LocalQueue", version, LocalQueueBuilder("lq", namespace, cq).obj()),
+            "Workload": cost("Workload", version, {"kind": "Workload", "metadata": {"name": "wl", "namespace": namespace},
+                                                   "spec": {"queueName": "lq", "podSets": [_pod_set()]}}),
+        }
+        assert calls == dict.fromkeys(calls, storage[version]), (version, storage)
 
 
 def test_a_v1beta2_client_is_denied_in_v1beta2_field_names(versions: Versions) -> None:
