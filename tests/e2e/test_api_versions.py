@@ -210,12 +210,14 @@ def test_admission_hooks_cost_no_conversion_in_v1beta2_and_none_beyond_storage_i
 
     Server-side dry runs: admission runs in full and the object is encoded for storage and decoded
     back, but nothing is written, so no watch event or controller write adds calls of its own.
+    Other clients of v1beta1 (the invariant checks list in it) may still add calls for the same
+    kind meanwhile, never remove one: each create is counted three times and the fewest calls kept.
     """
     flavor, cq = unique("rf"), unique("cq")
 
     def cost(kind: str, version: str, obj: dict[str, Any]) -> float:
-        return _calls_for(cluster, kind, lambda: versions.create(version, convert({**obj, "apiVersion": f"{GROUP}/v1beta1"}, version),
-                                                                 dry_run="All"))
+        sent = convert({**obj, "apiVersion": f"{GROUP}/v1beta1"}, version)
+        return min(_calls_for(cluster, kind, lambda: versions.create(version, sent, dry_run="All")) for _ in range(3))
 
     storage = {version: cost("WorkloadPriorityClass", version, {"kind": "WorkloadPriorityClass",
                                                                 "metadata": {"name": unique("wpc")}, "value": 1})
