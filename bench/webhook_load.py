@@ -57,8 +57,8 @@ from bench.procstats import sample
 from hack.localcluster.processes import stop_child
 from pykueue.tls.certs import generate_bundle
 
-VALIDATE_PATH = "/validate-kueue-x-k8s-io-v1beta1-clusterqueue"
-MUTATE_PATH = "/mutate-kueue-x-k8s-io-v1beta1-clusterqueue"
+VALIDATE_PATH = "/validate-kueue-x-k8s-io-v1beta2-clusterqueue"  # registered path; reads v1beta1 too
+MUTATE_PATH = "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue"
 REPO = Path(__file__).resolve().parents[1]
 # Threads that may hold a request in flight in the open-loop run; far more than 200 req/s at a few
 # milliseconds each needs, so the generator itself never queues requests behind one another.

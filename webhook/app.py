@@ -31,13 +31,17 @@ Handler = Callable[[AdmissionRequest], Verdict]
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One webhook path: which object kind it accepts and whether it may patch."""
+    """One webhook path: which object kind (and versions of it) it accepts and whether it may patch.
+
+    An empty ``versions`` accepts any version (for endpoints built by hand in tests and benches).
+    """
 
     path: str
     group: str
     kind: str
     mutating: bool
     handler: Handler
+    versions: tuple[str, ...] = ()
 
 
 def _malformed(path: str, reason: str, started: float) -> Response:
@@ -125,6 +129,13 @@ def create_app(
             got = f"{review.kind.group}/{review.kind.kind}".lstrip("/")
             want = f"{endpoint.group}/{endpoint.kind}".lstrip("/")
             return _malformed(path, f"request.kind {got[:128]} is not served at {path} (expects {want})", started)
+        if endpoint.versions and review.kind.version not in endpoint.versions:
+            return _malformed(
+                path,
+                f"request.kind version {review.kind.version[:32]!r} is not served at {path} "
+                f"(expects one of {', '.join(endpoint.versions)})",
+                started,
+            )
         verdict, outcome = _run_handler(endpoint, review)
         log.debug(
             "admission",

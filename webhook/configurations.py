@@ -86,7 +86,7 @@ def webhook_entry(
         "rules": [
             {
                 "apiGroups": [hook.group],
-                "apiVersions": [hook.version],
+                "apiVersions": list(hook.versions),
                 "resources": list(hook.resources),
                 "operations": list(hook.operations),
                 "scope": hook.scope,

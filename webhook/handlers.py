@@ -1,12 +1,21 @@
 """The webhook's endpoints: which path serves which kind, and the handler behind each.
 
-This is the single registry of paths (the Helm chart's ``_webhooks.tpl`` and the local-mode webhook
-configurations list the same ones). Kueue's paths are kept with the version pykueue serves
-(``/validate-kueue-x-k8s-io-v1beta1-clusterqueue``), so the layout is familiar to Kueue users.
+The paths are :data:`webhook.registry.HOOKS` (the Helm chart's ``_webhooks.tpl`` and the
+local-mode webhook configurations list the same ones): Kueue's, ``v1beta2`` for the Kueue kinds
+(``/validate-kueue-x-k8s-io-v1beta2-clusterqueue``), plus the ``v1beta1`` paths of earlier
+configurations (:data:`webhook.registry.LEGACY_KUEUE_PATHS`), served by the same handlers.
 
-Validation of a pykueue kind is the CRD's structural schema (``schema_errors``) followed by the
-kind's semantic rules; a denial lists every error in the apiserver's own format
-(``ClusterQueue.kueue.x-k8s.io "cq" is invalid: [spec.x: ..., spec.y: ...]``).
+Every Kueue-kind handler takes the object in the version the request carries
+(``request.kind.version``, ``v1beta1`` or ``v1beta2``) and converts nothing:
+
+* validation is the CRD's structural schema *of that version* (``schema_errors(..., version=)``)
+  followed by the kind's semantic rules, which read only fields both versions share or, where a
+  version has its own (ClusterQueue ``cohort``/``cohortName``, ``concurrentAdmissionPolicy``),
+  whichever is present; so a denial names each field as the user's version spells it
+  (``spec.priorityClassRef`` in v1beta2, ``spec.priorityClassName`` in v1beta1). A denial lists
+  every error as Kueue's webhooks word them (403, ``[spec.x: ..., spec.y: ...]``);
+* defaulting is the resource-in-use finalizer, in ``metadata``, the same in both versions: the
+  JSON patch is computed against the object as sent and holds that one operation.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pykueue.api import constants as c
 from pykueue.api.validation import FieldError, aggregate_message
@@ -30,19 +39,26 @@ from webhook.jobs import (
     validate_job_update,
 )
 from webhook.patch import PatchBuilder
-from webhook.registry import HOOKS
+from webhook.registry import HOOKS, LEGACY_KUEUE_PATHS, kueue_path
 from webhook.rules.clusterqueue import validate_cluster_queue
 from webhook.rules.cohort_flavor import validate_cohort, validate_resource_flavor
 from webhook.rules.common import as_dict, as_list
 from webhook.rules.workload import validate_workload
 
-SchemaCheck = Callable[[str, dict[str, Any]], list[FieldError]]
+
+class SchemaCheck(Protocol):
+    """``pykueue.api.validation.schema_errors`` with its options bound: errors of ``obj`` against
+    the schema of ``kind`` in ``version``."""
+
+    def __call__(self, kind: str, obj: Any, *, version: str | None = None) -> list[FieldError]: ...
+
+
 Rule = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 
 log = logging.getLogger("pykueue.webhook.handlers")
 
 KUEUE_GROUP = c.GROUP
-KUEUE_PATH_GROUP = KUEUE_GROUP.replace(".", "-")
+KUEUE_VERSIONS = (c.VERSION, c.V1BETA2_VERSION)
 
 
 @dataclass(frozen=True)
@@ -54,10 +70,6 @@ class WebhookContext:
     controller_username: str
     schema_errors: SchemaCheck
     add_finalizers: bool = True
-
-
-def kueue_path(verb: str, kind: str) -> str:
-    return f"/{verb}-{KUEUE_PATH_GROUP}-{c.VERSION}-{kind.lower()}"
 
 
 JOB_MUTATE_PATH = "/mutate-batch-v1-job"
@@ -82,7 +94,8 @@ def _kueue_validator(ctx: WebhookContext, kind: str, rule: Rule) -> Callable[[Ad
         if review.operation not in ("CREATE", "UPDATE") or review.obj is None:
             return Verdict()
         old = review.old_obj if review.operation == "UPDATE" else None
-        errors = ctx.schema_errors(kind, review.obj) + rule(review.obj, old)
+        # The app admits only KUEUE_VERSIONS at these paths; the object is checked as sent.
+        errors = ctx.schema_errors(kind, review.obj, version=review.kind.version) + rule(review.obj, old)
         return deny_field_errors(errors) if errors else Verdict()
 
     return handle
@@ -92,7 +105,8 @@ def _finalizer_defaulter(ctx: WebhookContext) -> Callable[[AdmissionRequest], Ve
     """Kueue's ClusterQueue/ResourceFlavor defaulting: the resource-in-use finalizer on create.
 
     The finalizer keeps a flavor or queue from vanishing while workloads still hold quota in it; the
-    controller removes it once nothing uses the object.
+    controller removes it once nothing uses the object. ``metadata`` is the same in every version,
+    so the patch is the one operation against the object as sent, whichever version it is in.
     """
 
     def handle(review: AdmissionRequest) -> Verdict:
@@ -176,7 +190,8 @@ def _job_validator(ctx: WebhookContext) -> Callable[[AdmissionRequest], Verdict]
 
 
 def build_endpoints(ctx: WebhookContext) -> list[Endpoint]:
-    """Every path of :data:`webhook.registry.HOOKS`, with its handler."""
+    """Every path of :data:`webhook.registry.HOOKS` with its handler, and the v1beta1 paths of
+    earlier configurations (:data:`webhook.registry.LEGACY_KUEUE_PATHS`) with the same handlers."""
     defaulter = _finalizer_defaulter(ctx)
     workload_validator = _with_user(
         lambda username: _kueue_validator(
@@ -197,4 +212,11 @@ def build_endpoints(ctx: WebhookContext) -> list[Endpoint]:
         kueue_path("validate", "LocalQueue"): _kueue_validator(ctx, "LocalQueue", _local_queue_rule),
         kueue_path("validate", "AdmissionCheck"): _kueue_validator(ctx, "AdmissionCheck", _admission_check_rule),
     }
-    return [Endpoint(hook.path, hook.group, hook.kind, hook.mutating, handlers[hook.path]) for hook in HOOKS]
+    served = [(hook.path, hook) for hook in HOOKS] + list(LEGACY_KUEUE_PATHS)
+    return [
+        Endpoint(
+            path, hook.group, hook.kind, hook.mutating, handlers[hook.path],
+            versions=KUEUE_VERSIONS if hook.group == KUEUE_GROUP else hook.versions,
+        )
+        for path, hook in served
+    ]

@@ -26,6 +26,7 @@ from pykueue.api.schemas import (
     resourceflavor,
     workload,
 )
+from pykueue.api.schemas.v1beta2 import V1BETA2, v1beta2_schema
 
 KINDS: dict[str, KindInfo] = {
     info.kind: info
@@ -78,6 +79,7 @@ def build_object_schema(info: KindInfo) -> Schema:
 
 
 _SCHEMAS: dict[str, Schema] = {}
+_V1BETA2_SCHEMAS: dict[str, Schema] = {}
 
 
 def object_schema(kind: str) -> Schema:
@@ -87,11 +89,23 @@ def object_schema(kind: str) -> Schema:
     return copy.deepcopy(_SCHEMAS[kind])
 
 
-def cached_object_schema(kind: str) -> Schema:
-    """The shared whole-object schema of ``kind``; read-only, for hot validation paths."""
+def cached_object_schema(kind: str, version: str | None = None) -> Schema:
+    """The shared whole-object schema of ``kind`` in ``version``; read-only, for hot validation paths.
+
+    ``version`` is the kind's own (``v1beta1`` for Kueue kinds) when omitted; ``v1beta2`` is the
+    kind's v1beta2 schema as the CRD serves it (:mod:`pykueue.api.schemas.v1beta2`), for the
+    webhook's reviews of objects sent in v1beta2.
+    """
     if kind not in _SCHEMAS:
         _SCHEMAS[kind] = build_object_schema(kind_info(kind))
-    return _SCHEMAS[kind]
+    info = kind_info(kind)
+    if version is None or version == info.version:
+        return _SCHEMAS[kind]
+    if version != V1BETA2 or info.kind not in KINDS:
+        raise KeyError(f"{kind} has no schema in version {version!r}")
+    if kind not in _V1BETA2_SCHEMAS:
+        _V1BETA2_SCHEMAS[kind] = v1beta2_schema(info, _SCHEMAS[kind])
+    return _V1BETA2_SCHEMAS[kind]
 
 
 def _default_into(schema: Schema, value: Any) -> None:
@@ -124,8 +138,9 @@ def _copy_json(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def apply_defaults(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``obj`` with the schema defaults of ``kind`` applied (the input is untouched)."""
+def apply_defaults(kind: str, obj: dict[str, Any], version: str | None = None) -> dict[str, Any]:
+    """Return a copy of ``obj`` with the schema defaults of ``kind`` in ``version`` applied (the
+    input is untouched)."""
     out = _copy_json(obj)
-    _default_into(cached_object_schema(kind), out)
+    _default_into(cached_object_schema(kind, version), out)
     return out

@@ -21,7 +21,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from pykueue.api.constants import STORAGE_VERSION
-from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION
+from pykueue.api.conversion import CONVERSION_DATA_ANNOTATION, convert
 from pykueue.api.schema import KINDS
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder
 from tests.e2e.helpers.kueue import GROUP, KueueApi, unique
@@ -187,6 +187,83 @@ def test_both_concurrent_admission_spellings_are_refused_naming_both(versions: V
     assert refused.value.status == 422
     body = json.loads(refused.value.body)
     assert "spec.concurrentAdmission and spec.concurrentAdmissionPolicy may not be set together" in body["message"]
+
+
+# The apiserver's count of conversion-webhook calls per CRD (a histogram's _count, one series per
+# from/to version and outcome).
+CONVERSION_CALLS = "apiserver_crd_conversion_webhook_duration_seconds_count{"
+
+
+def _conversion_calls(cluster: Any, crd_name: str) -> float:
+    text = cluster.kubectl("get", "--raw", "/metrics").stdout
+    series = [line for line in text.splitlines() if line.startswith(CONVERSION_CALLS) and f'crd_name="{crd_name}"' in line]
+    return sum(float(line.rsplit(" ", 1)[1]) for line in series)
+
+
+def _calls_for(cluster: Any, kind: str, write: Any) -> float:
+    """How many conversion-webhook calls the apiserver made for ``kind`` while ``write()`` ran."""
+    crd_name = KINDS[kind].crd_name
+    before = _conversion_calls(cluster, crd_name)
+    write()
+    return _conversion_calls(cluster, crd_name) - before
+
+
+def test_admission_hooks_cost_no_conversion_in_v1beta2_and_none_beyond_storage_in_v1beta1(
+    cluster: Any, versions: Versions, namespace: str
+) -> None:
+    """The Kueue-kind hooks read the version their client wrote (webhook/registry.py): a v1beta2
+    create costs no conversion-webhook call, and a v1beta1 create what storing it costs a kind no
+    hook sees (WorkloadPriorityClass), nothing more.
+
+    Server-side dry runs: admission runs in full and the object is encoded for storage and decoded
+    back, but nothing is written, so no watch event or controller write adds calls of its own.
+    Other clients of v1beta1 (the invariant checks list in it) may still add calls for the same
+    kind meanwhile, never remove one: each create is counted three times and the fewest calls kept.
+    """
+    flavor, cq = unique("rf"), unique("cq")
+
+    def cost(kind: str, version: str, obj: dict[str, Any]) -> float:
+        sent = convert({**obj, "apiVersion": f"{GROUP}/v1beta1"}, version)
+        return min(_calls_for(cluster, kind, lambda: versions.create(version, sent, dry_run="All")) for _ in range(3))
+
+    storage = {version: cost("WorkloadPriorityClass", version, {"kind": "WorkloadPriorityClass",
+                                                                "metadata": {"name": unique("wpc")}, "value": 1})
+               for version in ("v1beta1", "v1beta2")}
+    assert storage["v1beta2"] == 0
+    assert storage["v1beta1"] >= 1  # v1beta1 is not the storage version: storing it converts
+    for version in ("v1beta1", "v1beta2"):
+        calls = {
+            "ResourceFlavor": cost("ResourceFlavor", version, ResourceFlavorBuilder(flavor).obj()),
+            "ClusterQueue": cost("ClusterQueue", version, ClusterQueueBuilder(cq).cohort("co").flavor(flavor, cpu="4").obj()),
+            "LocalQueue": cost("LocalQueue", version, LocalQueueBuilder("lq", namespace, cq).obj()),
+            "Workload": cost("Workload", version, {"kind": "Workload", "metadata": {"name": "wl", "namespace": namespace},
+                                                   "spec": {"queueName": "lq", "podSets": [_pod_set()]}}),
+        }
+        assert calls == dict.fromkeys(calls, storage[version]), (version, storage)
+
+
+def test_a_v1beta2_client_is_denied_in_v1beta2_field_names(versions: Versions) -> None:
+    """The webhook's denial names Kueue's v1beta2 field the client wrote, not the v1beta1 field it
+    is stored as; the same queue sent in v1beta1 is denied naming v1beta1's."""
+    flavor = unique("rf")
+    versions.create("v1beta2", ResourceFlavorBuilder(flavor).obj())
+    queue = convert(ClusterQueueBuilder(unique("cq")).flavor(flavor, cpu="4").obj(), "v1beta2")
+    queue["spec"]["concurrentAdmissionPolicy"] = {
+        "migration": {"mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "not-a-flavor"}}}
+    with pytest.raises(ApiException) as refused:
+        versions.create("v1beta2", queue)
+    assert refused.value.status == 403
+    message = json.loads(refused.value.body)["message"]
+    assert message == (
+        'admission webhook "vclusterqueue.kb.io" denied the request: '
+        'spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName: Invalid value: "not-a-flavor": '
+        f"must be one of the flavors defined in the ClusterQueue: [{flavor}]"
+    )
+    with pytest.raises(ApiException) as refused_v1:
+        versions.create("v1beta1", convert(queue, "v1beta1"))
+    assert refused_v1.value.status == 403
+    assert 'spec.concurrentAdmission.removeBelowTargetConfig.targetResourceFlavor: Unsupported value: "not-a-flavor"' in (
+        json.loads(refused_v1.value.body)["message"])
 
 
 def _examples() -> list[dict[str, Any]]:

@@ -74,6 +74,10 @@ STRICT_FIFO_DENIAL = (
     'spec.concurrentAdmission: Invalid value: "object": concurrentAdmission is not supported with '
     "queueingStrategy StrictFIFO"
 )
+STRICT_FIFO_POLICY_DENIAL = (
+    'spec.queueingStrategy: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used when '
+    "ConcurrentAdmissionPolicy is defined"
+)
 
 
 def test_strict_fifo_with_concurrent_admission_is_rejected_by_the_webhook(
@@ -92,15 +96,20 @@ def test_strict_fifo_with_concurrent_admission_is_rejected_by_the_webhook(
 def test_switching_a_concurrent_queue_to_strict_fifo_is_rejected_by_the_webhook(
     cluster: Any, webhook: WebhookHandle, cluster_queues: list[str]
 ) -> None:
+    """Denied in the words of the version patched: in v1beta1 on ``concurrentAdmission``; in
+    v1beta2 (kubectl's preferred version), where the queue reads as Kueue's
+    ``concurrentAdmissionPolicy``, in Kueue's words on ``queueingStrategy``."""
     name = unique("to-strict")
     cluster_queues.append(name)
     assert kubectl_apply(cluster, concurrent_cq(name)).returncode == 0
-    result = cluster.kubectl(
-        "patch", "clusterqueue", name, "--type=merge", "-p", '{"spec":{"queueingStrategy":"StrictFIFO"}}', check=False
-    )
-    assert result.returncode != 0
-    assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
-    assert STRICT_FIFO_DENIAL in result.stderr, result.stderr
+    for resource, denial in (("clusterqueues.v1beta1.kueue.x-k8s.io", STRICT_FIFO_DENIAL),
+                             ("clusterqueue", STRICT_FIFO_POLICY_DENIAL)):
+        result = cluster.kubectl(
+            "patch", resource, name, "--type=merge", "-p", '{"spec":{"queueingStrategy":"StrictFIFO"}}', check=False
+        )
+        assert result.returncode != 0
+        assert CQ_WEBHOOK_DENIAL in result.stderr, result.stderr
+        assert denial in result.stderr, result.stderr
     stored = json.loads(cluster.kubectl("get", "clusterqueue", name, "-o", "json").stdout)
     assert stored["spec"]["queueingStrategy"] == "BestEffortFIFO"
 

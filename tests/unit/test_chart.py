@@ -496,7 +496,7 @@ def test_webhook_entries_match_the_webhook_registry(default_objects: list[Obj]) 
         for rule in hook["rules"]
     }
     registered = {
-        (h.name, h.path, h.mutating, (h.group,), (h.version,), h.resources, h.operations, h.scope)
+        (h.name, h.path, h.mutating, (h.group,), h.versions, h.resources, h.operations, h.scope)
         for h in HOOKS
     }
     assert rendered == registered

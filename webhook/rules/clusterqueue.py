@@ -11,7 +11,12 @@ from typing import Any
 from pykueue.api import constants as c
 from pykueue.api.validation import FieldError, join_path
 from webhook.rules.common import as_dict, as_list, enumerate_dicts, label_selector_errors
-from webhook.rules.concurrent import concurrent_admission_errors
+from webhook.rules.concurrent import (
+    POLICY_PATH,
+    concurrent_admission_errors,
+    concurrent_admission_policy_errors,
+    effective_concurrent_admission,
+)
 from webhook.rules.fallback import fallback_strategy_errors
 from webhook.rules.quota import fair_sharing_errors, flavor_names, resource_groups_errors
 
@@ -21,6 +26,10 @@ DEFAULT_WHEN_CAN_PREEMPT = c.FUNGIBILITY_TRY_NEXT_FLAVOR
 
 
 def validate_cluster_queue(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """The rules of a queue in either version: they read the fields both versions share, and the
+    two a single version has (v1beta1 ``cohort``, v1beta2 ``cohortName`` and
+    ``concurrentAdmissionPolicy``) are read where present, so every error names the field as the
+    version the queue was sent in spells it."""
     spec = as_dict(obj.get("spec"))
     errors: list[FieldError] = []
     errors += resource_groups_errors(
@@ -36,12 +45,25 @@ def validate_cluster_queue(obj: dict[str, Any], old: dict[str, Any] | None) -> l
     errors += fair_sharing_errors("spec.fairSharing", spec.get("fairSharing"))
     errors += _admission_checks_errors(spec, as_dict(old.get("spec")) if old is not None else None)
     errors += concurrent_admission_errors(spec)
+    errors += concurrent_admission_policy_errors(spec)
     errors += fallback_strategy_errors(spec)
     if old is not None:
-        old_policy = as_dict(old.get("spec")).get("concurrentAdmission")
-        if spec.get("concurrentAdmission") != old_policy:
-            errors.append(FieldError.invalid("spec.concurrentAdmission", spec.get("concurrentAdmission"), "field is immutable"))
+        errors += _concurrent_admission_update_errors(spec, as_dict(old.get("spec")))
     return errors
+
+
+def _concurrent_admission_update_errors(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
+    """The policy is immutable (Kueue's ``concurrentAdmissionPolicy`` too): what the queue runs
+    may not change. Respelling the same policy the other way (``concurrentAdmission`` ↔ Kueue's
+    ``concurrentAdmissionPolicy``) changes nothing the controller runs and is let through, as it
+    always was when both reached the rules as ``concurrentAdmission``."""
+    if effective_concurrent_admission(spec) == effective_concurrent_admission(old_spec):
+        return []
+    if spec.get("concurrentAdmissionPolicy") is not None or (
+        spec.get("concurrentAdmission") is None and old_spec.get("concurrentAdmissionPolicy") is not None
+    ):
+        return [FieldError.invalid(POLICY_PATH, spec.get("concurrentAdmissionPolicy"), "field is immutable")]
+    return [FieldError.invalid("spec.concurrentAdmission", spec.get("concurrentAdmission"), "field is immutable")]
 
 
 def _preemption_errors(preemption: dict[str, Any]) -> list[FieldError]:

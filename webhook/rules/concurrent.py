@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pykueue.api import concurrent_policy
 from pykueue.api import constants as c
 from pykueue.api.validation import FieldError, join_path
 from webhook.rules.common import (
@@ -83,6 +84,67 @@ def concurrent_admission_errors(spec: dict[str, Any]) -> list[FieldError]:
                 )
             )
     return errors
+
+
+POLICY_PATH = "spec.concurrentAdmissionPolicy"
+
+
+def concurrent_admission_policy_errors(spec: dict[str, Any]) -> list[FieldError]:
+    """Errors of Kueue's ``spec.concurrentAdmissionPolicy`` (v1beta2 only), named as Kueue names them.
+
+    The policy is the ``concurrentAdmission`` of :mod:`pykueue.api.concurrent_policy` spelt
+    Kueue's way, so these are that field's rules on the policy's fields, with the paths and
+    words of Kueue's ``validateConcurrentAdmissionPolicy`` (``pkg/webhooks/clusterqueue_webhook.go``):
+    exactly one resource group of at most 16 flavors, ``constraints`` only with
+    ``TryPreferredFlavors``, ``lastAcceptableFlavorName`` a flavor of the queue, no StrictFIFO.
+    """
+    policy = spec.get("concurrentAdmissionPolicy")
+    if policy is None:
+        return []
+    errors: list[FieldError] = []
+    groups = as_list(spec.get("resourceGroups"))
+    if len(groups) != 1:
+        errors.append(FieldError.invalid(
+            "spec.resourceGroups", len(groups), "must have exactly one ResourceGroup when ConcurrentAdmissionPolicy is defined"))
+    elif len(as_list(as_dict(groups[0]).get("flavors"))) > MAX_OPTIONS:
+        errors.append(FieldError.invalid(
+            "spec.resourceGroups[0].flavors", len(as_list(as_dict(groups[0]).get("flavors"))),
+            f"cannot have more than {MAX_OPTIONS} resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined"))
+    migration = as_dict(as_dict(policy).get("migration"))
+    constraints = migration.get("constraints")
+    constraints_path = join_path(join_path(POLICY_PATH, "migration"), "constraints")
+    if constraints is not None:
+        mode = migration.get("mode")
+        last = as_dict(constraints).get("lastAcceptableFlavorName")
+        cq_flavors = flavor_names(spec.get("resourceGroups"))
+        if mode and mode != concurrent_policy.TRY_PREFERRED_FLAVORS:
+            errors.append(FieldError.forbidden(
+                constraints_path,
+                f'may only be set when migration.mode is "{concurrent_policy.TRY_PREFERRED_FLAVORS}" (got "{mode}")'))
+        elif last is not None and last not in cq_flavors:
+            errors.append(FieldError.invalid(
+                join_path(constraints_path, "lastAcceptableFlavorName"), last,
+                f"must be one of the flavors defined in the ClusterQueue: [{' '.join(map(str, cq_flavors))}]"))
+    if spec.get("queueingStrategy") == c.STRICT_FIFO:
+        errors.append(FieldError.invalid(
+            "spec.queueingStrategy", c.STRICT_FIFO, "StrictFIFO queueing strategy cannot be used when ConcurrentAdmissionPolicy is defined"))
+    return errors
+
+
+def effective_concurrent_admission(spec: dict[str, Any]) -> Any:
+    """The concurrent-admission policy ``spec`` asks for, in pykueue's spelling whichever it used.
+
+    ``concurrentAdmission`` as it is, else Kueue's ``concurrentAdmissionPolicy`` mapped
+    (:func:`pykueue.api.concurrent_policy.to_concurrent_admission`; a policy that maps to nothing
+    stands for itself), else None: what the controller runs, and so what may not change.
+    """
+    if spec.get("concurrentAdmission") is not None:
+        return spec["concurrentAdmission"]
+    policy = spec.get("concurrentAdmissionPolicy")
+    if policy is None:
+        return None
+    mapped = concurrent_policy.to_concurrent_admission(policy) if isinstance(policy, dict) else None
+    return mapped if mapped is not None else policy
 
 
 def _remove_below_target_errors(

@@ -10,7 +10,8 @@ A rule maps a flavor (or ``*``, every flavor) and a trigger to what ends that fl
 
 At most one rule per (flavor, trigger): with two, which timeout applies would depend on list order.
 
-A ClusterQueue may not have both ``spec.concurrentAdmission`` and a fallback strategy: concurrent
+A ClusterQueue may not have both ``spec.concurrentAdmission`` (or Kueue's
+``spec.concurrentAdmissionPolicy``, its v1beta2 spelling) and a fallback strategy: concurrent
 admission already tries every flavor at once through option workloads and migrates between them,
 so "exclude the flavor that failed and try the next" has no single attempt to apply to. Refusing
 the combination is the one defined behaviour (docs/design/fallbacks.md).
@@ -38,14 +39,15 @@ def fallback_strategy_errors(spec: dict[str, Any]) -> list[FieldError]:
     path = "spec.flavorFungibility.fallbackStrategy"
     strategy = as_dict(strategy)
     errors: list[FieldError] = []
-    if spec.get("concurrentAdmission") is not None:
-        errors.append(
-            FieldError.forbidden(
-                path,
-                "may not be set together with spec.concurrentAdmission: concurrent admission tries "
-                "every flavor at once through options, so there is no single attempt to fall back from",
+    for concurrent in ("concurrentAdmission", "concurrentAdmissionPolicy"):  # the latter: Kueue's, v1beta2
+        if spec.get(concurrent) is not None:
+            errors.append(
+                FieldError.forbidden(
+                    path,
+                    f"may not be set together with spec.{concurrent}: concurrent admission tries "
+                    "every flavor at once through options, so there is no single attempt to fall back from",
+                )
             )
-        )
     policy = strategy.get("failurePolicy")
     if policy is not None and policy not in FAILURE_POLICIES:
         errors.append(FieldError.not_supported(join_path(path, "failurePolicy"), policy, FAILURE_POLICIES))

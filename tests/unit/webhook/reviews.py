@@ -31,8 +31,12 @@ def review(
     username: str = "alice",
     uid: str | None = None,
     sub_resource: str = "",
+    version: str | None = None,
 ) -> Obj:
-    group, version, plural = KIND_GROUPS[kind]
+    """An AdmissionReview of ``obj``; ``version`` overrides the kind's (``v1beta2`` for a Kueue
+    object sent in v1beta2; the object itself must be in that version)."""
+    group, kind_version, plural = KIND_GROUPS[kind]
+    version = version or kind_version
     metadata = (obj or old or {}).get("metadata")
     metadata = metadata if isinstance(metadata, dict) else {}
     request: Obj = {

@@ -19,13 +19,14 @@ from flask import Flask
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pykueue.api.conversion import convert
 from pykueue.tls.certs import generate_bundle
 from tests.builders import JobBuilder, SeedClusterQueueBuilder, WorkloadBuilder
 from tests.unit.webhook.gunicorn_process import stop_gunicorn
 from tests.unit.webhook.reviews import review
-from webhook.registry import HOOKS
+from webhook.registry import HOOKS, LEGACY_KUEUE_PATHS
 
-PATHS = [hook.path for hook in HOOKS]
+PATHS = [hook.path for hook in HOOKS] + [path for path, _ in LEGACY_KUEUE_PATHS]
 FUZZ_SETTINGS = settings(
     max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
@@ -43,16 +44,28 @@ interesting_keys = st.sampled_from([
     "rules", "timeout", "timeoutMinutes", "trigger", "podSets", "template", "containers", "requests",
     "workloadMode", "type", "conditions", "admission", "podSetAssignments", "suspend", "parallelism",
     "ownerReferences", "kueue.x-k8s.io/queue-name", "namespaceSelector", "matchExpressions", "cohort",
+    "cohortName", "concurrentAdmissionPolicy", "migration", "mode", "constraints", "lastAcceptableFlavorName",
+    "priorityClassRef", "queueingStrategy",
 ])
 
 
 def seeds() -> list[tuple[str, dict[str, Any]]]:
     cq = SeedClusterQueueBuilder("cq").flavor("a", cpu="1").flavor("b", cpu="1").option("x", "a").fallback_rule(
         "a", timeout="1m").obj()
+    workload = WorkloadBuilder("w", "ns").queue("q").podset(cpu="1").reserved("cq").obj()
+    # v1beta2 seeds: Kueue's policy and the fields v1beta2 spells its own way.
+    policy_cq = convert(SeedClusterQueueBuilder("cq").cohort("co").flavor("a", cpu="1").flavor("b", cpu="1").obj(), "v1beta2")
+    policy_cq["spec"]["concurrentAdmissionPolicy"] = {
+        "migration": {"mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "b"}}}
+    workload_v2 = convert(workload, "v1beta2")
+    workload_v2["spec"].update(priority=1, priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
+                                                             "name": "p"})
     return [
         ("ClusterQueue", cq),
+        ("ClusterQueue", policy_cq),
         ("Job", JobBuilder("j", "ns").queue("q").requests(cpu="1").obj()),
-        ("Workload", WorkloadBuilder("w", "ns").queue("q").podset(cpu="1").reserved("cq").obj()),
+        ("Workload", workload),
+        ("Workload", workload_v2),
     ]
 
 
@@ -109,7 +122,10 @@ def test_random_json(app: Flask, path: str, document: Any) -> None:
 def test_mutated_reviews(app: Flask, path: str, mutated: tuple[str, dict[str, Any]], operation: str,
                          request_noise: dict[str, Any]) -> None:
     kind, obj = mutated
-    body = review(kind, obj, old=obj if operation != "CREATE" else None, operation=operation, uid="fuzz-uid")
+    api_version = obj.get("apiVersion")
+    version = api_version.rpartition("/")[2] if isinstance(api_version, str) and kind != "Job" else None
+    body = review(kind, obj, old=obj if operation != "CREATE" else None, operation=operation, uid="fuzz-uid",
+                  version=version or None)
     body["request"].update(request_noise)
     response = check(app, path, json.dumps(body).encode())
     if response.status_code == 200:

@@ -31,6 +31,8 @@ from tests.builders import (
 from webhook.registry import HOOKS
 
 KINDS = sorted({hook.kind for hook in HOOKS if hook.group == "kueue.x-k8s.io"})
+# The hooks check each object against its own version's schema (v1beta1 is the kinds' own, None).
+VERSIONS = [None, "v1beta2"]
 
 wrong_values = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True), st.text(max_size=8),
@@ -113,14 +115,16 @@ def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
     return [_replaced(child, rest, new) if index == head else child for index, child in enumerate(value)]
 
 
-def _jsonschema_errors(kind: str, value: Any) -> list[str]:
-    return [error.message for error in jsonschema.Draft7Validator(cached_object_schema(kind)).iter_errors(value)]
+def _jsonschema_errors(kind: str, value: Any, version: str | None = None) -> list[str]:
+    schema = cached_object_schema(kind, version)
+    return [error.message for error in jsonschema.Draft7Validator(schema).iter_errors(value)]
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_served_kind_compiles(kind: str) -> None:
+def test_every_served_kind_compiles(kind: str, version: str | None) -> None:
     """A kind that falls back to jsonschema alone would silently lose the speed-up."""
-    assert _accepts(kind) is not _never_sure
+    assert _accepts(kind, version) is not _never_sure
 
 
 @pytest.mark.parametrize(
@@ -142,16 +146,17 @@ def test_valid_objects_take_the_fast_path(kind: str, obj: dict[str, Any]) -> Non
     assert _accepts(kind)(defaulted)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
-def test_accepted_means_jsonschema_finds_no_error(kind: str, data: st.DataObject) -> None:
-    obj = data.draw(instances(cached_object_schema(kind), near_miss=data.draw(st.booleans())))
+def test_accepted_means_jsonschema_finds_no_error(kind: str, version: str | None, data: st.DataObject) -> None:
+    obj = data.draw(instances(cached_object_schema(kind, version), near_miss=data.draw(st.booleans())))
     if data.draw(st.booleans()):  # one value somewhere replaced by something of the wrong shape
         path = data.draw(st.sampled_from(_paths(obj)))
         obj = _replaced(obj, path, data.draw(wrong_values))
-    if _accepts(kind)(obj):
-        assert _jsonschema_errors(kind, obj) == []
+    if _accepts(kind, version)(obj):
+        assert _jsonschema_errors(kind, obj, version) == []
 
 
 @pytest.mark.parametrize(

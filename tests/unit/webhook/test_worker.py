@@ -25,7 +25,7 @@ from pykueue.tls.certs import generate_bundle
 from tests.builders import SeedClusterQueueBuilder
 from tests.unit.webhook.gunicorn_process import stop_gunicorn
 from tests.unit.webhook.reviews import review
-from webhook.handlers import kueue_path
+from webhook.registry import kueue_path
 from webhook.worker import LingeringThreadWorker, lingering_worker
 
 REPO = Path(__file__).resolve().parents[3]
