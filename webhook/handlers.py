@@ -58,7 +58,6 @@ Rule = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 log = logging.getLogger("pykueue.webhook.handlers")
 
 KUEUE_GROUP = c.GROUP
-KUEUE_VERSIONS = (c.VERSION, c.V1BETA2_VERSION)
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ def _kueue_validator(ctx: WebhookContext, kind: str, rule: Rule) -> Callable[[Ad
         if review.operation not in ("CREATE", "UPDATE") or review.obj is None:
             return Verdict()
         old = review.old_obj if review.operation == "UPDATE" else None
-        # The app admits only KUEUE_VERSIONS at these paths; the object is checked as sent.
+        # The app admits only the hook's versions at these paths; the object is checked as sent.
         errors = ctx.schema_errors(kind, review.obj, version=review.kind.version) + rule(review.obj, old)
         return deny_field_errors(errors) if errors else Verdict()
 
@@ -214,9 +213,6 @@ def build_endpoints(ctx: WebhookContext) -> list[Endpoint]:
     }
     served = [(hook.path, hook) for hook in HOOKS] + list(LEGACY_KUEUE_PATHS)
     return [
-        Endpoint(
-            path, hook.group, hook.kind, hook.mutating, handlers[hook.path],
-            versions=KUEUE_VERSIONS if hook.group == KUEUE_GROUP else hook.versions,
-        )
+        Endpoint(path, hook.group, hook.kind, hook.mutating, handlers[hook.path], versions=hook.versions)
         for path, hook in served
     ]

@@ -332,13 +332,13 @@ def build_app(settings: Settings, job_policy: Any) -> Any:
     from pykueue.api.validation import schema_errors
     from webhook.app import create_app
     from webhook.cluster_state import KubeClusterState
-    from webhook.handlers import KUEUE_GROUP, KUEUE_VERSIONS, WebhookContext, build_endpoints
+    from webhook.handlers import KUEUE_GROUP, WebhookContext, build_endpoints
     from webhook.registry import HOOKS
 
     setup_logging("webhook", settings.log_format)  # type: ignore[arg-type]
     for hook in HOOKS:  # compile each kind's schema validators now, not on the first user request
         if hook.group == KUEUE_GROUP:
-            for version in KUEUE_VERSIONS:
+            for version in hook.versions:
                 schema_errors(hook.kind, {}, version=version)
     state = KubeClusterState(functools.partial(_request_path_client, settings))
     context = WebhookContext(
