@@ -63,6 +63,8 @@ class WorkloadRecord:
     used_cpu_seconds: float = 0.0
     create_failed: bool = False
     token: int = 0  # bumped on every admission change; a stale finish timer compares unequal
+    admitted_at: list[float] = field(default_factory=list)  # every admission, re-admissions too
+    evicted_at: list[float] = field(default_factory=list)  # every rise of Evicted
 
 
 @dataclass
@@ -134,6 +136,7 @@ class Recorder:
                 record.first_seen_at = now
             if evicted and not record.evicted_now:
                 record.evicted_transitions += 1
+                record.evicted_at.append(now)
             record.evicted_now = evicted
             if finished:
                 self._end_admission(record, now)
@@ -143,6 +146,7 @@ class Recorder:
                 self._settle()
             elif admitted and record.admitted_since is None:
                 record.admitted_since = now
+                record.admitted_at.append(now)
                 if record.first_admitted_at is None:
                     record.first_admitted_at = now
                 record.token += 1
@@ -184,7 +188,8 @@ class Recorder:
 
     def snapshot(self) -> list[WorkloadRecord]:
         with self._lock:
-            return [replace(r) for r in self.records.values()]
+            return [replace(r, admitted_at=list(r.admitted_at), evicted_at=list(r.evicted_at))
+                    for r in self.records.values()]
 
     def _end_admission(self, record: WorkloadRecord, now: float) -> None:
         if record.admitted_since is not None:

@@ -80,6 +80,7 @@ from .baseline_shape import (
     resource_flavor,
     workload,
 )
+from .baseline_timeline import ADMITTED, CREATED, EVICTED, Stamp, as_json, build, format_table
 from .engine_micro_ab import CHILD_UNDER_TREE
 
 # The simulated clock starts here (seconds since the epoch); only differences matter.
@@ -145,11 +146,18 @@ class ReplayResult:
     admissions: int
     moot_preemptions: int
     traces: list[EvictionTrace] = field(default_factory=list)
+    # Creates, landed admissions and landed evictions (moot ones too), as a cluster run's
+    # timeline counts them (bench.baseline_timeline); seconds of simulated time.
+    stamps: list[Stamp] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out.pop("traces")
+        out.pop("stamps")
         return out
+
+    def timeline(self, window_s: float) -> dict[str, Any]:
+        return as_json(build(self.stamps, window_s), window_s)
 
 
 class Replay:
@@ -213,6 +221,7 @@ class Replay:
         self.admissions = 0
         self.evicted: list[tuple[str, str, str]] = []  # (victim class, preemptor class, reason)
         self.traces: list[EvictionTrace] = []
+        self.stamps: list[Stamp] = []
 
     def _push(self, due: int, kind: int, key: str) -> None:
         self.seq += 1
@@ -227,6 +236,7 @@ class Replay:
             meta["generation"] = 1
             meta["resourceVersion"] = "1"
             meta["creationTimestamp"] = _stamp(self.now_ms)
+            self.stamps.append(Stamp(self.now_ms / 1000.0, CREATED, record.klass.name))
             self.engine.upsert_workload(obj)
         elif kind == _FINISH:
             namespace, name = key.split("/")
@@ -303,6 +313,7 @@ class Replay:
         self.engine.confirm(key)
         self.engine.upsert_workload(self.objects[key])
         record = self.records[key]
+        self.stamps.append(Stamp(self.now_ms / 1000.0, ADMITTED, record.klass.name))
         if record.first_admitted_ms is None:
             record.first_admitted_ms = self.now_ms
         record.run_token = self.seq + 1
@@ -313,6 +324,7 @@ class Replay:
         """The preemption's write landed: the victim stops running and, ``release_ms`` later,
         gives its quota back. A victim that finished meanwhile stays finished."""
         record = self.records[key]
+        self.stamps.append(Stamp(self.now_ms / 1000.0, EVICTED, record.klass.name))
         if record.finished_ms is not None or record.finish_sent:
             self.moot += 1
             return
@@ -399,6 +411,7 @@ class Replay:
             admissions=self.admissions,
             moot_preemptions=self.moot,
             traces=self.traces,
+            stamps=self.stamps,
         )
 
 
@@ -486,6 +499,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle-backoff-ms", type=int, default=0,
                         help="after an unproductive cycle wait 1 ms, doubling up to this, before the next one "
                         "whatever arrives (Kueue's loop: 100); 0: the next event wakes the loop (the controller)")
+    parser.add_argument("--timeline", type=float, default=0.0, metavar="SECONDS",
+                        help="print admissions, evictions and creates per window of this many simulated "
+                        "seconds, and the share of the write budget the admissions used (as a cluster run prints)")
     parser.add_argument("--trace", type=int, default=0, help="print the first N preemptions in detail")
     parser.add_argument("--engine-src", action="append", default=[], metavar="[LABEL=]DIR",
                         help="also replay against the engine of another source tree (controller/ and "
@@ -515,6 +531,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     trace=args.trace, idle_backoff_ms=args.idle_backoff_ms)
     _print(result)
     summary = result.summary()
+    if args.timeline > 0:
+        timeline = result.timeline(args.timeline)
+        windows = build(result.stamps, args.timeline)
+        print(format_table(windows, [k.name for k in load_shape(args.config).classes], window_s=args.timeline,
+                           budget_per_s=args.qps or None))
+        summary["timeline"] = timeline
     summary["replay_cpu_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(summary, sort_keys=True))
     return 0

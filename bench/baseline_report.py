@@ -25,6 +25,10 @@ from typing import Any
 from .baseline_cq import ClusterQueueState, class_summaries, overall_utilisation_pct
 from .baseline_driver import WorkloadRecord
 from .baseline_shape import Shape
+from .baseline_timeline import ADMITTED, CREATED, EVICTED, Stamp, as_json, build, format_table, from_json
+
+# Above this client QPS (the unthrottled variant) a share of the budget means nothing.
+BUDGET_SHOWN_UP_TO_QPS = 1000.0
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -46,6 +50,17 @@ def lag_summary(samples: Sequence[float]) -> dict[str, float | None]:
         "p99_ms": _round(percentile(samples, 0.99) * 1000, 1),
         "max_ms": _round(max(samples, default=math.nan) * 1000, 1),
     }
+
+
+def run_timeline(records: Sequence[WorkloadRecord], start: float) -> dict[str, Any]:
+    """Creates, admissions and ``Evicted`` rises per window, in seconds from ``start``."""
+    stamps: list[Stamp] = []
+    for r in records:
+        if r.created_at is not None:
+            stamps.append(Stamp(r.created_at - start, CREATED, r.klass))
+        stamps += [Stamp(at - start, ADMITTED, r.klass) for at in r.admitted_at]
+        stamps += [Stamp(at - start, EVICTED, r.klass) for at in r.evicted_at]
+    return as_json(build(stamps))
 
 
 def summarise(
@@ -103,6 +118,7 @@ def summarise(
         "cq_utilisation_kueue_pct": overall_utilisation_pct(cq_classes) if cq_classes else None,
         "cq_classes_kueue": cq_classes,
         "classes": classes,
+        "timeline": run_timeline(records, start) if created else None,
     }
 
 
@@ -237,6 +253,15 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         f"[2] cpu-seconds admitted workloads held / ({nominal} cpu nominal x wall)",
         "[3] from the workload's first watch event to the first with Admitted=True (Kueue's origin)",
     ]
+    if result.get("timeline"):
+        windows, width_s = from_json(result["timeline"])
+        qps = result.get("qps")
+        lines += [
+            "per window (from the first create sent): admissions (re-admissions too), Evicted rises, creates"
+            + ("; budget used = admissions / the client's QPS" if qps and qps <= BUDGET_SHOWN_UP_TO_QPS else ""),
+            format_table(windows, [k.name for k in shape.classes], window_s=width_s,
+                         budget_per_s=qps if qps and qps <= BUDGET_SHOWN_UP_TO_QPS else None),
+        ]
     if not result["completed"]:
         lines.append(f"INCOMPLETE: {result['finished']} of {result['workloads']} finished before the timeout")
     return "\n".join(lines)

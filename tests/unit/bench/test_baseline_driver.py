@@ -174,6 +174,9 @@ def test_recorder_notes_the_first_watch_event_and_counts_evicted_condition_rises
     assert record.first_admitted_at == 102.0
     assert record.evicted_transitions == 2
     assert record.evictions == 1, "only one admission was lost"
+    # The run's timeline (bench.baseline_timeline) places every admission and Evicted rise.
+    assert record.admitted_at == [102.0]
+    assert record.evicted_at == [103.0, 103.0]
 
 
 def _being_evicted(name: str) -> dict[str, Any]:

@@ -47,6 +47,11 @@ def test_a_tiny_baseline_replay_completes_with_consistent_counts() -> None:
     second = replay(load_shape(), scale=0.02, cycle_ms=5, create_spacing_ms=5, create_jitter_ms=300, trace=3)
     assert second.summary() == first.summary()  # deterministic for a seed
     assert len(first.traces) == min(3, first.evictions)
+    # The timeline counts what the totals count: every create, admission and landed eviction.
+    rows = first.timeline(5.0)["rows"]
+    assert sum(sum(row["created"].values()) for row in rows) == first.workloads
+    assert sum(sum(row["admitted"].values()) for row in rows) == first.admissions
+    assert sum(sum(row["evicted"].values()) for row in rows) == first.evictions
     # Kueue's backoff after unproductive cycles: fewer cycles for the same work.
     backing_off = replay(load_shape(), scale=0.02, cycle_ms=5, create_spacing_ms=5, create_jitter_ms=300,
                          idle_backoff_ms=100)

@@ -65,6 +65,28 @@ def test_printed_block_puts_kueues_anchor_beside_ours_and_flags_incomplete_runs(
     assert "INCOMPLETE: 0 of 1 finished" in text
 
 
+def test_the_run_carries_and_prints_its_timeline_with_the_budget_used() -> None:
+    shape = load_shape("baseline").scaled(0.001)
+    small = _record("small", 1, created=100.0, admitted=101.0, finished=102.0)
+    small.admitted_at = [101.0, 115.0]  # admitted, evicted at 112 s, admitted again
+    small.evicted_at = [112.0]
+    large = _record("large", 20, created=100.0, admitted=100.5, finished=116.0)
+    large.admitted_at = [100.5]
+    summary = summarise([small, large], shape)
+    rows = summary["timeline"]["rows"]
+    assert rows == [
+        {"from_s": 0.0, "created": {"large": 1, "small": 1}, "admitted": {"large": 1, "small": 1}, "evicted": {}},
+        {"from_s": 10.0, "created": {}, "admitted": {"small": 1}, "evicted": {"small": 1}},
+    ]
+    result = {"variant": "kueue-qps", "qps": 50.0, "burst": 100, "scale": 0.001, **summary}
+    text = format_run(result, shape)
+    assert "budget used = admissions / the client's QPS" in text
+    first_window = next(line.split() for line in text.splitlines() if line.strip().startswith("0-10"))
+    assert first_window == ["0-10", "0.2", "1/0/1", "0/0/0", "2", "0%"]  # small/medium/large; 0.2 of 50/s
+    unthrottled = format_run({**result, "qps": 100_000.0}, shape)
+    assert "per window" in unthrottled and "budget used" not in unthrottled
+
+
 def test_medians_over_repeated_runs() -> None:
     def run(wall: float, small: float) -> dict:
         return {"wall_s": wall, "cq_utilisation_pct": wall / 10, "classes": {"small": {"mean_time_to_admission_s": small}},
