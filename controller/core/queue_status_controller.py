@@ -16,6 +16,12 @@ and the work queue folds the other queues' marks; a queue is still written withi
 While admission is busy (``admission_busy()``: half the admission-write threads occupied, i.e.
 the client's budget is going to reservations) the budget drops to :data:`BUSY_STATUS_WRITES_PER_SECOND`:
 status is only eventually true anyway, and every status write then delays an admission.
+
+A write that changes a *condition* (``Active`` and its reason) does not wait for the budget: it
+happens once per queue per configuration change, not per workload, and it is what operators and
+tools wait for (``kubectl wait --for=condition=Active``). Budgeting it made a thousand new
+ClusterQueues take more than two minutes to show ``Active`` (their LocalQueues sharing the same
+5 writes/s). It still goes through the client's own rate limit.
 """
 
 from __future__ import annotations
@@ -54,6 +60,13 @@ BUSY_STATUS_WRITES_PER_SECOND = 1.0
 CQ_PREFIX = "cq:"
 LQ_PREFIX = "lq:"
 RF_PREFIX = "rf:"
+
+
+def _changes_a_condition(patch: dict[str, Any]) -> bool:
+    """The status patch carries conditions, which it does only when one of them changed
+    (:func:`controller.workload.patches.queue_status_patch`)."""
+    status = patch.get("status")
+    return isinstance(status, dict) and "conditions" in status
 
 
 class QueueStatusController:
@@ -197,7 +210,7 @@ class QueueStatusController:
         """``compute()`` returns ``(patch, ...)``; when a patch is due and the write budget is
         spent, wait for it and compute again from the (newer) caches."""
         computed = compute()
-        if computed[0] is None:
+        if computed[0] is None or _changes_a_condition(computed[0]):
             return computed
         delay = self._budget.reserve()
         if self._admission_busy():
