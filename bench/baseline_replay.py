@@ -89,6 +89,25 @@ CONTROLLER_HEADS = 8  # the Engine's default, which the controller uses
 MAX_WRITES_IN_FLIGHT = 32  # controller.core.scheduler: 2 x 16 write threads
 REQUEUE_BATCH_MS = 0  # controller.core.setup.REQUEUE_BATCH_SECONDS
 
+# How the creates due at one instant are ordered (the driver sends them in the timeline's
+# order: queue, then class, small first; Kueue's generator runs one goroutine per queue and class,
+# so its order at one instant is whatever the scheduler of goroutines makes it).
+TIMELINE_ORDER, PRIORITY_ORDER, RANDOM_ORDER = "timeline", "priority", "random"
+SAME_INSTANT_ORDERS = (TIMELINE_ORDER, PRIORITY_ORDER, RANDOM_ORDER)
+
+
+def _ordered(plan: list[Any], order: str, rng: random.Random, priorities: Sequence[int]) -> list[Any]:
+    """``plan`` (in due order) with the creates of each instant in ``order``: the timeline's,
+    the class's priority first (the order a priority queue would pick them in had they arrived
+    together), or shuffled (seeded)."""
+    if order == PRIORITY_ORDER:
+        return sorted(plan, key=lambda p: (p.due, -priorities[p.class_index], p.queue_index))
+    if order == RANDOM_ORDER:
+        keys = {id(p): rng.random() for p in plan}
+        return sorted(plan, key=lambda p: (p.due, keys[id(p)]))
+    return plan
+
+
 _CREATE, _FINISH, _RELEASE, _ADMITTED, _EVICTED, _FINISH_SENT = 0, 1, 2, 3, 4, 5
 
 
@@ -167,8 +186,10 @@ class Replay:
         self, shape: Shape, *, heads: int, cycle_ms: int, release_ms: int, qps: float = 50.0,
         max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS, latency_ms: int = 200,
         watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0, seed: int = 1, trace: int = 0,
-        idle_backoff_ms: int = 0, engine: type = Engine,
+        idle_backoff_ms: int = 0, engine: type = Engine, same_instant_order: str = TIMELINE_ORDER,
     ) -> None:
+        if same_instant_order not in SAME_INSTANT_ORDERS:
+            raise ValueError(f"same_instant_order must be one of {', '.join(SAME_INSTANT_ORDERS)}, got {same_instant_order!r}")
         if cycle_ms <= 0 or release_ms < 0 or qps < 0 or max_in_flight < 1:
             raise ValueError("cycle_ms and max_in_flight must be positive, release_ms and qps not negative")
         self.qps = qps
@@ -204,7 +225,8 @@ class Replay:
         self.pending_creates: dict[str, tuple[int, WorkloadClass]] = {}
         last_due, behind = -1, 0
         rng = random.Random(seed)  # the replay is deterministic for a given seed
-        for planned in creation_timeline(shape):
+        for planned in _ordered(creation_timeline(shape), same_instant_order, random.Random(seed),
+                                [k.priority for k in shape.classes]):
             klass = shape.classes[planned.class_index]
             obj = workload(self.names, planned.queue_index, klass, planned.ordinal)
             key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
@@ -420,12 +442,13 @@ def replay(
     qps: float = 50.0, max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS,
     latency_ms: int = 200, watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0,
     seed: int = 1, trace: int = 0, idle_backoff_ms: int = 0, engine: type = Engine,
+    same_instant_order: str = TIMELINE_ORDER,
 ) -> ReplayResult:
     """Replay ``shape`` scaled by ``scale``; see the module docstring for the model."""
     result = Replay(shape.scaled(scale), heads=heads, cycle_ms=cycle_ms, release_ms=release_ms, qps=qps,
                     max_in_flight=max_in_flight, requeue_batch_ms=requeue_batch_ms, latency_ms=latency_ms, watch_ms=watch_ms,
                     create_spacing_ms=create_spacing_ms, create_jitter_ms=create_jitter_ms, seed=seed, trace=trace,
-                    idle_backoff_ms=idle_backoff_ms, engine=engine).run()
+                    idle_backoff_ms=idle_backoff_ms, engine=engine, same_instant_order=same_instant_order).run()
     result.scale = scale
     return result
 
@@ -495,7 +518,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the driver sends the creates due at one instant this far apart, in timeline order")
     parser.add_argument("--create-jitter-ms", type=int, default=0,
                         help="each create is late by a pseudo-random 0..N ms (the driver's create lag)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the create lag")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the create lag and of --same-instant-order random")
+    parser.add_argument("--same-instant-order", choices=SAME_INSTANT_ORDERS, default=TIMELINE_ORDER,
+                        help="order of the creates due at one instant: the driver's (queue, then class, small "
+                        "first), highest priority first, or shuffled")
     parser.add_argument("--idle-backoff-ms", type=int, default=0,
                         help="after an unproductive cycle wait 1 ms, doubling up to this, before the next one "
                         "whatever arrives (Kueue's loop: 100); 0: the next event wakes the loop (the controller)")
@@ -528,7 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     release_ms=args.release_ms, qps=args.qps, max_in_flight=args.max_in_flight,
                     requeue_batch_ms=args.requeue_batch_ms, latency_ms=args.latency_ms, watch_ms=args.watch_ms,
                     create_spacing_ms=args.create_spacing_ms, create_jitter_ms=args.create_jitter_ms, seed=args.seed,
-                    trace=args.trace, idle_backoff_ms=args.idle_backoff_ms)
+                    trace=args.trace, idle_backoff_ms=args.idle_backoff_ms, same_instant_order=args.same_instant_order)
     _print(result)
     summary = result.summary()
     if args.timeline > 0:

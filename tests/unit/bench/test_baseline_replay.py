@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,28 @@ def test_engine_src_replays_another_tree_side_by_side(capsys: pytest.CaptureFixt
     assert set(runs) == {"this checkout", "same"}
     assert runs["same"] == {**runs["this checkout"], "replay_cpu_s": runs["same"]["replay_cpu_s"]}
     assert out[0].startswith("engine") and out[1].startswith("this checkout") and out[2].startswith("same")
+
+
+def test_the_order_of_creates_due_at_one_instant_is_a_replay_setting() -> None:
+    """The driver sends a queue's small, medium and large workloads due at one instant in that
+    order; ``priority`` sends the large one first, ``random`` shuffles (seeded)."""
+    from bench.baseline_driver import creation_timeline
+    from bench.baseline_replay import _ordered
+
+    shape = load_shape().scaled(0.02)
+    plan = creation_timeline(shape)
+    priorities = [k.priority for k in shape.classes]
+    at_zero = [p for p in _ordered(plan, "priority", random.Random(1), priorities) if p.due == 0]
+    assert [shape.classes[p.class_index].name for p in at_zero[:3]] == ["large"] * 3
+    assert [shape.classes[p.class_index].name for p in at_zero[-3:]] == ["small"] * 3
+    shuffled = _ordered(plan, "random", random.Random(1), priorities)
+    assert sorted(map(id, shuffled)) == sorted(map(id, plan)) and shuffled != plan
+    assert [p.due for p in shuffled] == sorted(p.due for p in shuffled)
+    assert _ordered(plan, "timeline", random.Random(1), priorities) is plan
+    with pytest.raises(ValueError, match="same_instant_order must be one of"):
+        replay(load_shape(), scale=0.02, same_instant_order="alphabetical")
+    # Deterministic per order; every order completes the same work.
+    for order in ("timeline", "priority", "random"):
+        result = replay(load_shape(), scale=0.02, cycle_ms=5, same_instant_order=order)
+        _consistent(result)
+        assert result == replay(load_shape(), scale=0.02, cycle_ms=5, same_instant_order=order)
