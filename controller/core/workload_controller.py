@@ -45,6 +45,18 @@ def _priority_class_label(wl: dict[str, Any]) -> str:
     return wv.priority_class_name(wl)
 
 
+def _decision_inputs_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """A queue's update can change its workloads' plans only through its spec (the ClusterQueue's
+    admission checks, fallback strategy, stop policy; the LocalQueue's ClusterQueue) or its
+    deletion; :func:`plan_workload` never reads a queue's status. Status writes come every second
+    per queue under load (usage, counts), and each used to re-enqueue every workload of the
+    queue: at the scheduler baseline's scale a reconcile of each pending workload every few
+    seconds, queued ahead of the evictions waiting to release their quota."""
+    return wv.spec(old) != wv.spec(new) or wv.meta(old).get("deletionTimestamp") != wv.meta(new).get(
+        "deletionTimestamp"
+    )
+
+
 class WorkloadController:
     """See the module docstring. Informers are shared; this controller only reads their stores."""
 
@@ -91,14 +103,10 @@ class WorkloadController:
             resync=True,
         )
         self._local_queues.add_handler(
-            FuncHandler(
-                add=self._lq_changed, update=lambda _o, n: self._lq_changed(n), delete=self._lq_changed
-            )
+            FuncHandler(add=self._lq_changed, update=self._lq_updated, delete=self._lq_changed)
         )
         self._cluster_queues.add_handler(
-            FuncHandler(
-                add=self._cq_changed, update=lambda _o, n: self._cq_changed(n), delete=self._cq_changed
-            )
+            FuncHandler(add=self._cq_changed, update=self._cq_updated, delete=self._cq_changed)
         )
         if self._wpcs is not None:
             self._wpcs.add_handler(
@@ -132,6 +140,14 @@ class WorkloadController:
     def _enqueue_index(self, index: str, value: str) -> None:
         for key in self._workloads.store.index_keys(index, value):
             self.queue.add(key)
+
+    def _lq_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if _decision_inputs_changed(old, new):
+            self._lq_changed(new)
+
+    def _cq_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if _decision_inputs_changed(old, new):
+            self._cq_changed(new)
 
     def _lq_changed(self, lq: dict[str, Any]) -> None:
         self._enqueue_index(indexes.WORKLOAD_BY_QUEUE, wv.key(lq))
