@@ -1,6 +1,6 @@
 """Bytes one waiting Event costs in the Event queue, and what the queue's bound costs.
 
-    python -m bench.event_queue_memory [--entries 20000]
+    python -m bench.event_queue_memory [--entries 20000] [--scale 1.0]
 
 The Event queue (controller/runtime/event_queue.py) is the waiting room between the scheduler,
 which emits two Events per admission, and the Event client's budget; it is sized in entries
@@ -60,8 +60,10 @@ def bytes_per_entry(entries: int = 20_000) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--entries", type=int, default=20_000, help="distinct Events to queue (default 20000)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply --entries (run_all's smoke runs)")
     args = parser.parse_args(argv)
-    measured = bytes_per_entry(max(1, args.entries))
+    entries = max(1_000, int(args.entries * args.scale))
+    measured = bytes_per_entry(entries)
     mib = 1024 * 1024
     print(f"bytes per waiting Event (worst case, its strings included): {measured:.0f} (bound ENTRY_BYTES {ENTRY_BYTES})")
     print(
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "benchmark": "event_queue_memory",
-                "entries": args.entries,
+                "entries": entries,
                 "bytes_per_entry": round(measured, 1),
                 "entry_bytes_bound": ENTRY_BYTES,
                 "max_queued": MAX_QUEUED,
