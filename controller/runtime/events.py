@@ -18,7 +18,7 @@ controllers all record through controller-runtime's one broadcaster:
   repeats), and a full queue sheds the least useful waiting Event (a superseded message of the
   same object and reason, else the oldest Normal one) rather than slow a controller down or
   lose the newest. :func:`senders_for_qps` threads send in parallel (enough to spend the Event
-  client's whole budget while a create takes a quarter of a second), each object's Events
+  client's whole budget while a create takes 400 ms), each object's Events
   always through the same one, so they keep the order in which they were emitted. An Event is
   stamped with the time it was emitted (client-go stamps it when recorded), so a late one
   still tells when it happened.
@@ -75,16 +75,17 @@ MAX_MESSAGE = 1024
 # Distinct Events waiting, shared by the senders. The scheduler emits two Events per admission
 # (QuotaReserved and Admitted, as Kueue) and may admit as fast as its own client's budget allows,
 # so with the Event client on the same QPS, Events can arrive at twice the rate they can leave:
-# at QPS 50 the full-scale scheduler baseline had ~14,000 waiting at its peak (docs/performance.md,
+# at QPS 50 the full-scale scheduler baseline had 14,517 waiting at its peak (docs/performance.md,
 # "Events under load"). 50,000 entries of at most ENTRY_BYTES (measured about 810 B) bound the
 # waiting room at under 50 MiB and hold 1,000 s of sends at QPS 50; beyond that the queue sheds.
 MAX_QUEUED = 50_000
 # Senders when the QPS is not known (tests, a Controller built without main).
 SENDERS = 4
 # The time one create takes under load, which sizes the senders: at QPS 50 a create took 77 ms on
-# average in the full-scale baseline and 230 ms on a loaded machine; a sender is blocked for that
-# long, so spending the whole budget takes qps x this many of them.
-SEND_SECONDS = 0.25
+# average in a full-scale baseline on an idle machine and 315 ms on a loaded one, where 13
+# senders (sized for 250 ms) sent 31 Events/s of the 50 allowed; a sender is blocked
+# for that long, so spending the whole budget takes qps x this many of them.
+SEND_SECONDS = 0.4
 MAX_SENDERS = 32
 # client-go's EventSourceObjectSpamFilter defaults: 25 Events at once per source+object, then
 # one more every 5 minutes (defaultSpamBurst, defaultSpamQPS = 1/300).

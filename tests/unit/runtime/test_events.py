@@ -361,8 +361,8 @@ def test_a_series_bump_is_stamped_with_the_latest_emit() -> None:
 
 
 def test_senders_are_enough_to_spend_the_event_clients_budget() -> None:
-    assert senders_for_qps(50) == 13, "Kueue's QPS 50 at a quarter of a second per create"
-    assert senders_for_qps(20) == 5 and senders_for_qps(5) == SENDERS, "never fewer than the default"
+    assert senders_for_qps(50) == 20, "Kueue's QPS 50 at 400 ms per create"
+    assert senders_for_qps(20) == 8 and senders_for_qps(5) == SENDERS, "never fewer than the default"
     assert senders_for_qps(0) == senders_for_qps(10_000) == MAX_SENDERS, "an unlimited client gets the most"
 
 
