@@ -302,6 +302,7 @@ def client_request_figures(metrics_text: str) -> dict[str, Any]:
 _EVENT_QUEUE_GAUGES = {
     "pykueue_events_queue_wait_max_seconds": "wait_max_s",
     "pykueue_events_waiting": "waiting_at_end",
+    "pykueue_events_oldest_waiting_seconds": "oldest_waiting_at_end_s",
     "pykueue_events_waiting_peak": "waiting_peak",
 }
 
@@ -330,7 +331,8 @@ def event_queue_figures(wait_buckets: list[tuple[float, float]], gauges: dict[st
     """How late Events left and how full their waiting room got: queue wait p50/p99 (from the
     ``pykueue_events_queue_wait_seconds`` buckets, so within a bucket's width; never above the
     measured maximum), its maximum, the Events taken by a sender, those still waiting when read
-    and the most that waited at once. Empty for a controller without these metrics."""
+    and how long the oldest of them has waited, and the most that waited at once. Empty for a
+    controller without these metrics."""
     if not wait_buckets and not gauges:
         return {}
     longest = gauges.get("wait_max_s")
@@ -347,5 +349,8 @@ def event_queue_figures(wait_buckets: list[tuple[float, float]], gauges: dict[st
         "wait_p99_s": quantile(0.99),
         "wait_max_s": None if longest is None else round(longest, 2),
         "waiting_at_end": int(gauges["waiting_at_end"]) if "waiting_at_end" in gauges else None,
+        "oldest_waiting_at_end_s": round(gauges["oldest_waiting_at_end_s"], 2)
+        if "oldest_waiting_at_end_s" in gauges
+        else None,
         "waiting_peak": int(gauges["waiting_peak"]) if "waiting_peak" in gauges else None,
     }

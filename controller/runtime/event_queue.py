@@ -196,6 +196,12 @@ class PendingEvents:
             oldest = min(heads, key=lambda p: p.seq)
             return self._remove(oldest.key)
 
+    def oldest_emitted(self) -> float | None:
+        """When the oldest waiting entry was first emitted; ``None`` when none waits."""
+        with self._cond:
+            heads = [next(iter(b.values())).first_emitted for b in (self._normal, self._other) if b]
+            return min(heads, default=None)
+
     def task_done(self) -> None:
         with self._cond:
             self._unfinished -= 1

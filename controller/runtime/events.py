@@ -36,7 +36,8 @@ controllers all record through controller-runtime's one broadcaster:
   own, by ``how`` = queued, series, similar), ``pykueue_events_dropped_total`` (by ``reason``);
   how late they leave: ``pykueue_events_queue_wait_seconds`` (from the first emit to a sender
   taking it) and ``pykueue_events_queue_wait_max_seconds``; and the waiting room's use,
-  ``pykueue_events_waiting`` and ``pykueue_events_waiting_peak`` (entries).
+  ``pykueue_events_waiting`` and ``pykueue_events_waiting_peak`` (entries), and how late the
+  backlog is now, ``pykueue_events_oldest_waiting_seconds``.
 * Messages are truncated to :data:`MAX_MESSAGE` characters, as Kueue's
   ``api.TruncateEventMessage`` does.
 
@@ -51,6 +52,7 @@ import logging
 import math
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -119,6 +121,10 @@ QUEUE_WAIT_MAX = Gauge(
     "The longest an Event waited for a sender since the process started.",
 )
 WAITING = Gauge("pykueue_events_waiting", "Distinct Events waiting for a sender now.")
+OLDEST_WAITING = Gauge(
+    "pykueue_events_oldest_waiting_seconds",
+    "How long the oldest Event still waiting for a sender has waited so far (0 when none waits).",
+)
 WAITING_PEAK = Gauge(
     "pykueue_events_waiting_peak", "The most distinct Events that waited for a sender at once since the process started."
 )
@@ -480,6 +486,7 @@ class EventBroadcaster:
         self.waiting = 0
         self.waiting_peak = 0
         self.longest_wait = 0.0
+        _LIVE.add(self)
 
     @property
     def filtered(self) -> int:
@@ -581,6 +588,11 @@ class EventBroadcaster:
                 pending.task_done()
 
 
+    def oldest_wait(self) -> float:
+        """How long the oldest Event still waiting has waited; 0 when none waits."""
+        emitted = [e for e in (q.oldest_emitted() for q in self._queues) if e is not None]
+        return max(0.0, self._wall_clock() - min(emitted)) if emitted else 0.0
+
     def _taken(self, item: Pending) -> None:
         """A sender took ``item``: one fewer waiting, and how long it waited."""
         wait = max(0.0, self._wall_clock() - item.first_emitted)
@@ -591,6 +603,11 @@ class EventBroadcaster:
             if wait > self.longest_wait:
                 self.longest_wait = wait
                 _WAIT_MAX.offer(wait)
+
+
+# The process's broadcasters (one outside tests), read when /metrics is scraped.
+_LIVE: weakref.WeakSet[EventBroadcaster] = weakref.WeakSet()
+OLDEST_WAITING.set_function(lambda: max((b.oldest_wait() for b in list(_LIVE)), default=0.0))
 
 
 class Recorder:

@@ -73,6 +73,9 @@ pykueue_events_queue_wait_max_seconds 42.0
 # HELP pykueue_events_waiting Now
 # TYPE pykueue_events_waiting gauge
 pykueue_events_waiting 7.0
+# HELP pykueue_events_oldest_waiting_seconds Oldest
+# TYPE pykueue_events_oldest_waiting_seconds gauge
+pykueue_events_oldest_waiting_seconds 12.345
 # HELP pykueue_events_waiting_peak Most
 # TYPE pykueue_events_waiting_peak gauge
 pykueue_events_waiting_peak 1234.0
@@ -83,6 +86,7 @@ pykueue_events_waiting_peak 1234.0
         "wait_p99_s": 42.0,  # 91 s by the buckets, above the measured maximum
         "wait_max_s": 42.0,
         "waiting_at_end": 7,
+        "oldest_waiting_at_end_s": 12.35,
         "waiting_peak": 1234,
     }
     assert client_request_figures(METRICS)["event_queue"] == {}, "a controller without the metrics"

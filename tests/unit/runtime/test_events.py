@@ -329,6 +329,8 @@ def test_an_event_is_stamped_when_emitted_not_when_sent_and_its_wait_is_measured
     recorder.emit(wl, EventSpec("Warning", "Pending", "no quota"))  # folded: one write, count 2
     assert broadcaster.waiting == 1 and broadcaster.waiting_peak == 1
     wall.now += 35  # the sender takes it 45 s after the first emit
+    assert broadcaster.oldest_wait() == 45.0
+    assert (REGISTRY.get_sample_value("pykueue_events_oldest_waiting_seconds") or 0.0) >= 45.0
     api.gate.set()
     assert broadcaster.flush(5)
     [pending] = [e for e in api.events.values() if e["reason"] == "Pending"]
@@ -337,7 +339,7 @@ def test_an_event_is_stamped_when_emitted_not_when_sent_and_its_wait_is_measured
         "2027-01-15T08:00:10Z",
         2,
     )
-    assert broadcaster.waiting == 0
+    assert broadcaster.waiting == 0 and broadcaster.oldest_wait() == 0.0
     assert broadcaster.longest_wait == 45.0
     assert wait_count() - before[0] == 2, "the blocker and the Pending Event"
     assert waited_at_most("30.0") - before[1] == 1 and waited_at_most("60.0") - before[2] == 2
