@@ -234,6 +234,15 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
                 for figure, values in events.items()
             ]
             lines.append(f"{'controller Events':<{width}}" + "; ".join(parts))
+        queue = api.get("event_queue") or {}
+        if queue:
+            lines.append(
+                f"{'  Event queue wait p50 / p99 / max':<{width}}"
+                f"{_fmt(queue.get('wait_p50_s'), '', 2)} / {_fmt(queue.get('wait_p99_s'), '', 2)} / "
+                f"{_fmt(queue.get('wait_max_s'), ' s', 2)}  ({queue.get('taken', 0)} taken by a sender; "
+                f"waiting at the end {queue.get('waiting_at_end', 'n/a')}, the oldest for "
+                f"{_fmt(queue.get('oldest_waiting_at_end_s'), ' s', 2)}; at most {queue.get('waiting_peak', 'n/a')})"
+            )
     driver = result.get("driver") or {}
     create_lag, finish_lag = driver.get("create_lag") or {}, driver.get("finish_lag") or {}
     lines.append(

@@ -247,13 +247,16 @@ def client_request_figures(metrics_text: str) -> dict[str, Any]:
     """``pykueue_rest_client_*`` figures from a Prometheus text page: requests per verb and per
     status code, mean latency per verb, and the seconds spent waiting for the rate limiter; and
     the Event recorder's ``pykueue_events_*`` counters (sent by write, aggregated by how, dropped
-    by reason; a controller older than a counter has none of its entries)."""
+    by reason; a controller older than a counter has none of its entries) and its queue
+    (:func:`event_queue_figures`)."""
     by_verb: dict[str, int] = {}
     codes: dict[str, int] = {}
     latency_sum: dict[str, float] = {}
     latency_count: dict[str, float] = {}
     limiter_wait = 0.0
     events: dict[str, dict[str, int]] = {"sent": {}, "aggregated": {}, "dropped": {}}
+    wait_buckets: list[tuple[float, float]] = []
+    gauges: dict[str, float] = {}
     event_metrics = {
         "pykueue_events_sent_total": ("sent", "write"),
         "pykueue_events_aggregated_total": ("aggregated", "how"),
@@ -264,6 +267,10 @@ def client_request_figures(metrics_text: str) -> dict[str, Any]:
             if metric.name in event_metrics:
                 figure, label = event_metrics[metric.name]
                 events[figure][metric.labels.get(label, "?")] = int(metric.value)
+            elif metric.name == "pykueue_events_queue_wait_seconds_bucket":
+                wait_buckets.append((float(metric.labels.get("le", "+Inf")), metric.value))
+            elif metric.name in _EVENT_QUEUE_GAUGES:
+                gauges[_EVENT_QUEUE_GAUGES[metric.name]] = metric.value
             elif metric.name == "pykueue_rest_client_requests_total":
                 verb, code = metric.labels.get("verb", "?"), metric.labels.get("code", "?")
                 by_verb[verb] = by_verb.get(verb, 0) + int(metric.value)
@@ -287,4 +294,63 @@ def client_request_figures(metrics_text: str) -> dict[str, Any]:
             if count and verb in latency_sum and verb != "WATCH"
         },
         "events": {figure: dict(sorted(values.items())) for figure, values in events.items()},
+        "event_queue": event_queue_figures(wait_buckets, gauges),
+    }
+
+
+# The Event queue's gauges by the name its figures give them.
+_EVENT_QUEUE_GAUGES = {
+    "pykueue_events_queue_wait_max_seconds": "wait_max_s",
+    "pykueue_events_waiting": "waiting_at_end",
+    "pykueue_events_oldest_waiting_seconds": "oldest_waiting_at_end_s",
+    "pykueue_events_waiting_peak": "waiting_peak",
+}
+
+
+def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Prometheus's ``histogram_quantile``: the ``q`` quantile of cumulative ``(le, count)``
+    buckets, interpolated linearly inside the bucket it falls in (the highest finite bound when
+    it falls in ``+Inf``); ``None`` without observations."""
+    ordered = sorted(buckets)
+    if not ordered or ordered[-1][1] <= 0:
+        return None
+    rank = q * ordered[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in ordered:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            if count == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count)
+        lower_bound, lower_count = bound, count
+    return lower_bound
+
+
+def event_queue_figures(wait_buckets: list[tuple[float, float]], gauges: dict[str, float]) -> dict[str, Any]:
+    """How late Events left and how full their waiting room got: queue wait p50/p99 (from the
+    ``pykueue_events_queue_wait_seconds`` buckets, so within a bucket's width; never above the
+    measured maximum), its maximum, the Events taken by a sender, those still waiting when read
+    and how long the oldest of them has waited, and the most that waited at once. Empty for a
+    controller without these metrics."""
+    if not wait_buckets and not gauges:
+        return {}
+    longest = gauges.get("wait_max_s")
+
+    def quantile(q: float) -> float | None:
+        value = histogram_quantile(q, wait_buckets)
+        if value is not None and longest is not None:
+            value = min(value, longest)
+        return None if value is None else round(value, 2)
+
+    return {
+        "taken": int(max((count for _, count in wait_buckets), default=0)),
+        "wait_p50_s": quantile(0.5),
+        "wait_p99_s": quantile(0.99),
+        "wait_max_s": None if longest is None else round(longest, 2),
+        "waiting_at_end": int(gauges["waiting_at_end"]) if "waiting_at_end" in gauges else None,
+        "oldest_waiting_at_end_s": round(gauges["oldest_waiting_at_end_s"], 2)
+        if "oldest_waiting_at_end_s" in gauges
+        else None,
+        "waiting_peak": int(gauges["waiting_peak"]) if "waiting_peak" in gauges else None,
     }

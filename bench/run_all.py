@@ -44,6 +44,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("webhook_load", needs_cluster=False),
     Benchmark("conversion_load", needs_cluster=False),
     Benchmark("conversion_micro", needs_cluster=False),
+    Benchmark("event_queue_memory", needs_cluster=False),
     Benchmark("informer_sync", needs_cluster=True),
     Benchmark("controller_cold_start", needs_cluster=True),
     Benchmark("baseline", needs_cluster=True),

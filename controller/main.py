@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controller.runtime.events import EventBroadcaster
+from controller.runtime.events import EventBroadcaster, senders_for_qps
 from controller.runtime.health import parse_address
 from controller.runtime.leaderelection import ElectionConfig
 from controller.runtime.manager import Controller
@@ -250,8 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         health_addr=addresses.health,
         metrics_addr=addresses.metrics,
         config=config,
-        # One Event pipeline for every controller, on its own rate limit as controller-runtime's.
-        event_broadcaster=EventBroadcaster(client.with_own_rate_limit()),
+        # One Event pipeline for every controller, on its own rate limit as controller-runtime's,
+        # with senders enough to spend that budget.
+        event_broadcaster=EventBroadcaster(client.with_own_rate_limit(), senders=senders_for_qps(limits.qps)),
     )
     for resource in BASE_RESOURCES:
         ctrl.informer(resource)

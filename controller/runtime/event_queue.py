@@ -19,7 +19,14 @@ therefore
      Warning -- ``queue_full_normal`` / ``queue_full_warning``.
 
 Entries leave in arrival order (a merged repeat keeps the first one's place), so each object's
-Events keep the order in which they were emitted. Memory is bounded by ``capacity`` entries.
+Events keep the order in which they were emitted. Memory is bounded by ``capacity`` entries of at
+most :data:`ENTRY_BYTES` each: an entry is one tuple of strings (the object's identity, the Event's
+type, reason and message) and the object's ``resourceVersion``, no dictionaries, so that the
+waiting room can be made large enough to hold a full-scale burst of admissions
+(``tests/unit/runtime/test_event_queue.py`` measures it; ``python -m bench.event_queue_memory``
+prints it). Each entry carries the wall-clock times of its first and latest emit: the Event is
+stamped with them, as client-go stamps an Event when it is recorded rather than when it is
+sent, and its wait in the queue is observed when a sender takes it.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 # Why an Event was not sent, the ``reason`` label of ``pykueue_events_dropped_total``.
@@ -36,22 +44,58 @@ SUPERSEDED = "superseded"
 SHED_NORMAL = "queue_full_normal"
 SHED_WARNING = "queue_full_warning"
 
+# The most one waiting entry may cost, its strings included (none shared with the informer's
+# copy of the object), for a Workload's QuotaReserved Event: the queue's bound in bytes is
+# ``capacity * ENTRY_BYTES``. Measured with tracemalloc at about 810 bytes on CPython 3.11
+# (test_event_queue.py holds the bound).
+ENTRY_BYTES = 1024
+
 Key = tuple[str, ...]
+# key = (component, apiVersion, kind, namespace, name, uid, type, reason, message)
+_COMPONENT, _API_VERSION, _KIND, _NAMESPACE, _NAME, _UID, _TYPE, _REASON, _MESSAGE = range(9)
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
-    """One Event waiting for a sender; ``repeats`` identical emits folded into it."""
+    """One Event waiting for a sender; ``repeats`` identical emits folded into it, the first at
+    ``first_emitted`` and the latest at ``last_emitted`` (epoch seconds)."""
 
-    involved: dict[str, Any]
-    type: str
-    reason: str
-    message: str
-    component: str
+    key: Key
+    resource_version: str
+    first_emitted: float
+    last_emitted: float
     repeats: int = 1
     seq: int = 0
-    key: Key = field(default=(), repr=False)
-    similar: Key = field(default=(), repr=False)
+
+    @property
+    def component(self) -> str:
+        return self.key[_COMPONENT]
+
+    @property
+    def type(self) -> str:
+        return self.key[_TYPE]
+
+    @property
+    def reason(self) -> str:
+        return self.key[_REASON]
+
+    @property
+    def message(self) -> str:
+        return self.key[_MESSAGE]
+
+    @property
+    def similar(self) -> Key:
+        """The key without the message: a newer message of it supersedes this one."""
+        return self.key[:_MESSAGE]
+
+    @property
+    def involved(self) -> dict[str, Any]:
+        """The Event's ``involvedObject`` reference, rebuilt for the write."""
+        key = self.key
+        meta = {"name": key[_NAME], "namespace": key[_NAMESPACE], "uid": key[_UID]}
+        if self.resource_version:
+            meta["resourceVersion"] = self.resource_version
+        return {"apiVersion": key[_API_VERSION], "kind": key[_KIND], "metadata": meta}
 
 
 @dataclass(frozen=True)
@@ -62,6 +106,11 @@ class Outcome:
     merged: bool = False
     shed_reason: str | None = None
     shed_events: int = 0
+
+    @property
+    def added(self) -> int:
+        """How many entries the queue grew by: 1 for a new entry that shed nothing, else 0."""
+        return int(not self.merged and self.shed_reason is None)
 
 
 def _identity(involved: dict[str, Any], component: str) -> Key:
@@ -80,10 +129,12 @@ class PendingEvents:
     """A FIFO of distinct waiting Events with merging and shedding (see the module docstring).
 
     Thread safe; :meth:`get` blocks. ``join`` waits until every entry taken was ``task_done``.
+    ``clock`` (epoch seconds) stamps the emits.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, *, clock: Callable[[], float] = time.time) -> None:
         self._capacity = max(1, capacity)
+        self._clock = clock
         # One ordered map per type, so the oldest Normal is found at once; ``get`` takes the
         # older of the two heads.
         self._normal: OrderedDict[Key, Pending] = OrderedDict()
@@ -102,11 +153,13 @@ class PendingEvents:
         identity = _identity(involved, component)
         similar = (*identity, type_, reason)
         key = (*similar, message)
+        now = self._clock()
         with self._cond:
             bucket = self._normal if type_ == "Normal" else self._other
             waiting = bucket.get(key)
             if waiting is not None:
                 waiting.repeats += 1
+                waiting.last_emitted = now
                 return Outcome(merged=True)
             shed: Pending | None = None
             shed_reason: str | None = None
@@ -120,9 +173,8 @@ class PendingEvents:
                     return Outcome(shed_reason=SHED_NORMAL, shed_events=1)
                 else:
                     shed, shed_reason = self._remove(next(iter(self._other))), SHED_WARNING
-            entry = Pending(
-                dict(involved), type_, reason, message, component, seq=next(self._seq), key=key, similar=similar
-            )
+            meta = involved.get("metadata") or {}
+            entry = Pending(key, str(meta.get("resourceVersion") or ""), now, now, seq=next(self._seq))
             bucket[key] = entry
             self._similar[similar] = key
             self._unfinished += 1
@@ -143,6 +195,12 @@ class PendingEvents:
             heads = [next(iter(b.values())) for b in (self._normal, self._other) if b]
             oldest = min(heads, key=lambda p: p.seq)
             return self._remove(oldest.key)
+
+    def oldest_emitted(self) -> float | None:
+        """When the oldest waiting entry was first emitted; ``None`` when none waits."""
+        with self._cond:
+            heads = [next(iter(b.values())).first_emitted for b in (self._normal, self._other) if b]
+            return min(heads, default=None)
 
     def task_done(self) -> None:
         with self._cond:
@@ -169,6 +227,7 @@ class PendingEvents:
     def _remove(self, key: Key) -> Pending:
         bucket = self._normal if key in self._normal else self._other
         entry = bucket.pop(key)
-        if self._similar.get(entry.similar) == key:
-            del self._similar[entry.similar]
+        similar = entry.similar
+        if self._similar.get(similar) == key:
+            del self._similar[similar]
         return entry

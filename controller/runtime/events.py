@@ -11,13 +11,17 @@ controllers all record through controller-runtime's one broadcaster:
   Events per admission from inside its admission writes, and sending them there made every
   admission wait for two more round trips (58 % of the admission writers' time in the scheduler
   baseline, docs/performance.md). The queues (:class:`~controller.runtime.event_queue.PendingEvents`)
-  hold at most :data:`MAX_QUEUED` distinct Events (ten times client-go's ``maxQueuedEvents``,
-  affordable because a waiting Event keeps only the reference to its object): an Event
+  hold at most :data:`MAX_QUEUED` distinct Events, a waiting room sized from the measured cost
+  of an entry (:data:`~controller.runtime.event_queue.ENTRY_BYTES`) to hold a full-scale burst
+  of admissions, whose two Events each outrun the Event client's budget for minutes: an Event
   identical to one still waiting is folded into it (one write, its ``count`` raised by the
   repeats), and a full queue sheds the least useful waiting Event (a superseded message of the
   same object and reason, else the oldest Normal one) rather than slow a controller down or
-  lose the newest. :data:`SENDERS` threads send in parallel, each object's Events always through
-  the same one, so they keep the order in which they were emitted.
+  lose the newest. :func:`senders_for_qps` threads send in parallel (enough to spend the Event
+  client's whole budget while a create takes 400 ms), each object's Events
+  always through the same one, so they keep the order in which they were emitted. An Event is
+  stamped with the time it was emitted (client-go stamps it when recorded), so a late one
+  still tells when it happened.
 * Before sending, :class:`EventCorrelator` does what client-go's ``EventCorrelator`` does:
   a per source+object token bucket (:class:`SpamFilter`, client-go's
   ``EventSourceObjectSpamFilter``: burst 25, one more every 5 minutes) drops the excess;
@@ -29,7 +33,11 @@ controllers all record through controller-runtime's one broadcaster:
   a growing count, not thousands).
 * Metrics: ``pykueue_events_sent_total`` (writes that reached the API, by ``write`` = create or
   patch), ``pykueue_events_aggregated_total`` (emitted Events that did not need a write of their
-  own, by ``how`` = queued, series, similar) and ``pykueue_events_dropped_total`` (by ``reason``).
+  own, by ``how`` = queued, series, similar), ``pykueue_events_dropped_total`` (by ``reason``);
+  how late they leave: ``pykueue_events_queue_wait_seconds`` (from the first emit to a sender
+  taking it) and ``pykueue_events_queue_wait_max_seconds``; and the waiting room's use,
+  ``pykueue_events_waiting`` and ``pykueue_events_waiting_peak`` (entries), and how late the
+  backlog is now, ``pykueue_events_oldest_waiting_seconds``.
 * Messages are truncated to :data:`MAX_MESSAGE` characters, as Kueue's
   ``api.TruncateEventMessage`` does.
 
@@ -41,16 +49,19 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge, Histogram
 
-from controller.runtime.event_queue import Outcome, PendingEvents
-from pykueue.api.timestamps import now_time
+from controller.runtime.event_queue import Outcome, Pending, PendingEvents
+from pykueue.api.timestamps import format_time, now_time
 from pykueue.kube.errors import ApiError, NotFound
 from pykueue.kube.resources import EVENTS, Resource
 
@@ -63,12 +74,21 @@ Clock = Callable[[], float]
 COMPONENT = "pykueue-controller"
 # Kueue truncates event messages to 1024 characters (api.TruncateEventMessage).
 MAX_MESSAGE = 1024
-# Distinct Events waiting, shared by the senders: ten times client-go's maxQueuedEvents. At
-# Kueue's QPS the scheduler baseline emits about 86 Events/s (two per admission) against a budget
-# of 50/s, so a burst of admissions outruns the senders for minutes; each entry keeps only the
-# object reference (a few hundred bytes), so 10,000 cost a few MiB (docs/performance.md).
-MAX_QUEUED = 10_000
+# Distinct Events waiting, shared by the senders. The scheduler emits two Events per admission
+# (QuotaReserved and Admitted, as Kueue) and may admit as fast as its own client's budget allows,
+# so with the Event client on the same QPS, Events can arrive at twice the rate they can leave:
+# at QPS 50 the full-scale scheduler baseline had 14,517 waiting at its peak (docs/performance.md,
+# "Events under load"). 50,000 entries of at most ENTRY_BYTES (measured about 810 B) bound the
+# waiting room at under 50 MiB and hold 1,000 s of sends at QPS 50; beyond that the queue sheds.
+MAX_QUEUED = 50_000
+# Senders when the QPS is not known (tests, a Controller built without main).
 SENDERS = 4
+# The time one create takes under load, which sizes the senders: at QPS 50 a create took 77 ms on
+# average in a full-scale baseline on an idle machine and 315 ms on a loaded one, where 13
+# senders (sized for 250 ms) sent 31 Events/s of the 50 allowed; a sender is blocked
+# for that long, so spending the whole budget takes qps x this many of them.
+SEND_SECONDS = 0.4
+MAX_SENDERS = 32
 # client-go's EventSourceObjectSpamFilter defaults: 25 Events at once per source+object, then
 # one more every 5 minutes (defaultSpamBurst, defaultSpamQPS = 1/300).
 SPAM_BURST = 25
@@ -91,6 +111,43 @@ DROPPED = Counter(
     "spam: the per-object rate limit).",
     ["reason"],
 )
+QUEUE_WAIT = Histogram(
+    "pykueue_events_queue_wait_seconds",
+    "How long an Event waited for a sender, from its first emit to a sender taking it.",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 3600),
+)
+QUEUE_WAIT_MAX = Gauge(
+    "pykueue_events_queue_wait_max_seconds",
+    "The longest an Event waited for a sender since the process started.",
+)
+WAITING = Gauge("pykueue_events_waiting", "Distinct Events waiting for a sender now.")
+OLDEST_WAITING = Gauge(
+    "pykueue_events_oldest_waiting_seconds",
+    "How long the oldest Event still waiting for a sender has waited so far (0 when none waits).",
+)
+WAITING_PEAK = Gauge(
+    "pykueue_events_waiting_peak", "The most distinct Events that waited for a sender at once since the process started."
+)
+
+
+class _RisingGauge:
+    """A gauge that only rises: the largest value offered by any broadcaster of the process."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self._gauge = gauge
+        self._value = 0.0
+        self._lock = threading.Lock()
+
+    def offer(self, value: float) -> None:
+        with self._lock:
+            if value > self._value:
+                self._value = value
+                self._gauge.set(value)
+
+
+_WAIT_MAX = _RisingGauge(QUEUE_WAIT_MAX)
+_WAITING_PEAK = _RisingGauge(WAITING_PEAK)
+
 SENT = Counter(
     "pykueue_events_sent_total",
     "Event writes that reached the API server, by write (create: a new Event; patch: a count bump).",
@@ -103,6 +160,19 @@ AGGREGATED = Counter(
     "similar messages).",
     ["how"],
 )
+
+
+def senders_for_qps(qps: float) -> int:
+    """Enough senders to spend an Event client's budget of ``qps`` writes per second while each
+    write takes :data:`SEND_SECONDS` (at least :data:`SENDERS`, at most :data:`MAX_SENDERS`; an
+    unlimited client gets the most). The budget, not the senders, then bounds the Event rate."""
+    if qps <= 0:
+        return MAX_SENDERS
+    return min(MAX_SENDERS, max(SENDERS, math.ceil(qps * SEND_SECONDS)))
+
+
+def _stamp(epoch: float | None) -> str:
+    return now_time() if epoch is None else format_time(datetime.fromtimestamp(epoch, UTC))
 
 
 def truncate(message: str, limit: int = MAX_MESSAGE) -> str:
@@ -291,11 +361,16 @@ class EventCorrelator:
         message: str,
         component: str,
         repeats: int = 1,
+        *,
+        first_emitted: float | None = None,
+        last_emitted: float | None = None,
     ) -> dict[str, Any] | None:
         """The Event written or patched; ``None`` when filtered or when the API refused it.
 
         ``repeats`` identical emits (folded while they waited) are one write whose ``count``
         rises by ``repeats``; the spam filter takes one token for them, as they cost one write.
+        ``first_emitted``/``last_emitted`` (epoch seconds; now when not given) become the
+        Event's ``firstTimestamp``/``lastTimestamp``, a series bump's ``lastTimestamp``.
         """
         meta = involved.get("metadata") or {}
         involved_ns = str(meta.get("namespace") or "")
@@ -323,12 +398,13 @@ class EventCorrelator:
             key = (uid, event_ns, name, type_, reason, COMBINED_PREFIX, component)
         else:
             key = (uid, event_ns, name, type_, reason, message, component)
-        timestamp = now_time()
+        first_stamp = _stamp(first_emitted)
+        last_stamp = first_stamp if last_emitted is None or last_emitted == first_emitted else _stamp(last_emitted)
         try:
             previous = self._series.lookup(key, now)
             if previous is not None:
                 prev_ns, prev_name, prev_count = previous
-                bump: dict[str, Any] = {"count": prev_count + repeats, "lastTimestamp": timestamp}
+                bump: dict[str, Any] = {"count": prev_count + repeats, "lastTimestamp": last_stamp}
                 if combined is not None:
                     bump["message"] = message
                 try:
@@ -360,8 +436,8 @@ class EventCorrelator:
                 "message": message,
                 "source": {"component": component},
                 "reportingComponent": component,
-                "firstTimestamp": timestamp,
-                "lastTimestamp": timestamp,
+                "firstTimestamp": first_stamp,
+                "lastTimestamp": last_stamp,
                 "count": repeats,
             }
             created = self._client.create(EVENTS, event, event_ns)
@@ -388,12 +464,16 @@ class EventBroadcaster:
         clock: Clock = time.monotonic,
         spam_burst: int = SPAM_BURST,
         spam_refill_seconds: float = SPAM_REFILL_SECONDS,
+        wall_clock: Clock = time.time,
     ) -> None:
         self.correlator = EventCorrelator(
             client, clock=clock, spam_burst=spam_burst, spam_refill_seconds=spam_refill_seconds
         )
         per_sender = max(1, max_queued // max(1, senders))
-        self._queues: list[PendingEvents] = [PendingEvents(per_sender) for _ in range(max(1, senders))]
+        self._wall_clock = wall_clock
+        self._queues: list[PendingEvents] = [
+            PendingEvents(per_sender, clock=wall_clock) for _ in range(max(1, senders))
+        ]
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._started = False
@@ -401,6 +481,12 @@ class EventBroadcaster:
         self._queued_merges = AGGREGATED.labels("queued")
         self.dropped = 0
         self.aggregated = 0
+        # The waiting room's use and the lateness, for the metrics (under _stats_lock).
+        self._stats_lock = threading.Lock()
+        self.waiting = 0
+        self.waiting_peak = 0
+        self.longest_wait = 0.0
+        _LIVE.add(self)
 
     @property
     def filtered(self) -> int:
@@ -425,6 +511,13 @@ class EventBroadcaster:
         self._count(outcome)
 
     def _count(self, outcome: Outcome) -> None:
+        if outcome.added:
+            with self._stats_lock:
+                self.waiting += 1
+                WAITING.inc()
+                if self.waiting > self.waiting_peak:
+                    self.waiting_peak = self.waiting
+                    _WAITING_PEAK.offer(self.waiting)
         if outcome.merged:
             self.aggregated += 1
             self._queued_merges.inc()
@@ -477,14 +570,44 @@ class EventBroadcaster:
             item = pending.get()
             if item is None:
                 return
+            self._taken(item)
             try:
                 self.correlator.write(
-                    item.involved, item.type, item.reason, item.message, item.component, item.repeats
+                    item.involved,
+                    item.type,
+                    item.reason,
+                    item.message,
+                    item.component,
+                    item.repeats,
+                    first_emitted=item.first_emitted,
+                    last_emitted=item.last_emitted,
                 )
             except Exception:  # write never raises by contract; a bug must not kill the sender
                 log.exception("sending an event failed", extra={"reason": item.reason})
             finally:
                 pending.task_done()
+
+
+    def oldest_wait(self) -> float:
+        """How long the oldest Event still waiting has waited; 0 when none waits."""
+        emitted = [e for e in (q.oldest_emitted() for q in self._queues) if e is not None]
+        return max(0.0, self._wall_clock() - min(emitted)) if emitted else 0.0
+
+    def _taken(self, item: Pending) -> None:
+        """A sender took ``item``: one fewer waiting, and how long it waited."""
+        wait = max(0.0, self._wall_clock() - item.first_emitted)
+        QUEUE_WAIT.observe(wait)
+        with self._stats_lock:
+            self.waiting -= 1
+            WAITING.dec()
+            if wait > self.longest_wait:
+                self.longest_wait = wait
+                _WAIT_MAX.offer(wait)
+
+
+# The process's broadcasters (one outside tests), read when /metrics is scraped.
+_LIVE: weakref.WeakSet[EventBroadcaster] = weakref.WeakSet()
+OLDEST_WAITING.set_function(lambda: max((b.oldest_wait() for b in list(_LIVE)), default=0.0))
 
 
 class Recorder:

@@ -54,11 +54,16 @@ def test_printed_block_puts_kueues_anchor_beside_ours_and_flags_incomplete_runs(
         "variant": "kueue-qps", "qps": 50.0, "burst": 100, "scale": 0.001,
         **summarise([_record("small", 1, 0.0, 1.0, None)], shape),
         "controller": {"cpu_s": 3.2, "cpu_cores": 0.4, "peak_rss_mib": 80.5},
-        "controller_api": {"total": 12, "requests_by_verb": {"PATCH": 10, "GET": 2}, "rate_limiter_wait_s": 0.5},
+        "controller_api": {"total": 12, "requests_by_verb": {"PATCH": 10, "GET": 2}, "rate_limiter_wait_s": 0.5,
+                           "event_queue": {"taken": 9, "wait_p50_s": 0.05, "wait_p99_s": 31.5, "wait_max_s": 40.25,
+                                           "waiting_at_end": 3, "oldest_waiting_at_end_s": 12.5,
+                                           "waiting_peak": 812}},
         "driver": {"cpu_s": 1.0, "create_lag": {"p50_ms": 1.0, "p99_ms": 2.0, "max_ms": 3.0},
                    "finish_lag": {}, "errors": 0},
     }
     text = format_run(result, shape)
+    assert "Event queue wait p50 / p99 / max" in text
+    assert "0.05 / 31.50 / 40.25 s  (9 taken by a sender; waiting at the end 3, the oldest for 12.50 s; at most 812)" in text
     assert "351.1 s" in text and "55.9 %" in text and "215.5 s" in text
     assert "controller peak RSS" in text and "80.5 MiB" in text
     assert "12  (12.0 per workload: PATCH 10, GET 2" in text

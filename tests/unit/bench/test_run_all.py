@@ -35,7 +35,8 @@ def test_other_benchmarks_report_their_last_json_line() -> None:
 def test_selection_and_unknown_names() -> None:
     assert [b.name for b in select(None, None)] == [b.name for b in BENCHMARKS]
     assert [b.name for b in select("baseline,engine_micro", None)] == ["engine_micro", "baseline"]
-    assert [b.name for b in select(None, "baseline")] == ["engine_micro", "webhook_load", "conversion_load", "conversion_micro", "informer_sync",
+    assert [b.name for b in select(None, "baseline")] == ["engine_micro", "webhook_load", "conversion_load", "conversion_micro",
+                                                     "event_queue_memory", "informer_sync",
                                                      "controller_cold_start"]
     with pytest.raises(SystemExit, match=r"unknown benchmark\(s\) \['nope'\]"):
         select("nope", None)

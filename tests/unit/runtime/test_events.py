@@ -12,11 +12,15 @@ from prometheus_client import REGISTRY
 from controller.runtime.events import (
     COMBINED_PREFIX,
     MAX_MESSAGE,
+    MAX_QUEUED,
+    MAX_SENDERS,
+    SENDERS,
     SPAM_BURST,
     EventBroadcaster,
     EventCorrelator,
     RecordingEvents,
     SpamFilter,
+    senders_for_qps,
 )
 from controller.workload.status_plan import EventSpec
 from pykueue.kube.client import KubeClient
@@ -42,6 +46,7 @@ class EventApi:
         self.sent: list[tuple[str, str, str, str]] = []  # (involved name, type, reason, message) per create
         self.patches: list[tuple[str, dict[str, Any]]] = []
         self.gate = threading.Event()
+        self.hold_seconds = 5.0  # the longest a call waits for the gate
         self.fail_reason = fail_reason
         self.in_flight = 0
         self.most_in_flight = 0
@@ -51,7 +56,7 @@ class EventApi:
         with self.lock:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        self.gate.wait(5)
+        self.gate.wait(self.hold_seconds)
         with self.lock:
             self.in_flight -= 1
 
@@ -190,11 +195,16 @@ def _sample(name: str, labels: dict[str, str]) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def _blocked_broadcaster(max_queued: int) -> tuple[EventApi, EventBroadcaster]:
+def _blocked_broadcaster(
+    max_queued: int, wall_clock: FakeClock | None = None
+) -> tuple[EventApi, EventBroadcaster]:
     """One sender, held inside its first write (of an Event about ``blocker``) until the test
     opens ``api.gate``: everything emitted afterwards waits in a queue of ``max_queued``."""
     api = EventApi()
-    broadcaster = EventBroadcaster(api, max_queued=max_queued, senders=1)
+    if wall_clock is None:
+        broadcaster = EventBroadcaster(api, max_queued=max_queued, senders=1)
+    else:
+        broadcaster = EventBroadcaster(api, max_queued=max_queued, senders=1, wall_clock=wall_clock)
     broadcaster.recorder().emit(WorkloadBuilder("blocker", "ns").obj(), EventSpec("Normal", "Blocker", "m"))
     for _ in range(200):
         with api.lock:
@@ -275,6 +285,87 @@ def test_sent_events_are_counted_by_write() -> None:
     assert [e["count"] for e in api.events.values()] == [5]
     assert sent("create") - before[0] == 1 and sent("patch") - before[1] == 1
     assert _sample("pykueue_events_aggregated_total", {"how": "series"}) - before[2] == 4
+
+
+def test_the_default_waiting_room_holds_a_full_scale_burst_of_admissions_in_order() -> None:
+    """15,000 admissions, two Events each, emitted while no sender gets through (the scheduler
+    baseline at full scale admits faster than the Event budget drains): nothing is shed, and
+    every Workload's QuotaReserved leaves before its Admitted."""
+    api = EventApi()
+    api.hold_seconds = 120.0  # no sender gets through while the burst is emitted, however slow the machine
+    broadcaster = EventBroadcaster(api, max_queued=MAX_QUEUED, senders=senders_for_qps(50))
+    recorder = broadcaster.recorder()
+    admissions = 15_000
+    for i in range(admissions):
+        wl = WorkloadBuilder(f"wl-{i}", f"ns-{i % 30}").obj()
+        recorder.emit(wl, EventSpec("Normal", "QuotaReserved", f"Quota reserved in ClusterQueue cq-{i % 30}"))
+        recorder.emit(wl, EventSpec("Normal", "Admitted", f"Admitted by ClusterQueue cq-{i % 30}"))
+    assert broadcaster.dropped == 0
+    assert broadcaster.waiting_peak >= 2 * admissions - senders_for_qps(50), "all but those in flight waited"
+    api.gate.set()
+    assert broadcaster.flush(60)
+    assert len(api.sent) == 2 * admissions and broadcaster.waiting == 0
+    order: dict[str, list[str]] = {}
+    for name, _, reason, _ in api.sent:
+        order.setdefault(name, []).append(reason)
+    assert all(reasons == ["QuotaReserved", "Admitted"] for reasons in order.values())
+
+
+def test_an_event_is_stamped_when_emitted_not_when_sent_and_its_wait_is_measured() -> None:
+    def wait_count() -> float:
+        return _sample("pykueue_events_queue_wait_seconds_count", {})
+
+    def waited_at_most(bound: str) -> float:
+        return _sample("pykueue_events_queue_wait_seconds_bucket", {"le": bound})
+
+    wall = FakeClock()
+    wall.now = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+    before = (wait_count(), waited_at_most("30.0"), waited_at_most("60.0"))
+    api, broadcaster = _blocked_broadcaster(max_queued=4, wall_clock=wall)
+    recorder = broadcaster.recorder()
+    wl = WorkloadBuilder("wl", "ns").obj()
+    recorder.emit(wl, EventSpec("Warning", "Pending", "no quota"))
+    wall.now += 10
+    recorder.emit(wl, EventSpec("Warning", "Pending", "no quota"))  # folded: one write, count 2
+    assert broadcaster.waiting == 1 and broadcaster.waiting_peak == 1
+    wall.now += 35  # the sender takes it 45 s after the first emit
+    assert broadcaster.oldest_wait() == 45.0
+    assert (REGISTRY.get_sample_value("pykueue_events_oldest_waiting_seconds") or 0.0) >= 45.0
+    api.gate.set()
+    assert broadcaster.flush(5)
+    [pending] = [e for e in api.events.values() if e["reason"] == "Pending"]
+    assert (pending["firstTimestamp"], pending["lastTimestamp"], pending["count"]) == (
+        "2027-01-15T08:00:00Z",
+        "2027-01-15T08:00:10Z",
+        2,
+    )
+    assert broadcaster.waiting == 0 and broadcaster.oldest_wait() == 0.0
+    assert broadcaster.longest_wait == 45.0
+    assert wait_count() - before[0] == 2, "the blocker and the Pending Event"
+    assert waited_at_most("30.0") - before[1] == 1 and waited_at_most("60.0") - before[2] == 2
+    assert (REGISTRY.get_sample_value("pykueue_events_queue_wait_max_seconds") or 0.0) >= 45.0
+    assert (REGISTRY.get_sample_value("pykueue_events_waiting_peak") or 0.0) >= 1
+
+
+def test_a_series_bump_is_stamped_with_the_latest_emit() -> None:
+    api = EventApi()
+    api.gate.set()
+    correlator = EventCorrelator(api)
+    wl = WorkloadBuilder("wl", "ns").obj()
+    correlator.write(wl, "Normal", "Admitted", "m", "c", first_emitted=1_800_000_000.0, last_emitted=1_800_000_000.0)
+    correlator.write(wl, "Normal", "Admitted", "m", "c", 3, first_emitted=1_800_000_005.0, last_emitted=1_800_000_009.0)
+    [event] = api.events.values()
+    assert (event["firstTimestamp"], event["lastTimestamp"], event["count"]) == (
+        "2027-01-15T08:00:00Z",
+        "2027-01-15T08:00:09Z",
+        4,
+    )
+
+
+def test_senders_are_enough_to_spend_the_event_clients_budget() -> None:
+    assert senders_for_qps(50) == 20, "Kueue's QPS 50 at 400 ms per create"
+    assert senders_for_qps(20) == 8 and senders_for_qps(5) == SENDERS, "never fewer than the default"
+    assert senders_for_qps(0) == senders_for_qps(10_000) == MAX_SENDERS, "an unlimited client gets the most"
 
 
 # --- similar messages: client-go's EventAggregator ------------------------------------------------
