@@ -227,3 +227,44 @@ def test_kueues_metrics_need_a_token_and_are_not_read_without_one(tmp_path: Path
     process.metrics_port = 1
     assert process.metrics_text() is None
     assert process.ready_means_informers_synced is False
+
+
+def test_kueues_metrics_are_read_over_tls_with_the_token_and_the_runs_own_certificate(tmp_path: Path) -> None:
+    """A stand-in for Kueue's metrics server: TLS on the run's self-signed pair, 401 without the
+    bearer token, the page with it."""
+    import http.server
+    import ssl
+    import threading
+
+    process = KueueProcess("/kc", version="v0.14.8", qps=50, burst=100, workdir=tmp_path, label="0",
+                           metrics_token="s3cret")
+    certs = process.workdir / "certs"
+    write_serving_pair(certs)
+    seen: list[str | None] = []
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            ok = self.path == "/metrics" and self.headers.get("Authorization") == "Bearer s3cret"
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            if ok:
+                self.wfile.write(b'kueue_pending_workloads{cluster_queue="q",status="active"} 3\n')
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certs / "tls.crt", certs / "tls.key")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        process.metrics_port = server.server_address[1]
+        assert process.metrics_text() == 'kueue_pending_workloads{cluster_queue="q",status="active"} 3\n'
+        process.metrics_token = "wrong"
+        assert process.metrics_text() is None, "a refused token reads as no page"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["Bearer s3cret", "Bearer wrong"]
