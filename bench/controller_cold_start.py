@@ -234,7 +234,8 @@ class Startup:
     state: ControllerState | None = None
     at_ready: ProcSample | None = None
     at_all_pending: ProcSample | None = None
-    requests_by_verb: dict[str, int] | None = None
+    requests_by_verb: dict[str, int] | None = None  # None: the page has no request counter
+    metrics_at_all_pending: str | None = None  # the page itself, kept with the run's logs
 
 
 def _read_logged_syncs(controller: StartingController, startup: Startup, launched_wall: float) -> None:
@@ -287,7 +288,8 @@ def watch_start(
             if state.pending >= expected:
                 startup.all_pending_s = now
                 startup.at_all_pending = controller.sample()
-                startup.requests_by_verb = controller.requests_by_verb(text)
+                startup.requests_by_verb = controller.requests_by_verb(text) or None
+                startup.metrics_at_all_pending = text
                 break
         time.sleep(poll_s)
     controller.stop_profiler()
@@ -455,6 +457,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         startup = watch_start(controller, creation.done, queues, args.poll, args.timeout)
         result = summarise(names.run_id, count, args.cluster_queues, creation, startup,
                            controller=args.controller, qps=qps, burst=burst)
+        if startup.metrics_at_all_pending is not None:
+            (workdir / "metrics-at-all-pending.txt").write_text(startup.metrics_at_all_pending)
         if args.profile is not None and isinstance(controller, ControllerProcess) and controller.profiler is not None:
             result["profile"] = str(args.profile)
         print(format_summary(result), flush=True)

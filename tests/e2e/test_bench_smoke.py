@@ -210,7 +210,6 @@ def test_kueue_cold_start_smoke(tmp_path: Path) -> None:
             assert result[milestone] is not None, milestone
         assert result["workloads_list_seconds"] is None and result["workloads_cached"] is None  # pykueue's only
         assert result["rss_mib"] > 0 and result["cpu_s"] > 0 and result["rss_mib_at_ready"] > 0
-        assert result["controller_requests_by_verb"]["GET"] > 0
         assert "deleted 200 workloads" in done.stdout
         client = KubeClient.from_config(cluster.kubeconfig)
         try:
