@@ -30,6 +30,7 @@ Usage::
     python -m bench.baseline --variants kueue-qps        # full scale, Kueue's QPS only
     python -m bench.baseline --scale 0.1 --repeat 3      # medians of three runs per variant
     python -m bench.baseline --scale 0.1 --variants kueue-qps,fair-sharing   # fair sharing off and on
+    python -m bench.baseline --scale 0.3 --variants unthrottled,kueue@v0.14.8:unthrottled   # both unthrottled
     python -m bench.baseline --scale 0.1 --profile /tmp/prof   # py-spy the controller
     python -m bench.baseline --scale 0.1 --variants kueue-qps --repeat 3 --controller-src old=/tmp/old-tree
 """
@@ -66,6 +67,7 @@ from .baseline_report import format_run, lag_summary, median_of_runs, summarise
 from .baseline_shape import RUN_LABEL, Names, Shape, load_shape
 from .baseline_variants import (
     EXTERNAL,
+    KUEUE_RATE_LIMITS,
     UNTHROTTLED_QPS,
     VARIANTS,
     Variant,
@@ -73,6 +75,7 @@ from .baseline_variants import (
     controller_configuration,
     describe_tree,
     parse_source_tree,
+    path_safe,
     plan_runs,
 )
 from .controller_process import REPO_ROOT, ControllerProcess
@@ -224,7 +227,7 @@ def run_once(
         crd_swap.install()
         controller = KueueProcess(
             kubeconfig, version=variant.kueue_version, qps=variant.qps, burst=variant.burst,
-            workdir=options.workdir, label=f"{index}",
+            workdir=options.workdir, label=f"{path_safe(variant.name)}-{index}",
         )
         try:
             controller.start()
@@ -354,7 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--variants",
         default="kueue-qps,unthrottled",
-        help=f"comma-separated: {', '.join(VARIANTS)}, kueue@<version> (Kueue's own manager, e.g. kueue@v0.14.8)",
+        help=f"comma-separated: {', '.join(VARIANTS)}, kueue@<version>[:<rate limit>] (Kueue's own manager at "
+        f"Kueue's QPS, or at the QPS/burst of one of {', '.join(KUEUE_RATE_LIMITS)}; e.g. kueue@v0.14.8, "
+        "kueue@v0.14.8:unthrottled)",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per variant, interleaved A, B, A, B, ...; medians are reported"

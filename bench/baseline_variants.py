@@ -12,6 +12,10 @@ directory name), so the printed blocks and the JSON summary tell the two apart.
 
 ``kueue@<version>`` (e.g. ``kueue@v0.14.8``) is Kueue's own manager at that release, run out of
 cluster at Kueue's QPS with Kueue's CRDs in place for its runs (:mod:`bench.kueue_process`).
+``kueue@<version>:<rate limit>`` runs it at the client rate of one of pykueue's rate-limit
+variants instead (``kueue@v0.14.8:unthrottled``: QPS 100,000 / burst 200,000, the very limit
+pykueue's ``unthrottled`` runs with, so the pair differs in the controller alone); the rate is
+spelled by name rather than in figures so that the two sides cannot drift apart.
 
 The machine is shared and noisy, so runs of different variants must not be grouped in time: a
 drift (another job starting, the apiserver's etcd compacting) would then hit one variant only.
@@ -69,18 +73,34 @@ def controller_configuration(variant: Variant) -> dict[str, Any] | None:
     }
 KUEUE_PREFIX = "kueue@"
 _KUEUE_VERSION = re.compile(r"^v\d+\.\d+\.\d+$")
+# pykueue's variants that are a client rate limit and nothing else: the rates Kueue can run at.
+KUEUE_RATE_LIMITS = ("kueue-qps", "unthrottled")
 
 
-def kueue_variant(name: str) -> Variant | None:
-    """``kueue@vX.Y.Z`` as a variant at Kueue's QPS (None for other names); ValueError for a
-    malformed version."""
+def kueue_variant(name: str, *, flag: str = "--variants") -> Variant | None:
+    """``kueue@vX.Y.Z`` as a variant at Kueue's QPS, ``kueue@vX.Y.Z:<rate limit>`` at the QPS and
+    burst of that pykueue variant (None for names that are not ``kueue@``); ValueError naming
+    ``flag`` for a malformed version or an unknown rate limit."""
     if not name.startswith(KUEUE_PREFIX):
         return None
-    version = name[len(KUEUE_PREFIX):]
+    version, sep, rate = name[len(KUEUE_PREFIX):].partition(":")
     if not _KUEUE_VERSION.match(version):
-        raise ValueError(f"--variants {name}: expected kueue@vMAJOR.MINOR.PATCH, e.g. kueue@v0.14.8")
-    kueue_qps = VARIANTS["kueue-qps"]
-    return Variant(name, kueue_qps.qps, kueue_qps.burst, kueue_version=version)
+        raise ValueError(
+            f"{flag} {name}: expected kueue@vMAJOR.MINOR.PATCH[:RATE], e.g. kueue@v0.14.8 or kueue@v0.14.8:unthrottled"
+        )
+    if sep and rate not in KUEUE_RATE_LIMITS:
+        raise ValueError(
+            f"{flag} {name}: unknown rate limit {rate!r} after ':' (known: {', '.join(KUEUE_RATE_LIMITS)})"
+        )
+    limit = VARIANTS[rate or "kueue-qps"]
+    return Variant(name, limit.qps, limit.burst, kueue_version=version)
+
+
+def path_safe(name: str) -> str:
+    """``name`` with every character but letters, digits, '.' and '-' replaced by '-': variant
+    names carry '@' and ':', and a Kueue run's work directory ends up in an overlay mount's
+    options, where ':' and ',' separate layers."""
+    return re.sub(r"[^A-Za-z0-9.-]", "-", name)
 
 
 # A controller this program did not start: its rate limit is whatever it was started with.
@@ -131,7 +151,9 @@ def choose_variants(names: Sequence[str], trees: Sequence[SourceTree]) -> list[V
     limit with every other source tree's. Raises ValueError for unknown names or repeated labels."""
     unknown = [name for name in names if name not in VARIANTS and not name.startswith(KUEUE_PREFIX)]
     if unknown or not names:
-        raise ValueError(f"--variants: unknown {unknown} (known: {', '.join(VARIANTS)})")
+        raise ValueError(
+            f"--variants: unknown {unknown} (known: {', '.join(VARIANTS)}, kueue@<version>[:<rate limit>])"
+        )
     labels = [tree.label for tree in trees]
     if len(set(labels)) != len(labels):
         raise ValueError(f"--controller-src: labels must differ, got {labels}")

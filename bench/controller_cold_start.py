@@ -31,6 +31,19 @@ one informer in isolation (:mod:`bench.informer_sync` does the latter):
    still runs (:func:`clean_up`), unless ``--keep`` or the cluster is one this program started
    (then it is stopped instead); last the controller is stopped.
 
+``--controller kueue@<version>`` (e.g. ``kueue@v0.14.8``) starts Kueue's own manager instead
+(:mod:`bench.kueue_process`, at the same client rate) against the same queues and workloads. Its
+CRDs replace the cluster's before anything is created (:class:`bench.kueue_process.CrdSwap`), so
+the workloads are written and stored in its version (v1beta1), and they are put back after the
+run's objects are deleted. Its milestones, from the same polls: ``/metrics`` answers (over TLS,
+with a token of :class:`bench.kueue_process.MetricsReader`), the Workload reconciler and every
+controller synced (from its log, controller-runtime's ``Starting workers``: Kueue has no metric
+for it, and its ``/readyz`` only says its webhook server listens, timed separately), and its
+queue manager holds every workload as pending (the same ``kueue_pending_workloads`` sum, which
+Kueue's queue manager sets as it adds each workload). The Workload list's own time and the
+informer's object count are pykueue's metrics only (``n/a`` for Kueue); its API requests are by
+HTTP method (client-go's ``rest_client_requests_total``, watches counted as GETs).
+
 The cluster: ``--kubeconfig`` (or ``$PYKUEUE_KUBECONFIG``), else the local cluster named
 ``$PYKUEUE_CLUSTER_NAME`` (default ``pykueue-bench``), brought up if needed and stopped at the end
 if this program started it. No other admission controller may run on it: one would admit or
@@ -42,6 +55,7 @@ Usage::
     python -m bench.controller_cold_start                 # 50,000 workloads
     python -m bench.controller_cold_start --scale 0.1     # 5,000
     python -m bench.controller_cold_start --scale 0.1 --profile /tmp/cold.txt   # py-spy the start
+    python -m bench.controller_cold_start --controller kueue@v0.14.8   # Kueue's manager instead
 """
 
 from __future__ import annotations
@@ -58,18 +72,20 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from pykueue.api.constants import VERSION
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import AlreadyExists, ApiError
 from pykueue.kube.resources import WORKLOADS
 
 from .baseline import connect, create_queues, delete_run
 from .baseline_shape import Anchor, Names, Shape, WorkloadClass, workload
-from .baseline_variants import VARIANTS
-from .controller_process import ControllerProcess, client_request_figures
+from .baseline_variants import VARIANTS, Variant, kueue_variant
+from .controller_process import ControllerProcess, SyncMilestones
+from .kueue_process import CrdSwap, KueueProcess, MetricsReader, kueue_artifacts, require_mount_namespace
 from .procstats import ProcSample
 
 WORKLOAD_RESOURCE = str(WORKLOADS)
@@ -189,28 +205,61 @@ def read_state(metrics_text: str, cluster_queues: set[str]) -> ControllerState:
     return ControllerState(synced, cached, pending, list_seconds)
 
 
+class StartingController(Protocol):
+    """What the cold start reads of the controller it starts (pykueue's or Kueue's)."""
+
+    ready_means_informers_synced: bool  # else the informers' syncs come from sync_milestones()
+
+    def launch(self) -> None: ...
+    def alive(self) -> bool: ...
+    def ready(self) -> bool: ...
+    def metrics_text(self, timeout: float = 5.0) -> str | None: ...
+    def sample(self) -> ProcSample | None: ...
+    def start_profiler(self) -> bool: ...
+    def stop_profiler(self) -> None: ...
+    def log_tail(self, lines: int = 40) -> str: ...
+    def sync_milestones(self) -> SyncMilestones: ...
+    def requests_by_verb(self, metrics_text: str) -> dict[str, int]: ...
+
+
 @dataclass
 class Startup:
     """Seconds from the controller's launch to each milestone (None: not seen before the end)."""
 
     metrics_up_s: float | None = None
     workloads_synced_s: float | None = None
-    ready_s: float | None = None
+    ready_s: float | None = None  # every informer synced
+    readyz_s: float | None = None  # /readyz first answered 200 (for pykueue the same moment)
     all_pending_s: float | None = None
     state: ControllerState | None = None
     at_ready: ProcSample | None = None
     at_all_pending: ProcSample | None = None
-    api: dict[str, Any] | None = None
+    requests_by_verb: dict[str, int] | None = None  # None: the page has no request counter
+    metrics_at_all_pending: str | None = None  # the page itself, kept with the run's logs
+
+
+def _read_logged_syncs(controller: StartingController, startup: Startup, launched_wall: float) -> None:
+    """Fill the sync milestones a controller logs (Kueue) once they appear, as seconds since launch."""
+    if startup.workloads_synced_s is not None and startup.ready_s is not None:
+        return
+    logged = controller.sync_milestones()
+    if startup.workloads_synced_s is None and logged.workloads_synced is not None:
+        startup.workloads_synced_s = max(0.0, logged.workloads_synced - launched_wall)
+    if startup.ready_s is None and logged.all_synced is not None:
+        startup.ready_s = max(0.0, logged.all_synced - launched_wall)
+        startup.at_ready = controller.sample()
 
 
 def watch_start(
-    controller: ControllerProcess, expected: int, cluster_queues: set[str], poll_s: float, timeout_s: float
+    controller: StartingController, expected: int, cluster_queues: set[str], poll_s: float, timeout_s: float
 ) -> Startup:
     """Launch the controller and poll it until its engine holds ``expected`` pending workloads."""
     startup = Startup()
     started = time.monotonic()
+    launched_wall = time.time()
     controller.launch()
     deadline = started + timeout_s
+    synced_by_readyz = controller.ready_means_informers_synced
     while startup.all_pending_s is None:
         if not controller.alive():
             raise RuntimeError(f"the controller exited during start-up:\n{controller.log_tail()}")
@@ -219,9 +268,12 @@ def watch_start(
                                f"(last seen: {startup.state}):\n{controller.log_tail()}")
         # /readyz first: the engine is loaded only after every informer synced, so a poll that
         # finds it loaded should also see the controller ready.
-        if startup.ready_s is None and controller.ready():
-            startup.ready_s = time.monotonic() - started
-            startup.at_ready = controller.sample()
+        if startup.readyz_s is None and controller.ready():
+            startup.readyz_s = time.monotonic() - started
+            if synced_by_readyz:
+                startup.ready_s, startup.at_ready = startup.readyz_s, controller.sample()
+        if not synced_by_readyz:
+            _read_logged_syncs(controller, startup, launched_wall)
         text = controller.metrics_text(timeout=max(1.0, poll_s))
         now = time.monotonic() - started
         if text is not None:
@@ -231,17 +283,21 @@ def watch_start(
             state = read_state(text, cluster_queues)
             startup.state = state
             if startup.workloads_synced_s is None and (state.workloads_synced or startup.ready_s is not None):
-                # Ready means every informer synced: an earlier /readyz bounds this one too.
+                # Every informer synced bounds the Workload informer's sync too.
                 startup.workloads_synced_s = min(now, startup.ready_s if startup.ready_s is not None else now)
             if state.pending >= expected:
                 startup.all_pending_s = now
                 startup.at_all_pending = controller.sample()
-                startup.api = client_request_figures(text)
+                startup.requests_by_verb = controller.requests_by_verb(text) or None
+                startup.metrics_at_all_pending = text
                 break
         time.sleep(poll_s)
     controller.stop_profiler()
-    if startup.ready_s is None:  # ready and loaded between two polls: ready came no later
+    if not synced_by_readyz:
+        _read_logged_syncs(controller, startup, launched_wall)  # logged between the last two polls
+    elif startup.ready_s is None:  # ready and loaded between two polls: ready came no later
         startup.ready_s, startup.at_ready = startup.all_pending_s, startup.at_all_pending
+        startup.readyz_s = startup.ready_s
     return startup
 
 
@@ -249,10 +305,17 @@ def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def summarise(run_id: str, count: int, cluster_queues: int, creation: Batch, startup: Startup) -> dict[str, Any]:
+def summarise(
+    run_id: str, count: int, cluster_queues: int, creation: Batch, startup: Startup, *,
+    controller: str = "pykueue", qps: float | None = None, burst: int | None = None,
+) -> dict[str, Any]:
     proc, state = startup.at_all_pending, startup.state
+    pykueue = controller == "pykueue"
     return {
         "benchmark": "controller_cold_start",
+        "controller": controller,
+        "qps": qps,
+        "burst": burst,
         "run_id": run_id,
         "workloads": creation.done,
         "requested": count,
@@ -262,9 +325,11 @@ def summarise(run_id: str, count: int, cluster_queues: int, creation: Batch, sta
         "seconds_to_metrics": _round(startup.metrics_up_s),
         "seconds_to_workloads_synced": _round(startup.workloads_synced_s),
         "seconds_to_ready": _round(startup.ready_s),
+        "seconds_to_readyz": _round(startup.readyz_s),
         "seconds_to_all_pending": _round(startup.all_pending_s),
-        "workloads_list_seconds": _round(state.workloads_list_seconds if state else None),
-        "workloads_cached": state.workloads_cached if state else None,
+        # pykueue's own metrics; Kueue exports neither
+        "workloads_list_seconds": _round(state.workloads_list_seconds if state and pykueue else None),
+        "workloads_cached": state.workloads_cached if state and pykueue else None,
         "pending_in_engine": state.pending if state else None,
         "rss_mib": _round(proc.rss_mib if proc else None, 1),
         "peak_rss_mib": _round(proc.peak_rss_mib if proc else None, 1),
@@ -273,23 +338,32 @@ def summarise(run_id: str, count: int, cluster_queues: int, creation: Batch, sta
         "cpu_s_at_ready": _round(startup.at_ready.cpu_seconds if startup.at_ready else None, 1),
         "cpu_ms_per_workload": _round(1000 * proc.cpu_seconds / creation.done if proc and creation.done else None,
                                       3),
-        "controller_requests_by_verb": (startup.api or {}).get("requests_by_verb"),
+        "controller_requests_by_verb": startup.requests_by_verb,
     }
 
 
+def _figure(value: Any, unit: str = "") -> str:
+    """A printed figure, ``n/a`` where the controller has none."""
+    return "n/a" if value is None else f"{value}{unit}"
+
+
 def format_summary(result: dict[str, Any]) -> str:
+    rate = f" at QPS {result['qps']:g} / burst {result['burst']}" if result.get("qps") is not None else ""
     rows = [
+        ("controller", f"{result.get('controller', 'pykueue')}{rate}"),
         ("workloads pending at start", f"{result['workloads']} in {result['cluster_queues']} ClusterQueues"
                                        f" (created in {result['create_seconds']} s)"),
-        ("launch -> /metrics answers", f"{result['seconds_to_metrics']} s"),
-        ("launch -> Workload informer synced", f"{result['seconds_to_workloads_synced']} s"
-                                               f" (its list: {result['workloads_list_seconds']} s)"),
-        ("launch -> every informer synced", f"{result['seconds_to_ready']} s"),
-        ("launch -> engine holds all pending", f"{result['seconds_to_all_pending']} s"),
-        ("controller RSS then / peak", f"{result['rss_mib']} MiB / {result['peak_rss_mib']} MiB"
-                                       f" (at every informer synced: {result['rss_mib_at_ready']} MiB)"),
-        ("controller CPU then", f"{result['cpu_s']} s ({result['cpu_ms_per_workload']} ms per workload;"
-                                f" at every informer synced: {result['cpu_s_at_ready']} s)"),
+        ("launch -> /metrics answers", _figure(result["seconds_to_metrics"], " s")),
+        ("launch -> /readyz answers", _figure(result.get("seconds_to_readyz"), " s")),
+        ("launch -> Workload informer synced", f"{_figure(result['seconds_to_workloads_synced'], ' s')}"
+                                               f" (its list: {_figure(result['workloads_list_seconds'], ' s')})"),
+        ("launch -> every informer synced", _figure(result["seconds_to_ready"], " s")),
+        ("launch -> engine holds all pending", _figure(result["seconds_to_all_pending"], " s")),
+        ("controller RSS then / peak", f"{_figure(result['rss_mib'], ' MiB')} / {_figure(result['peak_rss_mib'], ' MiB')}"
+                                       f" (at every informer synced: {_figure(result['rss_mib_at_ready'], ' MiB')})"),
+        ("controller CPU then", f"{_figure(result['cpu_s'], ' s')} ({_figure(result['cpu_ms_per_workload'])} ms per"
+                                f" workload; at every informer synced: {_figure(result['cpu_s_at_ready'], ' s')})"),
+        ("controller API requests", _figure(result.get("controller_requests_by_verb"))),
     ]
     return "\n".join(f"{label:<38}{value}" for label, value in rows)
 
@@ -300,8 +374,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply --count (e.g. 0.1 for 5,000)")
     parser.add_argument("--cluster-queues", type=int, default=10, help="ClusterQueues (one namespace each)")
     parser.add_argument("--concurrency", type=int, default=64, help="workload creates in flight at once")
-    parser.add_argument("--qps", type=float, default=VARIANTS["kueue-qps"].qps, help="the controller's client QPS")
-    parser.add_argument("--burst", type=int, default=VARIANTS["kueue-qps"].burst, help="the controller's burst")
+    parser.add_argument(
+        "--controller",
+        default="pykueue",
+        help="pykueue (this checkout's controller), or kueue@<version>[:<rate limit>] for Kueue's own manager "
+        "(e.g. kueue@v0.14.8; the rate limit as in bench.baseline --variants)",
+    )
+    parser.add_argument("--qps", type=float, help=f"the controller's client QPS (default {VARIANTS['kueue-qps'].qps:g},"
+                        " or the kueue@ spelling's rate limit)")
+    parser.add_argument("--burst", type=int, help=f"the controller's burst (default {VARIANTS['kueue-qps'].burst},"
+                        " or the kueue@ spelling's rate limit)")
     parser.add_argument("--poll", type=float, default=0.25, help="seconds between polls of the controller")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the start may take")
     parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between creation progress lines")
@@ -312,30 +394,72 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def choose_controller(spec: str) -> Variant | None:
+    """None for pykueue's controller, else the ``kueue@`` variant (its version and rate limit);
+    ValueError naming ``--controller`` for anything else."""
+    if spec == "pykueue":
+        return None
+    kueue = kueue_variant(spec, flag="--controller")
+    if kueue is None:
+        raise ValueError(f"--controller {spec}: expected pykueue or kueue@<version>[:<rate limit>], e.g. kueue@v0.14.8")
+    return kueue
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     count = max(1, int(args.count * args.scale))
     if args.cluster_queues < 1:
         print("bench.controller_cold_start: --cluster-queues must be at least 1", file=sys.stderr)
         return 2
+    try:
+        kueue = choose_controller(args.controller)
+        if kueue is not None and args.profile is not None:
+            raise ValueError("--profile: py-spy profiles pykueue's controller; Kueue's manager is Go")
+        if kueue is not None and kueue.kueue_version is not None:  # before any cluster is touched
+            require_mount_namespace()
+            kueue_artifacts(kueue.kueue_version)
+    except (ValueError, RuntimeError) as err:
+        print(f"bench.controller_cold_start: {err}", file=sys.stderr)
+        return 2
+    rate = kueue or VARIANTS["kueue-qps"]
+    qps = args.qps if args.qps is not None else rate.qps
+    burst = args.burst if args.burst is not None else rate.burst
     client, kubeconfig, started_cluster = connect(args.kubeconfig)
     workdir = Path(tempfile.mkdtemp(prefix="pykueue-bench-cold-start-"))
     names = Names(uuid.uuid4().hex[:6])
     shape = queue_shape(args.cluster_queues)
-    controller = ControllerProcess(
-        kubeconfig, qps=args.qps, burst=args.burst, workdir=workdir, label="cold-start", profile_to=args.profile
-    )
+    crd_swap: CrdSwap | None = None
+    reader: MetricsReader | None = None
+    controller: ControllerProcess | KueueProcess | None = None
+    objects_left = True
     try:
+        if kueue is not None and kueue.kueue_version is not None:
+            _, crd_dir = kueue_artifacts(kueue.kueue_version)
+            client = client.speaking(VERSION)  # Kueue v0.14's CRDs serve (and store) v1beta1 only
+            crd_swap = CrdSwap(client, crd_dir)
+            crd_swap.install()
+            reader = MetricsReader(client, f"pykueue-bench-metrics-{names.run_id}")
+            controller = KueueProcess(
+                kubeconfig, version=kueue.kueue_version, qps=qps, burst=burst, workdir=workdir, label="cold-start",
+                log_level="info", metrics_token=reader.grant(),
+            )
+        else:
+            controller = ControllerProcess(
+                kubeconfig, qps=qps, burst=burst, workdir=workdir, label="cold-start", profile_to=args.profile
+            )
         create_queues(client, shape, names)
         print(f"creating {count} workloads in {args.cluster_queues} ClusterQueues of run {names.run_id}"
               f" ({args.concurrency} in flight; no controller runs); logs in {workdir}", flush=True)
         creation = for_each_workload(client, names, args.cluster_queues, count, args, "create")
         print(f"created {creation.done} in {creation.seconds:.1f}s ({creation.errors} errors);"
-              f" starting the controller...", flush=True)
+              f" starting {args.controller}...", flush=True)
         queues = {names.cluster_queue(index) for index in range(args.cluster_queues)}
         startup = watch_start(controller, creation.done, queues, args.poll, args.timeout)
-        result = summarise(names.run_id, count, args.cluster_queues, creation, startup)
-        if args.profile is not None and controller.profiler is not None:
+        result = summarise(names.run_id, count, args.cluster_queues, creation, startup,
+                           controller=args.controller, qps=qps, burst=burst)
+        if startup.metrics_at_all_pending is not None:
+            (workdir / "metrics-at-all-pending.txt").write_text(startup.metrics_at_all_pending)
+        if args.profile is not None and isinstance(controller, ControllerProcess) and controller.profiler is not None:
             result["profile"] = str(args.profile)
         print(format_summary(result), flush=True)
     finally:
@@ -346,11 +470,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("not deleting the run's objects: the cluster this program started is stopped", flush=True)
             else:
                 clean_up(client, names, args.cluster_queues, count, args)
+                objects_left = False
         finally:
-            controller.stop()
-            client.close()
-            if started_cluster is not None:
-                started_cluster.down()
+            if controller is not None:
+                controller.stop()
+            try:
+                if reader is not None and started_cluster is None:
+                    reader.revoke()
+                if crd_swap is not None and started_cluster is None:
+                    if objects_left:
+                        print("the cluster keeps Kueue's CRDs: the run's objects are still stored in its version",
+                              flush=True)
+                    else:
+                        crd_swap.restore()
+            finally:
+                client.close()
+                if started_cluster is not None:
+                    started_cluster.down()
     text = json.dumps(result)
     print(text)
     if args.json:

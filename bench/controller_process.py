@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,15 @@ def py_spy_path() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
+@dataclass(frozen=True)
+class SyncMilestones:
+    """Wall-clock times (``time.time()``) at which a controller's log said its caches had synced;
+    None: not logged (yet), or the controller says it elsewhere (pykueue: ``/metrics``, ``/readyz``)."""
+
+    workloads_synced: float | None  # the Workload reconciler's caches synced
+    all_synced: float | None  # every controller that started watching has synced its caches
+
+
 class LocalProcess:
     """What the baseline reads of any admission controller it runs as a local process (pykueue's
     or Kueue's): its pid, CPU and memory samples, liveness, its log's tail and its ``/readyz``.
@@ -110,6 +120,8 @@ class LocalProcess:
 
 class ControllerProcess(LocalProcess):
     """One controller process with a given client rate limit; see the module docstring."""
+
+    ready_means_informers_synced = True  # the manager's informers-synced readiness check
 
     def __init__(
         self,
@@ -227,6 +239,13 @@ class ControllerProcess(LocalProcess):
     def stop(self) -> None:
         self.stop_profiler()
         self._terminate()
+
+    def sync_milestones(self) -> SyncMilestones:
+        """Nothing from the log: pykueue reports its syncs on ``/metrics`` and ``/readyz``."""
+        return SyncMilestones(None, None)
+
+    def requests_by_verb(self, metrics_text: str) -> dict[str, int]:
+        return dict(client_request_figures(metrics_text)["requests_by_verb"])
 
     def api_requests(self) -> dict[str, Any] | None:
         """The controller's API client counters from ``/metrics`` (None when unreachable):

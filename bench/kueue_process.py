@@ -20,8 +20,16 @@ Workloads directly, with no webhook in the path; this does the same against our 
   process's namespace changes. That needs ``CAP_SYS_ADMIN`` (root in a container is enough);
   without it the start fails with the reason.
 
-Kueue's ``/metrics`` is served over TLS behind authentication, so the run's API request figures
-are not read for this variant (``api_requests`` is ``None``); CPU and RSS come from ``/proc``.
+Kueue's ``/metrics`` is served over TLS behind authentication (controller-runtime's
+``filters.WithAuthenticationAndAuthorization``: a bearer token checked with a TokenReview, then a
+SubjectAccessReview for ``get`` on the ``/metrics`` path). The baseline does not read it (its
+``api_requests`` is ``None``); the cold start does (:mod:`bench.controller_cold_start`), with a
+token from :class:`MetricsReader`, a ServiceAccount granted that path alone, and verifies the page
+against the run's own serving certificate. CPU and RSS come from ``/proc``.
+
+For the cold start the manager logs at ``info``: controller-runtime logs ``Starting EventSource``
+for each of a controller's watches and ``Starting workers`` once its caches have synced, which
+is how :func:`sync_milestones` times Kueue's informers (Kueue has no metric for it).
 """
 
 from __future__ import annotations
@@ -29,10 +37,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import ipaddress
+import json
 import os
 import shlex
+import ssl
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +52,23 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from prometheus_client.parser import text_string_to_metric_families
 
-from pykueue.kube.errors import NotFound
-from pykueue.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
+from pykueue.kube.errors import AlreadyExists, NotFound
+from pykueue.kube.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CUSTOM_RESOURCE_DEFINITIONS,
+    SERVICE_ACCOUNTS,
+)
 
-from .controller_process import REPO_ROOT, LocalProcess, _free_port
+from .controller_process import REPO_ROOT, LocalProcess, SyncMilestones, _free_port
 
 READY_TIMEOUT_S = 120.0
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # fixed in Kueue v0.14's cmd/kueue/main.go
+# Kueue v0.14's Workload reconciler is registered under this name
+# (pkg/controller/core/workload_controller.go, SetupWithManager).
+WORKLOAD_CONTROLLER = "workload_controller"
 
 
 def cache_root() -> Path:
@@ -155,12 +175,115 @@ integrations:
 """
 
 
+class MetricsReader:
+    """A ServiceAccount allowed ``get`` on the ``/metrics`` path and nothing else, and a token for
+    it: what Kueue's metrics server asks of a scraper (see the module docstring). ``grant``
+    creates the three objects (kept if they exist) and requests a token; ``revoke`` deletes them,
+    so a shared cluster keeps no account of the benchmark's."""
+
+    def __init__(self, client: Any, name: str, namespace: str = "default", token_seconds: int = 7200) -> None:
+        self._client = client
+        self.name = name
+        self.namespace = namespace
+        self.token_seconds = token_seconds
+
+    def objects(self) -> list[tuple[Any, dict[str, Any]]]:
+        meta = {"name": self.name, "labels": {"app.kubernetes.io/managed-by": "pykueue-bench"}}
+        return [
+            (SERVICE_ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                "metadata": {**meta, "namespace": self.namespace}}),
+            (CLUSTER_ROLES, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta,
+                             "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}),
+            (CLUSTER_ROLE_BINDINGS, {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": self.name},
+                "subjects": [{"kind": "ServiceAccount", "name": self.name, "namespace": self.namespace}],
+            }),
+        ]
+
+    def grant(self) -> str:
+        for res, obj in self.objects():
+            with contextlib.suppress(AlreadyExists):
+                self._client.create(res, obj)
+        answer = self._client.create_subresource(
+            SERVICE_ACCOUNTS, self.name, "token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+             "spec": {"expirationSeconds": self.token_seconds}},
+            self.namespace,
+        )
+        token = (answer.get("status") or {}).get("token")
+        if not token:
+            raise RuntimeError(f"the TokenRequest for ServiceAccount {self.namespace}/{self.name} returned no token")
+        return str(token)
+
+    def revoke(self) -> None:
+        for res, obj in reversed(self.objects()):
+            with contextlib.suppress(NotFound):
+                self._client.delete(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))
+
+
+def kueue_requests_by_method(metrics_text: str) -> dict[str, int]:
+    """Kueue's API requests by HTTP method, from controller-runtime's ``rest_client_requests_total``
+    (client-go's counter; watches are GETs there, unlike pykueue's ``WATCH`` verb)."""
+    by_method: dict[str, int] = {}
+    for family in text_string_to_metric_families(metrics_text):
+        for metric in family.samples:
+            if metric.name == "rest_client_requests_total":
+                method = metric.labels.get("method", "?")
+                by_method[method] = by_method.get(method, 0) + int(metric.value)
+    return dict(sorted(by_method.items()))
+
+
+def _log_time(stamp: Any) -> float | None:
+    """zap's RFC 3339 time with nanoseconds (``2026-11-26T11:30:00.123456789Z``) as epoch
+    seconds; an epoch number as itself."""
+    if isinstance(stamp, int | float):
+        return float(stamp)
+    if not isinstance(stamp, str):
+        return None
+    head, dot, rest = stamp.partition(".")
+    if dot:  # Python parses at most microseconds: keep six digits, then the zone
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        stamp = f"{head}.{rest[:min(digits, 6)]}{rest[digits:]}"
+    try:
+        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def sync_milestones(log_lines: list[str]) -> SyncMilestones:
+    """When the Workload reconciler and every controller had synced, from controller-runtime's
+    JSON log lines at ``info`` (``Starting EventSource`` before a controller's watches sync,
+    ``Starting workers`` after); lines that are not JSON are skipped."""
+    watching: set[str] = set()
+    synced: dict[str, float] = {}
+    for line in log_lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("controller"), str):
+            continue
+        name, message = entry["controller"], entry.get("msg")
+        if message == "Starting EventSource":
+            watching.add(name)
+        elif message == "Starting workers":
+            at = _log_time(entry.get("ts"))
+            if at is not None:
+                synced.setdefault(name, at)
+    everything = max(synced.values()) if synced and watching <= synced.keys() else None
+    return SyncMilestones(synced.get(WORKLOAD_CONTROLLER), everything)
+
+
 class KueueProcess(LocalProcess):
     """Kueue's manager as a local process; the interface of :class:`bench.controller_process.ControllerProcess`
-    that the baseline uses (start, pid, alive, stop, log_tail, api_requests, profiler no-ops)."""
+    that the baseline uses (start, pid, alive, stop, log_tail, api_requests, profiler no-ops) and,
+    with ``metrics_token``, what the cold start reads (``launch``, ``ready``, ``metrics_text``)."""
+
+    ready_means_informers_synced = False  # Kueue's /readyz: its webhook server listens
 
     def __init__(self, kubeconfig: str, *, version: str, qps: float, burst: int, workdir: Path, label: str,
-                 log_level: str = "error") -> None:
+                 log_level: str = "error", metrics_token: str | None = None) -> None:
         self.kubeconfig = kubeconfig
         self.version = version
         self.qps = qps
@@ -170,6 +293,9 @@ class KueueProcess(LocalProcess):
         self.log_level = log_level
         self.log_path = workdir / f"kueue-{label}.log"
         self.health_port = 0
+        self.metrics_port = 0
+        self.metrics_token = metrics_token
+        self.launched_at: float | None = None  # time.time() at launch, for the log's timestamps
         self.process: subprocess.Popen[bytes] | None = None
 
     def command(self, binary: Path) -> list[str]:
@@ -193,22 +319,29 @@ class KueueProcess(LocalProcess):
         )
         return ["unshare", "--mount", "sh", "-c", script]
 
-    def start(self) -> None:
+    def launch(self) -> None:
+        """Start the manager and return at once (:meth:`start` also waits for ``/readyz``)."""
         binary, _ = kueue_artifacts(self.version)
         self.workdir.mkdir(parents=True, exist_ok=True)
         write_serving_pair(self.workdir / "certs")
         self.health_port = _free_port()
+        self.metrics_port = _free_port()
         (self.workdir / "config.yaml").write_text(
             configuration(
-                qps=self.qps, burst=self.burst, health_port=self.health_port, metrics_port=_free_port(),
+                qps=self.qps, burst=self.burst, health_port=self.health_port, metrics_port=self.metrics_port,
                 webhook_port=_free_port(), cert_dir=self.workdir / "certs",
             )
         )
         env = dict(os.environ, KUBECONFIG=self.kubeconfig)
+        self.launched_at = time.time()
         with self.log_path.open("wb") as log_file:
             self.process = subprocess.Popen(
                 self.command(binary), stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=env
             )
+
+    def start(self) -> None:
+        self.launch()
+        assert self.process is not None
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not self._ready():
             if self.process.poll() is not None:
@@ -226,6 +359,34 @@ class KueueProcess(LocalProcess):
 
     def api_requests(self) -> dict[str, Any] | None:
         return None  # Kueue's /metrics needs TLS and an authorised token; see the module docstring
+
+    def ready(self) -> bool:
+        """``/readyz`` answers 200 (for Kueue: its webhook server listens; not a sync)."""
+        return self._ready()
+
+    def metrics_text(self, timeout: float = 5.0) -> str | None:
+        """Kueue's ``/metrics`` page over TLS with the reader's token, the server checked against
+        the run's own serving certificate (None while it does not answer, or without a token)."""
+        if self.metrics_token is None or not self.metrics_port:
+            return None
+        context = ssl.create_default_context(cafile=str(self.workdir / "certs" / "tls.crt"))
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{self.metrics_port}/metrics", headers={"Authorization": f"Bearer {self.metrics_token}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+                return str(response.read().decode())
+        except OSError:
+            return None
+
+    def sync_milestones(self) -> SyncMilestones:
+        """Its caches' sync times so far, from its log (needs ``log_level="info"``)."""
+        if not self.log_path.exists():
+            return SyncMilestones(None, None)
+        return sync_milestones(self.log_path.read_text(errors="replace").splitlines())
+
+    def requests_by_verb(self, metrics_text: str) -> dict[str, int]:
+        return kueue_requests_by_method(metrics_text)
 
     def stop(self) -> None:
         self._terminate()

@@ -424,6 +424,14 @@ class KubeClient:
         created = self._json(self._request("POST", self._wire.on_wire(res).path(ns), body=body, content_type="application/json"))
         return self._wire.read(res, created)
 
+    def create_subresource(
+        self, res: Resource, name: str, subresource: str, obj: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """POST ``obj`` to a subresource that creates something (a ServiceAccount's ``token``: a
+        TokenRequest); the answer is the subresource's own object, returned as the server sent it."""
+        path = self._wire.on_wire(res).path(namespace, name, subresource)
+        return self._json(self._request("POST", path, body=obj, content_type="application/json"))
+
     def replace(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         """PUT the whole object; its ``metadata.resourceVersion`` makes this a compare-and-swap."""
         meta = obj.get("metadata") or {}

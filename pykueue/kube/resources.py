@@ -90,6 +90,11 @@ VISIBILITY_LOCAL_QUEUES = Resource("visibility.kueue.x-k8s.io", "v1beta1", "loca
 VISIBILITY_WORKLOADS = Resource("visibility.kueue.x-k8s.io", "v1beta1", "workloads", "Workload", True)
 API_SERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", False)
 SERVICES = Resource("", "v1", "services", "Service", True)
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+)
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )

@@ -17,7 +17,9 @@ from bench.baseline_variants import (
     choose_variants,
     controller_configuration,
     describe_tree,
+    kueue_variant,
     parse_source_tree,
+    path_safe,
     plan_runs,
 )
 from bench.controller_process import ControllerProcess, check_source_tree, controller_environment
@@ -173,6 +175,50 @@ def test_kueue_at_a_version_is_kueues_manager_at_kueues_qps_and_runs_interleaved
 def test_kueue_variant_needs_a_full_version() -> None:
     with pytest.raises(ValueError, match=r"kueue@vMAJOR\.MINOR\.PATCH"):
         choose_variants(["kueue@0.14"], [])
+
+
+def test_kueue_at_a_named_rate_limit_runs_at_exactly_that_pykueue_variants_qps_and_burst() -> None:
+    variants = choose_variants(["unthrottled", "kueue@v0.14.8:unthrottled", "kueue@v0.14.8"], [])
+    assert [v.name for v in variants] == ["unthrottled", "kueue@v0.14.8:unthrottled", "kueue@v0.14.8"]
+    pykueue, kueue, kueue_at_50 = variants
+    assert (kueue.qps, kueue.burst) == (pykueue.qps, pykueue.burst) == (100_000.0, 200_000)
+    assert kueue.kueue_version == kueue_at_50.kueue_version == "v0.14.8"
+    assert (kueue_at_50.qps, kueue_at_50.burst) == (50.0, 100)
+    spelled_out = kueue_variant("kueue@v0.14.8:kueue-qps")
+    assert spelled_out is not None and (spelled_out.qps, spelled_out.burst) == (50.0, 100)
+    assert kueue_variant("unthrottled") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("kueue@v0.14.8:fast", r"--variants kueue@v0\.14\.8:fast: unknown rate limit 'fast' after ':' "
+                               r"\(known: kueue-qps, unthrottled\)"),
+        ("kueue@v0.14.8:fair-sharing", r"unknown rate limit 'fair-sharing'"),  # not a rate limit alone
+        ("kueue@v0.14.8:", r"unknown rate limit ''"),
+        ("kueue@v0.14:unthrottled", r"expected kueue@vMAJOR\.MINOR\.PATCH\[:RATE\]"),
+    ],
+)
+def test_a_kueue_rate_limit_that_is_not_one_of_pykueues_is_refused_by_name(name: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        choose_variants([name], [])
+
+
+def test_the_kueue_spelling_names_the_flag_it_came_from() -> None:
+    with pytest.raises(ValueError, match=r"^--controller kueue@x: expected"):
+        kueue_variant("kueue@x", flag="--controller")
+
+
+def test_variant_names_become_path_safe_labels() -> None:
+    assert path_safe("kueue@v0.14.8:unthrottled") == "kueue-v0.14.8-unthrottled"
+    assert path_safe("kueue-qps@old,a b") == "kueue-qps-old-a-b"
+
+
+def test_the_command_line_refuses_an_unknown_kueue_rate_before_touching_a_cluster(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert baseline.main(["--variants", "unthrottled,kueue@v0.14.8:turbo"]) == 2
+    assert "--variants kueue@v0.14.8:turbo: unknown rate limit 'turbo'" in capsys.readouterr().err
 
 
 def test_fair_sharing_is_kueues_qps_with_fair_sharing_on_and_runs_interleaved_with_it(tmp_path: Path) -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from bench import controller_cold_start
 from bench.baseline_shape import LOCAL_QUEUE_NAME, Names, cluster_queue, local_queue
 from bench.controller_cold_start import (
     WORKLOAD_RESOURCE,
     Batch,
     ControllerState,
+    choose_controller,
     format_summary,
     planned_workload,
     queue_shape,
@@ -16,6 +20,7 @@ from bench.controller_cold_start import (
     summarise,
     watch_start,
 )
+from bench.controller_process import SyncMilestones
 from bench.procstats import ProcSample
 from pykueue.api.quantity import parse_quantity
 
@@ -82,6 +87,8 @@ class FakeController:
     """Answers like a starting controller: /metrics from the second poll, ready from the third,
     every workload pending from the fourth (or never, or exits)."""
 
+    ready_means_informers_synced = True
+
     def __init__(self, pages: list[str | None], *, exits_after: int | None = None) -> None:
         self.pages = pages
         self.polls = 0
@@ -116,6 +123,12 @@ class FakeController:
     def log_tail(self, lines: int = 40) -> str:
         return "boom"
 
+    def sync_milestones(self) -> SyncMilestones:
+        return SyncMilestones(None, None)
+
+    def requests_by_verb(self, metrics_text: str) -> dict[str, int]:
+        return {"LIST": 12, "WATCH": 12}
+
 
 def _page(synced: int, pending: int) -> str:
     return (f'pykueue_informer_synced{{resource="{WORKLOAD_RESOURCE}"}} {synced}\n'
@@ -137,7 +150,88 @@ def test_milestones_in_order_and_figures_at_the_moment_all_are_pending() -> None
     assert (result["rss_mib"], result["peak_rss_mib"], result["cpu_s"]) == (300.0, 320.0, 12.5)
     assert result["cpu_ms_per_workload"] == 2.5
     assert (result["rss_mib_at_ready"], result["cpu_s_at_ready"]) == (300.0, 12.5)
+    assert result["seconds_to_readyz"] == result["seconds_to_ready"], "pykueue's /readyz is its informers' sync"
+    assert result["controller"] == "pykueue" and result["controller_requests_by_verb"] == {"LIST": 12, "WATCH": 12}
     assert "engine holds all pending" in format_summary(result)
+
+
+class FakeKueue(FakeController):
+    """Kueue's manager as the cold start sees it: /readyz at once (its webhook server), no
+    pykueue metrics, its syncs in its log (the second log read shows the Workload reconciler
+    synced, the third every controller)."""
+
+    ready_means_informers_synced = False
+
+    def __init__(self, pages: list[str | None], launched: float) -> None:
+        super().__init__(pages)
+        self.launched = False
+        self.log_reads = 0
+        self.at = launched
+
+    def ready(self) -> bool:
+        return True
+
+    def sync_milestones(self) -> SyncMilestones:
+        self.log_reads += 1
+        workloads = self.at + 3.0 if self.log_reads >= 2 else None
+        return SyncMilestones(workloads, self.at + 5.0 if self.log_reads >= 3 else None)
+
+
+def _kueue_page(pending: int) -> str:
+    return (f'kueue_pending_workloads{{cluster_queue="q",status="inadmissible"}} {pending}\n'
+            'rest_client_requests_total{code="200",host="h",method="GET"} 7\n')
+
+
+def test_kueues_syncs_come_from_its_log_and_its_readyz_is_timed_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as real_time
+
+    launched = real_time.time()
+    monkeypatch.setattr(controller_cold_start.time, "time", lambda: launched)
+    fake = FakeKueue([None, _kueue_page(0), _kueue_page(40), _kueue_page(50)], launched)
+    startup = watch_start(fake, 50, {"q"}, poll_s=0.0, timeout_s=30)  # type: ignore[arg-type]
+    assert startup.readyz_s is not None and startup.readyz_s < 1.0, "seen on the first poll"
+    assert startup.workloads_synced_s == pytest.approx(3.0) and startup.ready_s == pytest.approx(5.0)
+    assert startup.at_ready == ProcSample(12.5, 300.0, 320.0)
+    assert startup.requests_by_verb == {"LIST": 12, "WATCH": 12}
+    result = summarise("abc123", 50, 10, Batch(done=50, errors=0, seconds=1.0), startup,
+                       controller="kueue@v0.14.8", qps=50.0, burst=100)
+    assert (result["controller"], result["qps"], result["burst"]) == ("kueue@v0.14.8", 50.0, 100)
+    assert result["workloads_list_seconds"] is None and result["workloads_cached"] is None
+    assert result["pending_in_engine"] == 50
+    printed = format_summary(result)
+    assert "kueue@v0.14.8 at QPS 50 / burst 100" in printed
+    assert "(its list: n/a)" in printed
+
+
+def test_the_controller_is_pykueue_or_a_kueue_release_and_anything_else_is_refused_by_flag() -> None:
+    assert choose_controller("pykueue") is None
+    kueue = choose_controller("kueue@v0.14.8:unthrottled")
+    assert kueue is not None and kueue.kueue_version == "v0.14.8" and kueue.qps == 100_000.0
+    with pytest.raises(ValueError, match=r"--controller kueue: expected pykueue or kueue@<version>"):
+        choose_controller("kueue")
+    with pytest.raises(ValueError, match=r"--controller kueue@0\.14: expected kueue@vMAJOR"):
+        choose_controller("kueue@0.14")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--controller", "minikueue"], "--controller minikueue: expected pykueue or kueue@"),
+        (["--controller", "kueue@v0.14.8:warp"], "unknown rate limit 'warp'"),
+        (["--controller", "kueue@v0.14.8", "--profile", "/tmp/x"], "--profile: py-spy profiles pykueue's"),
+    ],
+)
+def test_bad_controller_choices_are_refused_before_touching_a_cluster(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert controller_cold_start.main(["--kubeconfig", "/nonexistent", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_printed_summary_of_a_json_round_trip_is_the_same() -> None:
+    startup = watch_start(FakeController([_page(1, 5)]), 5, {"q"}, poll_s=0.0, timeout_s=30)  # type: ignore[arg-type]
+    result = summarise("abc123", 5, 1, Batch(done=5, errors=0, seconds=1.0), startup)
+    assert format_summary(json.loads(json.dumps(result))) == format_summary(result)
 
 
 def test_a_controller_that_exits_during_start_up_is_reported_with_its_log() -> None:

@@ -4,6 +4,8 @@ metrics pair v0.14 insists on, and the CRD swap around its runs (fake API, no cl
 from __future__ import annotations
 
 import copy
+import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +15,18 @@ from cryptography import x509
 
 from bench.kueue_process import (
     METRICS_CERT_DIR,
+    WORKLOAD_CONTROLLER,
     CrdSwap,
     KueueProcess,
+    MetricsReader,
     configuration,
+    kueue_requests_by_method,
     require_mount_namespace,
+    sync_milestones,
     write_serving_pair,
 )
+from pykueue.kube.errors import AlreadyExists
+from pykueue.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, SERVICE_ACCOUNTS
 
 
 def test_configuration_has_the_variants_client_rate_and_nothing_in_cluster() -> None:
@@ -141,3 +149,122 @@ def test_without_a_mount_namespace_the_variant_is_refused_in_one_line_saying_how
     assert "Operation not permitted" in message and "CAP_SYS_ADMIN" in message and "root" in message
     with pytest.raises(RuntimeError, match=r"not installed.*CAP_SYS_ADMIN"):
         require_mount_namespace(str(tmp_path / "missing"))
+
+
+def _log(controller: str, message: str, ts: str) -> str:
+    return json.dumps({"level": "info", "ts": ts, "msg": message, "controller": controller})
+
+
+def test_sync_times_come_from_controller_runtimes_starting_workers_lines() -> None:
+    lines = [
+        "not json at all",
+        json.dumps({"level": "info", "ts": "2026-11-26T11:00:00Z", "msg": "Starting manager"}),
+        _log(WORKLOAD_CONTROLLER, "Starting EventSource", "2026-11-26T11:00:00.5Z"),
+        _log("clusterqueue_controller", "Starting EventSource", "2026-11-26T11:00:00.6Z"),
+        _log(WORKLOAD_CONTROLLER, "Starting Controller", "2026-11-26T11:00:03.25Z"),
+        _log(WORKLOAD_CONTROLLER, "Starting workers", "2026-11-26T11:00:03.250000001Z"),
+    ]
+    base = dt.datetime(2026, 11, 26, 11, 0, tzinfo=dt.UTC).timestamp()
+    partial = sync_milestones(lines)
+    assert partial.workloads_synced == pytest.approx(base + 3.25)
+    assert partial.all_synced is None, "the ClusterQueue reconciler has not synced yet"
+    done = sync_milestones([*lines, _log("clusterqueue_controller", "Starting workers", "2026-11-26T11:00:04.123456789Z")])
+    assert done.all_synced == pytest.approx(base + 4.123456)
+    assert sync_milestones([]).workloads_synced is None
+
+
+def test_kueues_requests_are_summed_by_method_over_codes_and_hosts() -> None:
+    page = """# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 30
+rest_client_requests_total{code="404",host="127.0.0.1:6443",method="GET"} 2
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PATCH"} 5
+"""
+    assert kueue_requests_by_method(page) == {"GET": 32, "PATCH": 5}
+
+
+class FakeRbac:
+    def __init__(self) -> None:
+        self.created: list[tuple[str, dict[str, Any]]] = []
+        self.deleted: list[tuple[str, str, str | None]] = []
+        self.token_requests: list[tuple[str, str, dict[str, Any], str | None]] = []
+
+    def create(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
+        if res == CLUSTER_ROLES and any(r == res.plural for r, _ in self.created):
+            raise AlreadyExists(409, "AlreadyExists", "exists")
+        self.created.append((res.plural, obj))
+        return obj
+
+    def create_subresource(self, res: Any, name: str, sub: str, obj: dict[str, Any], ns: str | None) -> dict[str, Any]:
+        self.token_requests.append((res.plural, name, obj, ns))
+        return {"status": {"token": "the-token"}}
+
+    def delete(self, res: Any, name: str, namespace: str | None = None) -> bool:
+        self.deleted.append((res.plural, name, namespace))
+        return True
+
+
+def test_the_metrics_reader_may_get_metrics_only_and_leaves_nothing_behind() -> None:
+    api = FakeRbac()
+    reader = MetricsReader(api, "reader-abc", token_seconds=900)
+    assert reader.grant() == "the-token"
+    kinds = {plural: obj for plural, obj in api.created}
+    assert set(kinds) == {SERVICE_ACCOUNTS.plural, CLUSTER_ROLES.plural, CLUSTER_ROLE_BINDINGS.plural}
+    assert kinds[CLUSTER_ROLES.plural]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    binding = kinds[CLUSTER_ROLE_BINDINGS.plural]
+    assert binding["roleRef"]["name"] == "reader-abc"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "reader-abc", "namespace": "default"}]
+    ((plural, name, request, ns),) = api.token_requests
+    assert (plural, name, ns) == ("serviceaccounts", "reader-abc", "default")
+    assert request["kind"] == "TokenRequest" and request["spec"] == {"expirationSeconds": 900}
+    assert reader.grant() == "the-token", "objects left by an earlier grant are reused"
+    reader.revoke()
+    assert [d[0] for d in api.deleted] == ["clusterrolebindings", "clusterroles", "serviceaccounts"]
+    assert api.deleted[-1] == ("serviceaccounts", "reader-abc", "default")
+
+
+def test_kueues_metrics_need_a_token_and_are_not_read_without_one(tmp_path: Path) -> None:
+    process = KueueProcess("/kc", version="v0.14.8", qps=50, burst=100, workdir=tmp_path, label="0")
+    process.metrics_port = 1
+    assert process.metrics_text() is None
+    assert process.ready_means_informers_synced is False
+
+
+def test_kueues_metrics_are_read_over_tls_with_the_token_and_the_runs_own_certificate(tmp_path: Path) -> None:
+    """A stand-in for Kueue's metrics server: TLS on the run's self-signed pair, 401 without the
+    bearer token, the page with it."""
+    import http.server
+    import ssl
+    import threading
+
+    process = KueueProcess("/kc", version="v0.14.8", qps=50, burst=100, workdir=tmp_path, label="0",
+                           metrics_token="s3cret")
+    certs = process.workdir / "certs"
+    write_serving_pair(certs)
+    seen: list[str | None] = []
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            ok = self.path == "/metrics" and self.headers.get("Authorization") == "Bearer s3cret"
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            if ok:
+                self.wfile.write(b'kueue_pending_workloads{cluster_queue="q",status="active"} 3\n')
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certs / "tls.crt", certs / "tls.key")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        process.metrics_port = server.server_address[1]
+        assert process.metrics_text() == 'kueue_pending_workloads{cluster_queue="q",status="active"} 3\n'
+        process.metrics_token = "wrong"
+        assert process.metrics_text() is None, "a refused token reads as no page"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["Bearer s3cret", "Bearer wrong"]

@@ -15,7 +15,7 @@ from pykueue.kube.errors import (
     Invalid,
     ServerError,
 )
-from pykueue.kube.resources import CLUSTER_QUEUES, CONFIG_MAPS, JOBS, WORKLOADS
+from pykueue.kube.resources import CLUSTER_QUEUES, CONFIG_MAPS, JOBS, SERVICE_ACCOUNTS, WORKLOADS
 from pykueue.kube.transport import HttpResponse
 from pykueue.kube.versions import KueueWire
 from tests.unit.kube.fake_transport import ChunkStream, ScriptedTransport, refused, status
@@ -115,6 +115,16 @@ def test_patch_content_types_and_status_subresource() -> None:
     assert transport.sent[1].headers["Content-Type"] == "application/json-patch+json"
     assert transport.sent[2].headers["Content-Type"] == "application/apply-patch+yaml"
     assert ("force", "true") in transport.sent[2].query and ("fieldManager", "me") in transport.sent[2].query
+
+
+def test_a_subresource_that_creates_is_posted_at_the_objects_subresource_path() -> None:
+    client, transport = make_client([{"kind": "TokenRequest", "status": {"token": "t0k"}}])
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}}
+    answer = client.create_subresource(SERVICE_ACCOUNTS, "reader", "token", request, "monitoring")
+    assert answer["status"]["token"] == "t0k"
+    (sent,) = transport.sent
+    assert (sent.method, sent.path) == ("POST", "/api/v1/namespaces/monitoring/serviceaccounts/reader/token")
+    assert sent.body == request and sent.headers["Content-Type"] == "application/json"
 
 
 def test_patch_rejects_mismatched_body_shape() -> None:
