@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import queue
 import threading
 import time
@@ -80,34 +79,12 @@ METRICS_INTERVAL_SECONDS = 1.0
 # apiserver's latency (Kueue issues each admission write from its own goroutine).
 # docs/performance.md has the measurements.
 WRITE_THREADS = 16
-# The time one admission write takes under load, which sizes the threads for a client rate above
-# Kueue's: in an unthrottled scale-0.3 baseline on the loaded two-core machine a PATCH took 235 ms
-# on average, so 16 threads capped admissions at about 68/s (16 / 0.235 s) while the client's
-# budget had no limit and Kueue's manager, a goroutine per write, reached 97/s in the same shape.
-WRITE_SECONDS = 0.25
-# Threads share the client's connection pool (pykueue.kube.transport) with the Event senders and
-# the informers' watches.
-MAX_WRITE_THREADS = 48
 # Writes whose outcome the loop has not applied yet. At the cap the loop stops running cycles
 # and waits for completions (backpressure). Twice the threads keeps every thread busy between
 # two steps; more only queues decisions behind the client's rate limit, where they age: in the
 # baseline at a cap of 64, two in three preemptions reached a victim that had finished 1-3 s
 # earlier (docs/performance.md).
 MAX_WRITES_IN_FLIGHT = 2 * WRITE_THREADS
-
-
-def write_threads_for_qps(qps: float | None) -> int:
-    """Enough write threads to spend a client budget of ``qps`` requests per second while each
-    write takes :data:`WRITE_SECONDS`: :data:`WRITE_THREADS` up to Kueue's QPS 50 (and when the
-    rate is not known), more above it, at most :data:`MAX_WRITE_THREADS` (an unlimited client,
-    ``qps`` 0 or less, gets the most). The budget, not the threads, then bounds the admissions."""
-    if qps is None:
-        return WRITE_THREADS
-    if qps <= 0:
-        return MAX_WRITE_THREADS
-    return min(MAX_WRITE_THREADS, max(WRITE_THREADS, math.ceil(qps * WRITE_SECONDS)))
-
-
 # How long sequential admission (blockAdmission) waits for a cycle's write before moving on.
 SEQUENTIAL_WRITE_TIMEOUT_SECONDS = 60.0
 
@@ -135,7 +112,7 @@ class SchedulerLoop:
         engine_factory: Callable[[], Engine] = Engine,
         clock: Callable[[], float] = time.time,
         write_threads: int = WRITE_THREADS,
-        max_in_flight: int | None = None,
+        max_in_flight: int = MAX_WRITES_IN_FLIGHT,
         block_admission: bool = False,
         pending_reason_grace: float = PENDING_REASON_GRACE_SECONDS,
         claim_winner: Callable[[dict[str, Any]], str | None] | None = None,
@@ -159,8 +136,7 @@ class SchedulerLoop:
         # Set when leadership ends: writes still queued or retrying give up (the next leader
         # decides again from the API).
         self._abandon = threading.Event()
-        # Twice the threads unless told (MAX_WRITES_IN_FLIGHT at the default threads).
-        self.writes = InFlightWrites(2 * write_threads if max_in_flight is None else max_in_flight, self.wake)
+        self.writes = InFlightWrites(max_in_flight, self.wake)
         self.own_writes = OwnWrites()  # see own_writes.py: patches built on our latest write
         self.engine: Engine | None = None
         self._applied_rv: dict[tuple[str, str], str] = {}

@@ -18,7 +18,7 @@ from controller.concurrentadmission.winner import WinnerClaims
 from controller.core.afs_status import AfsStatus
 from controller.core.fair_share_status import FairShareStatus
 from controller.core.queue_status_controller import QueueStatusController
-from controller.core.scheduler import SchedulerLoop, write_threads_for_qps
+from controller.core.scheduler import SchedulerLoop
 from controller.core.workload_controller import WorkloadController
 from controller.engine import Engine
 from controller.runtime.informer import FuncHandler
@@ -71,14 +71,6 @@ def fair_sharing_strategies(config: Configuration) -> tuple[str, ...] | None:
     """The engine's ``fair_sharing``: the preemption strategies when ``fairSharing.enable``, else
     None (fair sharing off)."""
     return config.fair_sharing.preemption_strategies if config.fair_sharing.enable else None
-
-
-def admission_write_threads(client: Any) -> int:
-    """The scheduler's write threads for the controller's main client: sized from its QPS
-    (:func:`controller.core.scheduler.write_threads_for_qps`), the default for a client that
-    does not say (test fakes)."""
-    qps = getattr(client, "qps", None)
-    return write_threads_for_qps(float(qps) if isinstance(qps, int | float) else None)
 
 
 def blocks_admission(config: Configuration) -> bool:
@@ -198,8 +190,6 @@ def setup(ctrl: Controller) -> None:
         engine_factory=engine_factory,
         block_admission=block,
         claim_winner=claims.claim,
-        # Above Kueue's QPS 50 the write threads, not the budget, would bound admissions.
-        write_threads=admission_write_threads(ctrl.client),
     )
     scheduler = SchedulerRunnable(loop, informers)
     queue_status = QueueStatusController(

@@ -175,11 +175,6 @@ class KubeClient:
         transport = ApiClientTransport(kubeconfig_dict_factory(document), user_agent=user_agent, pool_size=8)
         return cls(transport, qps=qps, burst=burst, max_retries=max_retries, timeout=timeout)
 
-    @property
-    def qps(self) -> float:
-        """The client's rate limit in requests per second (what sizes the threads that spend it)."""
-        return float(self._bucket.qps)
-
     def speaking(self, version: str) -> KubeClient:
         """A client on the same connections and rate limit that sends and reads Kueue kinds in
         ``version`` (the benchmark's Kueue variant: Kueue v0.14's CRDs serve only v1beta1)."""

@@ -149,7 +149,7 @@ class ApiClientTransport:
     and swaps it in atomically; requests already in flight finish on the old one.
     """
 
-    def __init__(self, factory: ConfigurationFactory, *, user_agent: str = "pykueue", pool_size: int = 128) -> None:
+    def __init__(self, factory: ConfigurationFactory, *, user_agent: str = "pykueue", pool_size: int = 64) -> None:
         self._factory = factory
         self._user_agent = user_agent
         self._pool_size = pool_size
@@ -158,10 +158,7 @@ class ApiClientTransport:
 
     def _build(self) -> k8s_client.ApiClient:
         configuration = self._factory()
-        # Every reflector holds one connection for its watch; workers need more on top: up to 48
-        # admission write threads (controller.core.scheduler) and 32 Event senders
-        # (controller.runtime.events) when the client rate is unlimited. A connection is opened
-        # only when a request finds none idle, so the size costs nothing until it is used.
+        # Every reflector holds one connection for its watch; workers need more on top.
         configuration.connection_pool_maxsize = self._pool_size
         # Retries are ours (with rate limits and Retry-After); urllib3's own would double them.
         configuration.retries = False
