@@ -211,3 +211,39 @@ def test_kueue_cold_start_smoke(tmp_path: Path) -> None:
         crd = client.get(CUSTOM_RESOURCE_DEFINITIONS, str(WORKLOADS))
         assert crd is not None
         assert [v["name"] for v in crd["spec"]["versions"] if v.get("storage")] == ["v1beta2"]
+
+
+@pytest.mark.timeout(600)
+def test_crd_create_rate_smoke(tmp_path: Path) -> None:
+    """``bench.crd_create_rate``: the same Workloads created under the cluster's CRDs and under
+    Kueue's, on a local cluster of its own (no controller or webhook there). Both rounds create
+    every Workload without an error, the JSON is what it printed, nothing of the run is left and
+    the cluster's own Workload definition (storing v1beta2) is back. Figures never judged."""
+    from hack.localcluster import LocalCluster
+
+    cluster = LocalCluster(f"{os.environ.get('PYKUEUE_CLUSTER_NAME') or 'pykueue-e2e'}-crdrate")
+    cluster.up()
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "PYKUEUE_KUBECONFIG"}
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.crd_create_rate", "--count", "60", "--repeat", "1",
+             "--kubeconfig", cluster.kubeconfig, "--json", str(tmp_path / "summary.json")],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=540,
+        )
+        assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+        result = json.loads((tmp_path / "summary.json").read_text())
+        assert result == _summary(done.stdout)
+        assert [r["crds"] for r in result["rounds"]] == ["pykueue", f"kueue@{KUEUE_VERSION}"]
+        assert all(r["created"] == 60 and r["errors"] == 0 and r["creates_per_s"] > 0 for r in result["rounds"])
+        assert "median creates/s: pykueue" in done.stdout
+        client = KubeClient.from_config(cluster.kubeconfig)
+        try:
+            assert client.list(WORKLOADS).get("items") == []
+            crd = client.get(CUSTOM_RESOURCE_DEFINITIONS, str(WORKLOADS))
+            assert crd is not None
+            storage = [v["name"] for v in crd["spec"]["versions"] if v.get("storage")]
+            assert storage == ["v1beta2"]
+        finally:
+            client.close()
+    finally:
+        cluster.down()
