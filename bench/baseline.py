@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,7 @@ from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RES
 from pykueue.kube.transport import ApiClientTransport, configuration_factory
 
 from . import baseline_shape as objects
+from .apiserver_requests import CountingTransport, Key, controller_writes, read_request_totals
 from .baseline_cq import ClusterQueueRecorder
 from .baseline_driver import FinishRunner, Generator, Recorder
 from .baseline_evictions import EvictionCompleter
@@ -105,7 +107,8 @@ def connect(kubeconfig: str | None) -> tuple[KubeClient, str, Any]:
     # Connections for every create, Finished patch and watch in flight, so none is discarded
     # and re-opened (a TLS handshake each) while the driver is busiest.
     transport = ApiClientTransport(configuration_factory(kubeconfig), user_agent="pykueue-bench", pool_size=256)
-    client = KubeClient(transport, qps=UNTHROTTLED_QPS, burst=200_000)
+    # Counted, so that the apiserver's totals can be split into the driver's and the rest.
+    client = KubeClient(CountingTransport(transport), qps=UNTHROTTLED_QPS, burst=200_000)
     return client, kubeconfig, started
 
 
@@ -210,6 +213,11 @@ def _controller_figures(before: ProcSample | None, after: ProcSample | None, sec
     }
 
 
+def _driver_writes(client: KubeClient) -> Counter[Key]:
+    transport = client.transport
+    return transport.counts() if isinstance(transport, CountingTransport) else Counter()
+
+
 def run_once(
     client: KubeClient, kubeconfig: str, shape: Shape, variant: Variant, options: RunOptions, index: int
 ) -> dict[str, Any]:
@@ -275,6 +283,8 @@ def run_once(
         runner.start()
         profiling = controller.start_profiler() if controller is not None else False
         controller_before = sample(pid) if pid is not None else None
+        apiserver_before = read_request_totals(client.transport)
+        driver_writes_before = _driver_writes(client)
         driver_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.monotonic()
         generator.start()
@@ -292,6 +302,8 @@ def run_once(
         if recorder.all_settled.is_set():
             cq_recorder.done.wait(CQ_SETTLE_TIMEOUT_S)
         controller_after = sample(pid) if pid is not None else None
+        apiserver_after = read_request_totals(client.transport)
+        driver_writes_after = _driver_writes(client)
         api = controller.api_requests() if controller is not None else None
         driver_after = resource.getrusage(resource.RUSAGE_SELF)
         if controller is not None:
@@ -313,6 +325,12 @@ def run_once(
             "cq_recording_complete": cq_recorder.done.is_set(),
             "controller": _controller_figures(controller_before, controller_after, elapsed),
             "controller_api": api,
+            # The same figure for either controller, from the apiserver (bench/apiserver_requests.py).
+            "apiserver_writes": controller_writes(
+                apiserver_before, apiserver_after, driver_writes_after - driver_writes_before
+            )
+            if apiserver_before is not None and apiserver_after is not None
+            else None,
             "driver": {
                 "cpu_s": round(
                     driver_after.ru_utime + driver_after.ru_stime - driver_before.ru_utime - driver_before.ru_stime, 1

@@ -212,6 +212,15 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         f"  ({_fmt(controller.get('cpu_cores'), ' cores', 2)} on average)",
         f"{'controller peak RSS':<{width}}{_fmt(controller.get('peak_rss_mib'), ' MiB'):>12}",
     ]
+    writes = result.get("apiserver_writes")
+    if writes:
+        total = sum(writes.values())
+        per_workload = total / result["workloads"] if result["workloads"] else 0.0
+        by_kind = ", ".join(f"{label} {count}" for label, count in writes.items())
+        lines.append(
+            f"{'controller writes, apiserver-counted [4]':<{width}}{total:>12}  "
+            f"({per_workload:.2f} per workload: {by_kind})"
+        )
     api = result.get("controller_api")
     if api:
         per_workload = api["total"] / result["workloads"] if result["workloads"] else 0.0
@@ -262,6 +271,11 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         f"[2] cpu-seconds admitted workloads held / ({nominal} cpu nominal x wall)",
         "[3] from the workload's first watch event to the first with Admitted=True (Kueue's origin)",
     ]
+    if writes:
+        lines.append(
+            "[4] the apiserver's apiserver_request_total over the load, writes to Kueue's kinds and Events, "
+            "less the driver's own: the controller's, and the cluster components' few"
+        )
     if result.get("timeline"):
         windows, width_s = from_json(result["timeline"])
         qps = result.get("qps")

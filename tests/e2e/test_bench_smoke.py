@@ -88,6 +88,16 @@ def test_scheduler_baseline_smoke(
     if not controller.installed:
         assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
     assert summary["anchor_kueue"]["wall_s"] == pytest.approx(351.1)
+    _assert_admission_writes_counted(run, out)
+
+
+def _assert_admission_writes_counted(run: dict[str, Any], out: str) -> None:
+    """The apiserver counted at least one status write per admitted workload that the driver did
+    not send (the controller's reservations; the driver's Finished patches are taken out)."""
+    writes = run["apiserver_writes"]
+    assert writes is not None, "the apiserver's /metrics was not read"
+    assert sum(n for label, n in writes.items() if label.endswith(" workloads/status")) >= run["workloads"], writes
+    assert "controller writes, apiserver-counted [4]" in out
 
 
 @pytest.mark.timeout(300)
@@ -140,6 +150,7 @@ def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> 
     assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
     assert run["driver"]["evictions_completed"] is not None and run["driver"]["errors"] == 0
     assert summary["medians"][f"kueue@{KUEUE_VERSION}"]["runs"] == 1
+    _assert_admission_writes_counted(run, done.stdout)
 
 
 @contextlib.contextmanager
