@@ -43,6 +43,7 @@ from pykueue.kube.errors import AlreadyExists, NotFound
 from pykueue.kube.resources import NAMESPACES, WORKLOADS
 
 from .baseline import connect
+from .baseline_report import percentile
 from .baseline_shape import RUN_LABEL, Names, Shape, load_shape, namespace, workload
 from .kueue_process import CrdSwap, kueue_artifacts
 
@@ -61,11 +62,6 @@ def workloads_for(shape: Shape, names: Names, count: int) -> list[dict[str, Any]
                 objects.append(workload(names, index, klass, ordinal))
         ordinal += 1
     return objects[:count]
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def _wait_gone(client: KubeClient, selector: str) -> None:
