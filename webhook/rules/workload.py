@@ -163,9 +163,17 @@ def _pod_set_template_errors(pod_set_path: str, template: dict[str, Any]) -> lis
 def _status_errors(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     spec = as_dict(obj.get("spec"))
     status = as_dict(obj.get("status"))
+    # Names that are not strings (malformed input) name no pod set: the spec's own rules deny them,
+    # and a status entry naming one is "not found" rather than an unhashable-key crash.
     pod_set_counts = {
-        pod_set.get("name", c.DEFAULT_PODSET_NAME): pod_set.get("count", 1) for _, pod_set in enumerate_dicts(spec.get("podSets"))
+        name: pod_set.get("count", 1)
+        for _, pod_set in enumerate_dicts(spec.get("podSets"))
+        if isinstance(name := pod_set.get("name", c.DEFAULT_PODSET_NAME), str)
     }
+
+    def unknown(name: Any) -> bool:
+        return not isinstance(name, str) or name not in pod_set_counts
+
     errors: list[FieldError] = []
     if has_quota_reservation(obj):
         admission = status.get("admission")
@@ -174,12 +182,12 @@ def _status_errors(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Fiel
             errors.append(FieldError.required("status.admission", "a workload with QuotaReserved=True must have an admission"))
         for index, assignment in enumerate_dicts(as_dict(admission).get("podSetAssignments")):
             name = assignment.get("name", c.DEFAULT_PODSET_NAME)
-            if name not in pod_set_counts:
+            if unknown(name):
                 errors.append(FieldError.not_found(join_path(join_path("status.admission.podSetAssignments", index), "name"), name))
     for index, reclaimable in enumerate_dicts(status.get("reclaimablePods")):
         entry_path = join_path("status.reclaimablePods", index)
         name = reclaimable.get("name")
-        if name not in pod_set_counts:
+        if not isinstance(name, str) or name not in pod_set_counts:
             errors.append(FieldError.not_found(join_path(entry_path, "name"), name))
             continue
         count, limit = reclaimable.get("count"), pod_set_counts[name]
@@ -188,7 +196,7 @@ def _status_errors(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Fiel
     for check_index, check in enumerate_dicts(status.get("admissionChecks")):
         for update_index, update in enumerate_dicts(check.get("podSetUpdates")):
             update_path = join_path(join_path(join_path("status.admissionChecks", check_index), "podSetUpdates"), update_index)
-            if update.get("name") not in pod_set_counts:
+            if unknown(update.get("name")):
                 errors.append(FieldError.not_found(join_path(update_path, "name"), update.get("name")))
             errors += labels_errors(join_path(update_path, "labels"), update.get("labels"))
             errors += labels_errors(join_path(update_path, "nodeSelector"), update.get("nodeSelector"))

@@ -239,3 +239,17 @@ def test_workload_admission_gates_follow_the_same_rules() -> None:
     more = copy.deepcopy(old)
     more["metadata"]["annotations"][gates] = "example.com/a,example.com/b"
     assert any("can only be removed" in e for e in errors(more, old))
+
+
+def test_status_entries_naming_a_pod_set_by_a_non_string_are_denied_not_a_crash() -> None:
+    """Found by the fuzz test: a list where a pod set name belongs made the status rules build a
+    dict keyed by it (TypeError, a 500). Now such an entry is a pod set that is not found."""
+    wl = WorkloadBuilder("w", "ns").queue("lq").podset(cpu="1").obj()
+    wl["spec"]["podSets"].append({**copy.deepcopy(wl["spec"]["podSets"][0]), "name": ["x"]})
+    wl["status"] = {
+        "reclaimablePods": [{"name": ["x"], "count": 1}],
+        "admissionChecks": [{"name": "ac", "podSetUpdates": [{"name": {"y": 1}}]}],
+    }
+    found = errors(wl)
+    assert any(e.startswith("status.reclaimablePods[0].name: Not found") for e in found), found
+    assert any(e.startswith("status.admissionChecks[0].podSetUpdates[0].name: Not found") for e in found), found
