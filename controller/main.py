@@ -250,9 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         health_addr=addresses.health,
         metrics_addr=addresses.metrics,
         config=config,
-        # One Event pipeline for every controller, on its own rate limit as controller-runtime's,
-        # with senders enough to spend that budget.
-        event_broadcaster=EventBroadcaster(client.with_own_rate_limit(), senders=senders_for_qps(limits.qps)),
+        # One Event pipeline for every controller, inside the one client budget as Kueue's
+        # (clientConnection.qps bounds every request) but behind the writes that admit
+        # workloads, with senders enough to spend what those leave over.
+        event_broadcaster=EventBroadcaster(client.with_spare_budget(), senders=senders_for_qps(limits.qps)),
     )
     for resource in BASE_RESOURCES:
         ctrl.informer(resource)

@@ -156,7 +156,7 @@ def setup(ctrl: Controller) -> None:
         "priorityclasses": ctrl.informer(R.PRIORITY_CLASSES),
         "namespaces": ctrl.informer(R.NAMESPACES),
     }
-    # The process's one Event pipeline (controller.runtime.events), on its own rate limit.
+    # The process's one Event pipeline (controller.runtime.events), on the spare client budget.
     events = ctrl.event_recorder()
     policy = pods_ready_policy(ctrl.config)
     # One winner per concurrent-admission parent, decided in the API (docs/design/concurrent-admission.md).

@@ -3,8 +3,10 @@
 client-go's ``tools/record`` (event.go, events_cache.go) is the model, as it is for Kueue, whose
 controllers all record through controller-runtime's one broadcaster:
 
-* :class:`EventBroadcaster` is built once per process (``controller.main``) on a client of its
-  own rate limit, so Events never spend the budget of the writes that admit workloads.
+* :class:`EventBroadcaster` is built once per process (``controller.main``) on the controller's
+  one client budget, as Kueue's binary shares one rate limiter among all its clients, but in
+  the low-priority lane of it (``KubeClient.with_spare_budget``): Events take only the tokens
+  the writes that admit workloads leave over, so they never delay an admission.
   ``ctrl.event_recorder(component)`` hands each area a :class:`Recorder` for its source
   component; the reason strings are Kueue's and are chosen by the callers.
 * ``emit`` only enqueues: background sender threads write to the API. The scheduler emits two
@@ -75,18 +77,20 @@ COMPONENT = "pykueue-controller"
 # Kueue truncates event messages to 1024 characters (api.TruncateEventMessage).
 MAX_MESSAGE = 1024
 # Distinct Events waiting, shared by the senders. The scheduler emits two Events per admission
-# (QuotaReserved and Admitted, as Kueue) and may admit as fast as its own client's budget allows,
-# so with the Event client on the same QPS, Events can arrive at twice the rate they can leave:
-# at QPS 50 the full-scale scheduler baseline had 14,517 waiting at its peak (docs/performance.md,
-# "Events under load"). 50,000 entries of at most ENTRY_BYTES (measured about 810 B) bound the
-# waiting room at under 50 MiB and hold 1,000 s of sends at QPS 50; beyond that the queue sheds.
+# (QuotaReserved and Admitted, as Kueue) and may admit as fast as the client's budget allows, and
+# Events take only what admissions leave of that budget, so while admission saturates it they
+# wait: with an Event budget of its own at QPS 50 the full-scale scheduler baseline already had
+# 14,517 waiting at its peak (docs/performance.md, "Events under load"). 50,000 entries of at most
+# ENTRY_BYTES (measured about 810 B) bound the waiting room at under 50 MiB and hold 1,000 s of
+# sends at QPS 50; beyond that the queue sheds.
 MAX_QUEUED = 50_000
 # Senders when the QPS is not known (tests, a Controller built without main).
 SENDERS = 4
 # The time one create takes under load, which sizes the senders: at QPS 50 a create took 77 ms on
 # average in a full-scale baseline on an idle machine and 315 ms on a loaded one, where 13
 # senders (sized for 250 ms) sent 31 Events/s of the 50 allowed; a sender is blocked
-# for that long, so spending the whole budget takes qps x this many of them.
+# for that long, so spending the whole budget (when admissions leave it all over) takes
+# qps x this many of them.
 SEND_SECONDS = 0.4
 MAX_SENDERS = 32
 # client-go's EventSourceObjectSpamFilter defaults: 25 Events at once per source+object, then

@@ -68,7 +68,8 @@ class Controller:
         event_broadcaster: EventBroadcaster | None = None,
     ) -> None:
         self.client = client
-        # main passes one on a client with its own rate limit; by default Events use ``client``.
+        # main passes one on the client's spare budget (KubeClient.with_spare_budget); by
+        # default Events use ``client`` as it is.
         self.event_broadcaster = event_broadcaster or EventBroadcaster(client)
         self.identity = identity
         # The parsed Configuration the setup modules read (Kueue's defaults when none is given).

@@ -14,6 +14,9 @@ from collections.abc import Callable
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
 
+# The longest a low-priority caller sleeps before it looks at a busy bucket again.
+SPARE_POLL_SECONDS = 1.0
+
 
 class TokenBucket:
     """Allow ``qps`` requests per second on average with bursts of up to ``burst``.
@@ -51,6 +54,50 @@ class TokenBucket:
         if delay > 0:
             self._sleep(delay)
         return delay
+
+    @property
+    def headroom(self) -> float:
+        """What :meth:`acquire_spare` leaves in the bucket for :meth:`acquire`: half the burst
+        (none with a burst of 1, whose single token is all there is)."""
+        return float(self.burst // 2)
+
+    def try_spare(self) -> float:
+        """Take a token only if the bucket keeps :attr:`headroom` tokens after it; 0.0 when
+        taken, else how long until it might (no caller of :meth:`acquire` is waiting then).
+
+        A caller in debt (:meth:`reserve` went below zero) makes the bucket hold less than the
+        headroom until its wait is over, so nothing spare is taken while anyone waits.
+        """
+        if self.qps <= 0:
+            return 0.0
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            missing = self.headroom + 1.0 - self._tokens
+            if missing <= 0:
+                self._tokens -= 1.0
+                return 0.0
+            return missing / self.qps
+
+    def acquire_spare(self, max_poll: float = SPARE_POLL_SECONDS) -> float:
+        """Block until a *spare* token is available (:meth:`try_spare`); returns the time waited.
+
+        The low-priority lane of one shared budget: requests that may wait (Events) go through
+        here and take only what the requests that should not wait (admissions, status writes,
+        through :meth:`acquire`) leave over, so the sum of both stays within ``qps``/``burst``
+        as with one client-go rate limiter, and a burst of low-priority work cannot empty the
+        bucket before an admission needs it. While the bucket is busy the caller re-checks
+        at least every ``max_poll`` seconds (it cannot know when the others stop).
+        """
+        waited = 0.0
+        while True:
+            delay = self.try_spare()
+            if delay <= 0:
+                return waited
+            delay = min(delay, max_poll)
+            self._sleep(delay)
+            waited += delay
 
 
 class Backoff:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pykueue.kube import metrics
-from pykueue.kube.backoff import Backoff, Sleep, TokenBucket
+from pykueue.kube.backoff import Backoff, Clock, Sleep, TokenBucket
 from pykueue.kube.errors import (
     ApiError,
     Conflict,
@@ -132,13 +132,17 @@ class KubeClient:
         max_retries: int = 5,
         retry_backoff: Backoff | None = None,
         sleep: Sleep = time.sleep,
+        clock: Clock = time.monotonic,
         timeout: Timeout = DEFAULT_TIMEOUT,
         kueue_wire: KueueWire | None = None,
     ) -> None:
         self._transport = transport
         # Kueue kinds travel in the storage version and are converted here (pykueue/kube/versions.py).
         self._wire = kueue_wire or KueueWire()
-        self._bucket = TokenBucket(qps, burst, sleep=sleep)
+        self._bucket = TokenBucket(qps, burst, clock=clock, sleep=sleep)
+        # How a request gets its token: at once when one is free, else in turn; a client made by
+        # with_spare_budget takes only spare ones.
+        self._acquire: Callable[[], float] = self._bucket.acquire
         self._max_retries = max_retries
         self._retry_backoff_factory: Callable[[], Backoff] = (
             (lambda: retry_backoff) if retry_backoff is not None else (lambda: Backoff(0.2, 5.0, 2.0))
@@ -178,15 +182,24 @@ class KubeClient:
     def speaking(self, version: str) -> KubeClient:
         """A client on the same connections and rate limit that sends and reads Kueue kinds in
         ``version`` (the benchmark's Kueue variant: Kueue v0.14's CRDs serve only v1beta1)."""
-        clone = self.with_own_rate_limit()
-        clone._bucket = self._bucket
+        clone = self._clone()
         clone._wire = KueueWire(version)
         return clone
 
-    def with_own_rate_limit(self) -> KubeClient:
-        """A client on the same connections and credentials with its *own* QPS/burst bucket (the
-        same limits). controller-runtime gives its event recorder a clientset of its own in the
-        same way, so Events never spend the budget of the writes that admit workloads."""
+    def with_spare_budget(self) -> KubeClient:
+        """A client on the same connections and the *same* QPS/burst budget whose requests take
+        only the tokens the others leave over (:meth:`TokenBucket.acquire_spare`).
+
+        For Events: Kueue's binary sets one rate limiter on the ``rest.Config`` all its clients
+        are built from (``cmd/kueue/main.go``), so ``clientConnection.qps`` bounds its Events
+        too; here they share it as well, but wait behind admissions and status writes instead
+        of queueing among them.
+        """
+        clone = self._clone()
+        clone._acquire = self._bucket.acquire_spare
+        return clone
+
+    def _clone(self) -> KubeClient:
         clone = KubeClient(
             self._transport,
             qps=self._bucket.qps,
@@ -196,6 +209,8 @@ class KubeClient:
             timeout=self._timeout,
             kueue_wire=self._wire,
         )
+        clone._bucket = self._bucket
+        clone._acquire = self._bucket.acquire
         clone._retry_backoff_factory = self._retry_backoff_factory
         return clone
 
@@ -227,7 +242,7 @@ class KubeClient:
         if content_type:
             headers["Content-Type"] = content_type
         while True:
-            waited = self._bucket.acquire()
+            waited = self._acquire()
             metrics.RATE_LIMITER_WAIT.observe(waited)
             started = time.monotonic()
             try:
