@@ -182,3 +182,12 @@ def test_real_configuration_defaults_map_to_client_go_timings() -> None:
     election = election_config(load_configuration(None), args("--namespace", "ns"), "me")
     assert election is not None
     assert (election.lease_duration, election.renew_deadline, election.retry_period) == (15.0, 10.0, 2.0)
+
+
+def test_events_spend_the_spare_part_of_the_one_client_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _start(monkeypatch, ["--no-leader-elect", "--qps", "5", "--burst", "6"])
+    bucket = seen["client"]._bucket
+    event_client = seen["event_broadcaster"].correlator._client
+    assert event_client._bucket is bucket, "clientConnection.qps bounds Events too, as Kueue's one rate limiter"
+    assert event_client._acquire == bucket.acquire_spare, "Events take only what admissions leave over"
+    assert seen["client"]._acquire == bucket.acquire
