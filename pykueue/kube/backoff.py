@@ -35,14 +35,18 @@ class TokenBucket:
         self._last = clock()
         self._lock = threading.Lock()
 
+    def _refill(self) -> None:
+        """Add the tokens earned since the last call, up to the burst (caller holds the lock)."""
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+
     def reserve(self) -> float:
         """Take one token now and return how long the caller must wait before using it."""
         if self.qps <= 0:
             return 0.0
         with self._lock:
-            now = self._clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-            self._last = now
+            self._refill()
             self._tokens -= 1.0
             if self._tokens >= 0:
                 return 0.0
@@ -71,9 +75,7 @@ class TokenBucket:
         if self.qps <= 0:
             return 0.0
         with self._lock:
-            now = self._clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-            self._last = now
+            self._refill()
             missing = self.headroom + 1.0 - self._tokens
             if missing <= 0:
                 self._tokens -= 1.0

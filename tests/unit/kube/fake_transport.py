@@ -68,3 +68,18 @@ def status(code: int, reason: str, message: str = "", retry_after: str | None = 
 
 def refused() -> ConnectionFailed:
     return ConnectionFailed("connection refused")
+
+
+class FakeClock:
+    """A clock that moves only when slept on (token buckets, backoff)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds

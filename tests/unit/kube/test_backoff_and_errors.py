@@ -21,19 +21,7 @@ from pykueue.kube.errors import (
     error_from_response,
     error_from_status,
 )
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
+from tests.unit.kube.fake_transport import FakeClock
 
 
 def test_token_bucket_allows_burst_then_paces_at_qps() -> None:

@@ -8,20 +8,7 @@ import pytest
 from pykueue.kube.backoff import TokenBucket
 from pykueue.kube.client import KubeClient
 from pykueue.kube.resources import CONFIG_MAPS
-from tests.unit.kube.fake_transport import ScriptedTransport
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
+from tests.unit.kube.fake_transport import FakeClock, ScriptedTransport
 
 
 def test_spare_tokens_leave_half_the_burst_for_everyone_else() -> None:
