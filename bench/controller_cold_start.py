@@ -44,6 +44,13 @@ Kueue's queue manager sets as it adds each workload). The Workload list's own ti
 informer's object count are pykueue's metrics only (``n/a`` for Kueue); its API requests are by
 HTTP method (client-go's ``rest_client_requests_total``, watches counted as GETs).
 
+``--controller-src LABEL=DIR`` (repeatable) and ``--starts N`` compare controllers side by side
+against one creation of the workloads: each start is a fresh process (this checkout's is labelled
+``this``), one at a time, interleaved (this, LABEL, this, LABEL, ...), and the medians per
+controller are printed after the starts' own summaries. Later starts find what the earlier ones
+wrote: the pending reason of each queue's heads (a few hundred writes at QPS 50 before the
+previous controller stopped), so the objects differ by a condition on some of them.
+
 The cluster: ``--kubeconfig`` (or ``$PYKUEUE_KUBECONFIG``), else the local cluster named
 ``$PYKUEUE_CLUSTER_NAME`` (default ``pykueue-bench``), brought up if needed and stopped at the end
 if this program started it. No other admission controller may run on it: one would admit or
@@ -56,6 +63,7 @@ Usage::
     python -m bench.controller_cold_start --scale 0.1     # 5,000
     python -m bench.controller_cold_start --scale 0.1 --profile /tmp/cold.txt   # py-spy the start
     python -m bench.controller_cold_start --controller kueue@v0.14.8   # Kueue's manager instead
+    python -m bench.controller_cold_start --starts 2 --controller-src before=/tmp/tree   # A/B, one creation
 """
 
 from __future__ import annotations
@@ -63,6 +71,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import statistics
 import sys
 import tempfile
 import threading
@@ -83,7 +92,7 @@ from pykueue.kube.resources import WORKLOADS
 
 from .baseline import connect, create_queues, delete_run
 from .baseline_shape import Anchor, Names, Shape, WorkloadClass, workload
-from .baseline_variants import VARIANTS, Variant, kueue_variant
+from .baseline_variants import VARIANTS, Variant, kueue_variant, parse_source_tree
 from .controller_process import ControllerProcess, SyncMilestones
 from .kueue_process import CrdSwap, KueueProcess, MetricsReader, kueue_artifacts, require_mount_namespace
 from .procstats import ProcSample
@@ -379,6 +388,61 @@ def format_summary(result: dict[str, Any]) -> str:
     return "\n".join(f"{label:<38}{value}" for label, value in rows)
 
 
+def start_once(
+    controller: ControllerProcess | KueueProcess, creation: Batch, names: Names, queues: set[str],
+    args: argparse.Namespace, *, qps: float, burst: int, workdir: Path, source: str | None = None,
+) -> dict[str, Any]:
+    """Launch ``controller`` against the created workloads, time its start and print the summary."""
+    startup = watch_start(controller, creation.done, queues, args.poll, args.timeout)
+    result = summarise(names.run_id, creation.done, len(queues), creation, startup,
+                       controller=args.controller, qps=qps, burst=burst)
+    if source is not None:
+        result["source"] = source
+    if startup.metrics_at_all_pending is not None:
+        page = "metrics-at-all-pending" + ("" if source is None else f"-{controller.label}")
+        (workdir / f"{page}.txt").write_text(startup.metrics_at_all_pending)
+    if args.profile is not None and isinstance(controller, ControllerProcess) and controller.profiler is not None:
+        result["profile"] = str(args.profile)
+    print(format_summary(result), flush=True)
+    return result
+
+
+# The figures of one start whose medians an A/B of several starts prints, per source.
+MEDIAN_FIGURES = (
+    ("seconds_to_workloads_synced", "launch -> Workload informer synced", " s"),
+    ("workloads_list_seconds", "its list", " s"),
+    ("seconds_to_all_pending", "launch -> engine holds all pending", " s"),
+    ("cpu_s", "controller CPU then", " s"),
+    ("peak_rss_mib", "controller peak RSS", " MiB"),
+)
+
+
+def start_medians(starts: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per source: how many starts, each figure's values in start order and their median."""
+    medians: dict[str, dict[str, Any]] = {}
+    for start in starts:
+        entry = medians.setdefault(start.get("source", "this"), {"starts": 0})
+        entry["starts"] += 1
+        for key, _, _ in MEDIAN_FIGURES:
+            entry.setdefault(key, {"values": []})["values"].append(start.get(key))
+    for entry in medians.values():
+        for key, _, _ in MEDIAN_FIGURES:
+            values = [v for v in entry[key]["values"] if v is not None]
+            entry[key]["median"] = round(statistics.median(values), 2) if values else None
+    return medians
+
+
+def format_medians(medians: dict[str, dict[str, Any]]) -> str:
+    lines = ["medians of the starts, per controller source (values in start order):"]
+    for source, entry in medians.items():
+        lines.append(f"  {source} ({entry['starts']} starts)")
+        for key, label, unit in MEDIAN_FIGURES:
+            figure = entry[key]
+            values = ", ".join(_figure(v) for v in figure["values"])
+            lines.append(f"    {label:<36}{_figure(figure['median'], unit)} ({values})")
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench.controller_cold_start", description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=50_000, help="pending workloads at the controller's start")
@@ -400,6 +464,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between creation progress lines")
     parser.add_argument("--kubeconfig", help="an existing cluster (default: $PYKUEUE_KUBECONFIG, else a local one)")
     parser.add_argument("--profile", type=Path, help="py-spy the controller from /metrics up to all pending loaded")
+    parser.add_argument(
+        "--controller-src",
+        action="append",
+        default=[],
+        metavar="[LABEL=]DIR",
+        help="also start the controller of this checkout against the same workloads, interleaved with this "
+        "checkout's (an A/B of one creation); repeatable",
+    )
+    parser.add_argument(
+        "--starts", type=int, default=1, help="starts per controller against the same workloads, interleaved A, B, A, B"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the run's queues, namespaces and workloads")
     parser.add_argument("--json", type=Path, help="also write the JSON summary to this file")
     return parser
@@ -426,6 +501,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         kueue = choose_controller(args.controller)
         if kueue is not None and args.profile is not None:
             raise ValueError("--profile: py-spy profiles pykueue's controller; Kueue's manager is Go")
+        if kueue is not None and (args.controller_src or args.starts != 1):
+            raise ValueError("--controller-src/--starts: only for pykueue's controller")
+        if args.starts < 1:
+            raise ValueError("--starts: at least 1")
+        if args.profile is not None and (args.controller_src or args.starts != 1):
+            raise ValueError("--profile: one start only (without --controller-src/--starts)")
+        trees: list[tuple[str, Path | None]] = [("this", None)]
+        trees += [(tree.label, tree.path) for tree in map(parse_source_tree, args.controller_src)]
+        if len({label for label, _ in trees}) != len(trees):
+            raise ValueError(f"--controller-src: labels must differ from each other and from 'this', got "
+                             f"{[label for label, _ in trees]}")
         if kueue is not None and kueue.kueue_version is not None:  # before any cluster is touched
             require_mount_namespace()
             kueue_artifacts(kueue.kueue_version)
@@ -454,25 +540,35 @@ def main(argv: Sequence[str] | None = None) -> int:
                 kubeconfig, version=kueue.kueue_version, qps=qps, burst=burst, workdir=workdir, label="cold-start",
                 log_level="info", metrics_token=reader.grant(),
             )
-        else:
-            controller = ControllerProcess(
-                kubeconfig, qps=qps, burst=burst, workdir=workdir, label="cold-start", profile_to=args.profile
-            )
+        result: dict[str, Any] = {}
         create_queues(client, shape, names)
         print(f"creating {count} workloads in {args.cluster_queues} ClusterQueues of run {names.run_id}"
               f" ({args.concurrency} in flight; no controller runs); logs in {workdir}", flush=True)
         creation = for_each_workload(client, names, args.cluster_queues, count, args, "create")
-        print(f"created {creation.done} in {creation.seconds:.1f}s ({creation.errors} errors);"
-              f" starting {args.controller}...", flush=True)
+        print(f"created {creation.done} in {creation.seconds:.1f}s ({creation.errors} errors)", flush=True)
         queues = {names.cluster_queue(index) for index in range(args.cluster_queues)}
-        startup = watch_start(controller, creation.done, queues, args.poll, args.timeout)
-        result = summarise(names.run_id, count, args.cluster_queues, creation, startup,
-                           controller=args.controller, qps=qps, burst=burst)
-        if startup.metrics_at_all_pending is not None:
-            (workdir / "metrics-at-all-pending.txt").write_text(startup.metrics_at_all_pending)
-        if args.profile is not None and isinstance(controller, ControllerProcess) and controller.profiler is not None:
-            result["profile"] = str(args.profile)
-        print(format_summary(result), flush=True)
+        if controller is not None:  # Kueue's manager
+            print(f"starting {args.controller}...", flush=True)
+            result = start_once(controller, creation, names, queues, args, qps=qps, burst=burst, workdir=workdir)
+        plan = [(label, tree, n) for n in range(args.starts) for label, tree in trees] if kueue is None else []
+        starts: list[dict[str, Any]] = []
+        for label, tree, n in plan:
+            if controller is not None:  # the previous start's: one controller at a time
+                controller.stop()
+            suffix = "" if len(plan) == 1 else f"-{label}-{n + 1}"
+            controller = ControllerProcess(
+                kubeconfig, qps=qps, burst=burst, workdir=workdir, label=f"cold-start{suffix}",
+                profile_to=args.profile, source_tree=tree,
+            )
+            print(f"starting pykueue's controller ({label}{'' if tree is None else f' = {tree}'},"
+                  f" start {n + 1} of {args.starts})...", flush=True)
+            source = label if len(plan) > 1 else None
+            result = start_once(controller, creation, names, queues, args, qps=qps, burst=burst, workdir=workdir,
+                                source=source)
+            starts.append(result)
+        if len(starts) > 1:
+            result = {**starts[0], "starts": starts, "medians": start_medians(starts)}
+            print(format_medians(result["medians"]), flush=True)
     finally:
         try:
             if args.keep:

@@ -13,10 +13,12 @@ from bench.controller_cold_start import (
     Batch,
     ControllerState,
     choose_controller,
+    format_medians,
     format_summary,
     planned_workload,
     queue_shape,
     read_state,
+    start_medians,
     summarise,
     watch_start,
 )
@@ -219,6 +221,11 @@ def test_the_controller_is_pykueue_or_a_kueue_release_and_anything_else_is_refus
         (["--controller", "minikueue"], "--controller minikueue: expected pykueue or kueue@"),
         (["--controller", "kueue@v0.14.8:warp"], "unknown rate limit 'warp'"),
         (["--controller", "kueue@v0.14.8", "--profile", "/tmp/x"], "--profile: py-spy profiles pykueue's"),
+        (["--controller", "kueue@v0.14.8", "--starts", "2"], "--controller-src/--starts: only for pykueue's"),
+        (["--starts", "0"], "--starts: at least 1"),
+        (["--starts", "2", "--profile", "/tmp/x"], "--profile: one start only"),
+        (["--controller-src", "old=/tmp"], "--controller-src /tmp: controller/main.py is missing"),
+        (["--controller-src", "this=."], "labels must differ from each other and from 'this'"),
     ],
 )
 def test_bad_controller_choices_are_refused_before_touching_a_cluster(
@@ -271,3 +278,20 @@ def test_a_sync_never_logged_leaves_the_figure_empty_after_the_grace(monkeypatch
     fake.sync_milestones = lambda: SyncMilestones(None, None)  # type: ignore[method-assign]
     startup = watch_start(fake, 50, {"q"}, poll_s=0.0, timeout_s=100_000)  # type: ignore[arg-type]
     assert startup.all_pending_s is not None and startup.ready_s is None
+
+
+def test_starts_of_several_sources_report_medians_per_source_in_start_order() -> None:
+    starts = [
+        {"source": "this", "seconds_to_all_pending": 30.0, "cpu_s": 20.0, "peak_rss_mib": 500.0},
+        {"source": "before", "seconds_to_all_pending": 40.0, "cpu_s": 28.0, "peak_rss_mib": 510.0},
+        {"source": "this", "seconds_to_all_pending": 34.0, "cpu_s": 22.0, "peak_rss_mib": 502.0},
+        {"source": "before", "seconds_to_all_pending": 36.0, "cpu_s": None, "peak_rss_mib": 520.0},
+    ]
+    medians = start_medians(starts)
+    assert medians["this"]["starts"] == 2 and medians["before"]["starts"] == 2
+    assert medians["this"]["seconds_to_all_pending"] == {"values": [30.0, 34.0], "median": 32.0}
+    assert medians["before"]["cpu_s"] == {"values": [28.0, None], "median": 28.0}  # a missing figure is skipped
+    assert medians["before"]["workloads_list_seconds"] == {"values": [None, None], "median": None}
+    printed = format_medians(medians)
+    assert "launch -> engine holds all pending" in printed and "32.0 s (30.0, 34.0)" in printed
+    assert "its list" in printed and "n/a (n/a, n/a)" in printed
