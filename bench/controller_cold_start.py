@@ -309,12 +309,19 @@ def watch_start(
     controller.stop_profiler()
     if not synced_by_readyz:
         # Kueue's queue manager can hold every workload before its last controller logs that its
-        # caches synced (seen on the loaded CI machine): that line follows, so wait for it.
+        # caches synced, and before its /readyz (its webhook server listening) answers (both seen
+        # on the loaded CI machine): they follow, so wait for them.
         _read_logged_syncs(controller, startup, launched_wall)
         grace_ends = time.monotonic() + LOGGED_SYNC_GRACE_S
-        while startup.ready_s is None and time.monotonic() < grace_ends and controller.alive():
+        while (
+            (startup.ready_s is None or startup.readyz_s is None)
+            and time.monotonic() < grace_ends
+            and controller.alive()
+        ):
             time.sleep(max(poll_s, 0.05))
             _read_logged_syncs(controller, startup, launched_wall)
+            if startup.readyz_s is None and controller.ready():
+                startup.readyz_s = time.monotonic() - started
     elif startup.ready_s is None:  # ready and loaded between two polls: ready came no later
         startup.ready_s, startup.at_ready = startup.all_pending_s, startup.at_all_pending
         startup.readyz_s = startup.ready_s

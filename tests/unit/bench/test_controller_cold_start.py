@@ -270,6 +270,22 @@ def test_kueues_last_sync_logged_after_every_workload_is_pending_is_still_waited
     assert startup.ready_s == pytest.approx(5.0)
 
 
+def test_kueues_readyz_answering_after_every_workload_is_pending_is_still_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CI saw Kueue's queue manager hold all 200 before its webhook server (its /readyz)
+    answered: the poll goes on within the grace and the figure is taken."""
+    clock = iter(float(i) for i in range(10_000))
+    monkeypatch.setattr(controller_cold_start.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(controller_cold_start.time, "sleep", lambda _s: None)
+    fake = FakeKueue([_kueue_page(50)], 0.0)
+    readyz_answers = iter([False, False, False, True])
+    fake.ready = lambda: next(readyz_answers, True)  # type: ignore[method-assign]
+    startup = watch_start(fake, 50, {"q"}, poll_s=0.0, timeout_s=100_000)  # type: ignore[arg-type]
+    assert startup.all_pending_s is not None and startup.readyz_s is not None
+    assert startup.readyz_s > startup.all_pending_s
+
+
 def test_a_sync_never_logged_leaves_the_figure_empty_after_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter(float(i) for i in range(10_000))
     monkeypatch.setattr(controller_cold_start.time, "monotonic", lambda: next(clock))
