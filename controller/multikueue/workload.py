@@ -78,6 +78,19 @@ class Settings:
     incremental_round_seconds: float = dispatchers.DEFAULT_ROUND_SECONDS
 
 
+
+def _has_check_states(wl: Obj) -> bool:
+    """Whether the workload has admission check states, without which it has no MultiKueue check
+    (:meth:`WorkloadDispatcher.multikueue_check`) and the dispatcher nothing to do.
+
+    Workload events are filtered on it before they reach the queue: every event of every
+    workload used to cost a queue round trip and a reconcile, and a deletion a look for copies
+    on every worker, 50,000 of them at a cold start with 50,000 pending (docs/performance.md).
+    An update counts when either version has states, so a workload losing its check is still
+    seen once."""
+    status = wl.get("status")
+    return isinstance(status, dict) and bool(status.get("admissionChecks"))
+
 class WorkloadDispatcher:
     """Runs the dispatch loop (module docstring) for the manager's Workloads."""
 
@@ -117,9 +130,14 @@ class WorkloadDispatcher:
 
     def register_handlers(self) -> None:
         def enqueue(obj: Obj) -> None:
-            self.queue.add(wv.key(obj))
+            if _has_check_states(obj):
+                self.queue.add(wv.key(obj))
 
-        self.workloads.add_handler(FuncHandler(add=enqueue, update=lambda _o, n: enqueue(n), delete=enqueue))
+        def enqueue_update(old: Obj, new: Obj) -> None:
+            if _has_check_states(old) or _has_check_states(new):
+                self.queue.add(wv.key(new))
+
+        self.workloads.add_handler(FuncHandler(add=enqueue, update=enqueue_update, delete=enqueue))
         self.jobs.add_handler(FuncHandler(update=lambda _o, n: self._job_changed(n)))
         self.clusters.add_handler(FuncHandler(update=self._cluster_changed))
         if self._watches is not None:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import heapq
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Hashable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -146,8 +147,6 @@ class WorkQueue(Generic[T]):
         self._retries = RETRIES.labels(name)
         self._queue_duration = QUEUE_DURATION.labels(name)
         self._work_duration = WORK_DURATION.labels(name)
-        self._unfinished = UNFINISHED.labels(name)
-        self._longest_running = LONGEST_RUNNING.labels(name)
         self._clock = clock
         self._rate_limiter: RateLimiter[T] = rate_limiter or default_rate_limiter(clock)
         self._cond = threading.Condition()
@@ -160,6 +159,12 @@ class WorkQueue(Generic[T]):
         self._serial = 0
         self._shutting_down = False
         self._drain = False
+        # The two gauges of work in progress are computed when scraped (client-go refreshes them
+        # every 500 ms from a goroutine): fresh while a worker hangs, and nothing per done().
+        # A weak reference, so the registry does not keep a discarded queue alive.
+        this = weakref.ref(self)
+        UNFINISHED.labels(name).set_function(lambda: _ages(this)[0])
+        LONGEST_RUNNING.labels(name).set_function(lambda: _ages(this)[1])
 
     # --- adding --------------------------------------------------------------------------------
 
@@ -251,7 +256,6 @@ class WorkQueue(Generic[T]):
                 self._queue.append(item)
                 self._depth.set(len(self._queue))
                 self._cond.notify()
-            self._update_processing_gauges_locked()
             if not self._processing:
                 self._cond.notify_all()
 
@@ -323,8 +327,15 @@ class WorkQueue(Generic[T]):
             return None
         return max(0.0, self._waiting[0][0] - self._clock())
 
-    def _update_processing_gauges_locked(self) -> None:
-        now = self._clock()
-        ages = [now - started for started in self._processing.values()]
-        self._unfinished.set(sum(ages))
-        self._longest_running.set(max(ages, default=0.0))
+    def processing_ages(self) -> tuple[float, float]:
+        """Seconds of work in progress, summed over the keys being processed, and the oldest's."""
+        with self._cond:
+            now = self._clock()
+            ages = [now - started for started in self._processing.values()]
+        return sum(ages), max(ages, default=0.0)
+
+
+def _ages(queue: weakref.ref[WorkQueue[Any]]) -> tuple[float, float]:
+    """:meth:`WorkQueue.processing_ages` of a queue still alive, else zeros."""
+    alive = queue()
+    return alive.processing_ages() if alive is not None else (0.0, 0.0)

@@ -13,8 +13,14 @@ from prometheus_client import REGISTRY
 from controller.concurrentadmission.controller import OptionController
 from controller.runtime.events import RecordingEvents
 from controller.runtime.workqueue import WorkQueue
+from pykueue.api.constants import CONCURRENT_ADMISSION_PARENT_LABEL
 from pykueue.kube.errors import AlreadyExists, Forbidden, NotFound
-from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, SeedWorkloadBuilder
+from tests.builders import (
+    ClusterQueueBuilder,
+    LocalQueueBuilder,
+    SeedClusterQueueBuilder,
+    SeedWorkloadBuilder,
+)
 from tests.unit.concurrentadmission.helpers import CREATED, evicted, reserved, three_flavor_queue
 from tests.unit.core.fakes import FakeApi, FakeInformer
 
@@ -352,3 +358,34 @@ def test_a_deleted_cluster_queue_turns_the_parent_back_into_an_ordinary_workload
     world.api.put("clusterqueues", cq)
     world.controller.reconcile("ns/job-a-12345")
     assert world.workload("job-a-12345")["spec"]["workloadMode"] == {"type": "Parent"}
+
+
+def test_workload_events_reach_the_queue_only_where_the_policy_applies() -> None:
+    """Workloads of a ClusterQueue without ``concurrentAdmission`` are never queued (the
+    reconcile would find nothing to do); those of a queue with it, parents and options'
+    parents are. A queue that gains the policy wakes its workloads itself."""
+    plain_cq = SeedClusterQueueBuilder("plain").flavor("reservation", cpu="4").obj()
+    world = World(three_flavor_queue("RemoveOther"))
+    world.api.put("clusterqueues", plain_cq)
+    world.api.put("localqueues", LocalQueueBuilder("plain-lq", "ns", "plain").obj())
+    queue = world.controller.queue = WorkQueue("test")
+    elsewhere = SeedWorkloadBuilder("other-1", "ns").queue("plain-lq").podset(cpu="1").created(CREATED).obj()
+    unknown_queue = SeedWorkloadBuilder("other-2", "ns").queue("nowhere").podset(cpu="1").created(CREATED).obj()
+    for wl in (elsewhere, unknown_queue):
+        world.controller._workload_changed(wl)
+    assert len(queue) == 0
+
+    world.controller._workload_changed(_job_workload())
+    assert queue.get(timeout=0.1) == "ns/job-a-12345"
+    queue.done("ns/job-a-12345")
+    parent_elsewhere = copy.deepcopy(elsewhere)
+    parent_elsewhere["metadata"]["labels"] = {CONCURRENT_ADMISSION_PARENT_LABEL: "true"}
+    world.controller._workload_changed(parent_elsewhere)
+    assert queue.get(timeout=0.1) == "ns/other-1", "a parent whose queue lost the policy is reverted by its reconcile"
+    queue.done("ns/other-1")
+
+    world.api.put("workloads", elsewhere)
+    gained = copy.deepcopy(plain_cq)
+    gained["spec"]["concurrentAdmission"] = three_flavor_queue("RemoveOther")["spec"]["concurrentAdmission"]
+    world.controller._cq_updated(plain_cq, gained)
+    assert queue.get(timeout=0.1) == "ns/other-1"

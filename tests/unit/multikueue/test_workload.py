@@ -316,3 +316,28 @@ def test_a_tie_is_broken_the_same_way_every_time_and_not_always_for_the_same_wor
     # An earlier reservation still wins whatever the hash says.
     early = {**tie, "w2": reserved("2026-01-01T00:00:00Z")}
     assert {d.pick_winner(early, None, tie_break=f"ns/job-{i}") for i in range(50)} == {"w2"}
+
+
+def test_only_workload_events_with_admission_check_states_reach_the_dispatch_queue() -> None:
+    """A workload without check states has no MultiKueue check: its events (every event of
+    every workload on a cluster without MultiKueue) never reach the queue; an update counts
+    when either version has states, so a workload losing its check is looked at once more."""
+    w = World()
+    w.dispatcher.register_handlers()
+    handler = w.informers["workloads"].handlers[0]
+    plain = WorkloadBuilder("plain", NS).queue("lq").obj()
+    dispatched = reserved_workload()
+    handler.on_add(plain)
+    handler.on_update(plain, plain)
+    handler.on_delete(plain)
+    assert len(w.dispatcher.queue) == 0
+    handler.on_add(dispatched)
+    assert w.dispatcher.queue.get(timeout=0.1) == f"{NS}/job-abc"
+    w.dispatcher.queue.done(f"{NS}/job-abc")
+    lost = reserved_workload()
+    lost["status"]["admissionChecks"] = []
+    handler.on_update(dispatched, lost)
+    assert w.dispatcher.queue.get(timeout=0.1) == f"{NS}/job-abc"
+    w.dispatcher.queue.done(f"{NS}/job-abc")
+    handler.on_delete(dispatched)
+    assert w.dispatcher.queue.get(timeout=0.1) == f"{NS}/job-abc", "its copies are looked for on deletion"

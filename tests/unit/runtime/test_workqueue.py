@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -211,3 +212,31 @@ def test_metrics_report_depth_adds_retries_and_durations(clock: FakeClock) -> No
     q.add_rate_limited("a")
     q.add_rate_limited("c")
     assert _sample("workqueue_retries_total", "metrics-test") == 2
+
+
+def test_work_in_progress_gauges_are_read_when_scraped_even_while_a_worker_hangs(clock: FakeClock) -> None:
+    """``workqueue_unfinished_work_seconds`` and ``..._longest_running_processor_seconds`` say
+    how long the keys being processed have run at the moment of the scrape, with no done() in
+    between (a hung worker is what they are for); a discarded queue reads as zero."""
+    q: WorkQueue[str] = WorkQueue("in-progress-test", clock=clock)
+    q.add("a")
+    q.add("b")
+    assert q.get(timeout=0) == "a"
+    clock.advance(4)
+    assert q.get(timeout=0) == "b"
+    clock.advance(1)
+    assert _sample("workqueue_unfinished_work_seconds", "in-progress-test") == pytest.approx(6)
+    assert _sample("workqueue_longest_running_processor_seconds", "in-progress-test") == pytest.approx(5)
+    q.done("a")
+    clock.advance(10)
+    assert _sample("workqueue_unfinished_work_seconds", "in-progress-test") == pytest.approx(11)
+    assert _sample("workqueue_longest_running_processor_seconds", "in-progress-test") == pytest.approx(11)
+    q.done("b")
+    assert _sample("workqueue_longest_running_processor_seconds", "in-progress-test") == 0
+    q.add("c")
+    assert q.get(timeout=0) == "c"
+    clock.advance(2)
+    assert _sample("workqueue_unfinished_work_seconds", "in-progress-test") == pytest.approx(2)
+    del q
+    gc.collect()
+    assert _sample("workqueue_unfinished_work_seconds", "in-progress-test") == 0
