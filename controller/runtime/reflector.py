@@ -66,7 +66,7 @@ class WatchHandle(Protocol):
 class ListerWatcher(Protocol):
     """The two calls a reflector makes; :class:`pykueue.kube.client.KubeClient` provides both."""
 
-    def list(
+    def list_pages(
         self,
         res: Resource,
         namespace: str | None = None,
@@ -74,9 +74,7 @@ class ListerWatcher(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int | None = None,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> Iterator[dict[str, Any]]: ...
 
     def watch(
         self,
@@ -235,23 +233,26 @@ class Reflector:
 
     def _list_pages(self, page_size: int | None) -> tuple[list[Obj], str]:
         items: list[Obj] = []
-        token: str | None = None
-        while True:
-            page = self.source.list(
-                self.resource,
-                self.namespace,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-                limit=page_size,
-                continue_token=token,
-            )
-            items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or None
-            if not token:
-                return items, str(meta.get("resourceVersion") or "")
-            if self._stop.is_set():
-                raise ConnectionFailed("stopped while listing")
+        pages = self.source.list_pages(
+            self.resource,
+            self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            limit=page_size,
+        )
+        try:
+            for page in pages:
+                items.extend(page.get("items") or [])
+                meta = page.get("metadata") or {}
+                if not meta.get("continue"):
+                    return items, str(meta.get("resourceVersion") or "")
+                if self._stop.is_set():
+                    raise ConnectionFailed("stopped while listing")
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()
+        raise ConnectionFailed("the list ended without a last page")
 
     # --- watch ---------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from pykueue.kube.errors import (
     Unauthorized,
     error_from_response,
 )
+from pykueue.kube.paging import pages_with_read_ahead
 from pykueue.kube.resources import Resource
 from pykueue.kube.transport import (
     ApiClientTransport,
@@ -287,15 +288,7 @@ class KubeClient:
 
     @staticmethod
     def _json(response: HttpResponse) -> dict[str, Any]:
-        if not response.data:
-            return {}
-        try:
-            decoded = json.loads(response.data)
-        except ValueError as exc:
-            raise ApiError(response.status, "BadResponse", f"the apiserver answered with invalid JSON: {exc}") from exc
-        if not isinstance(decoded, dict):
-            raise ApiError(response.status, "BadResponse", "the apiserver answered with JSON that is not an object")
-        return decoded
+        return _decode_body(response.data, response.status)
 
     @staticmethod
     def _namespace_of(res: Resource, obj: dict[str, Any], namespace: str | None) -> str | None:
@@ -358,6 +351,35 @@ class KubeClient:
         page = self._json(self._request("GET", self._wire.on_wire(res).path(namespace), query=query))
         return self._wire.read_list(res, page)
 
+    def list_pages(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Every page of the raw list object in order, ``limit`` items each (all in one without
+        it), following the ``continue`` tokens; each next page is fetched while the caller
+        handles the current one (:func:`pykueue.kube.paging.pages_with_read_ahead`)."""
+        query: builtins.list[tuple[str, str]] = []
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if limit:
+            query.append(("limit", str(limit)))
+        path = self._wire.on_wire(res).path(namespace)
+
+        def fetch(token: str | None) -> bytes:
+            return self._request("GET", path, query=query + ([("continue", token)] if token else [])).data
+
+        def decode(raw: bytes) -> dict[str, Any]:
+            return self._wire.read_list(res, _decode_body(raw, 200))
+
+        return pages_with_read_ahead(fetch, decode)
+
     def list_all(
         self,
         res: Resource,
@@ -369,21 +391,13 @@ class KubeClient:
     ) -> tuple[builtins.list[dict[str, Any]], str]:
         """Every item (following ``continue`` tokens) and the list's resourceVersion."""
         items: builtins.list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            page = self.list(
-                res,
-                namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                limit=page_size,
-                continue_token=token,
-            )
+        resource_version = ""
+        for page in self.list_pages(
+            res, namespace, label_selector=label_selector, field_selector=field_selector, limit=page_size
+        ):
             items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or None
-            if not token:
-                return items, str(meta.get("resourceVersion") or "")
+            resource_version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        return items, resource_version
 
     def watch(
         self,
@@ -540,6 +554,19 @@ def retry_on_conflict(operation: Callable[[], Any], *, attempts: int = 5) -> Any
             if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def _decode_body(data: bytes, status: int) -> dict[str, Any]:
+    """A response body as a JSON object ({} when empty); ApiError ``BadResponse`` otherwise."""
+    if not data:
+        return {}
+    try:
+        decoded = json.loads(data)
+    except ValueError as exc:
+        raise ApiError(status, "BadResponse", f"the apiserver answered with invalid JSON: {exc}") from exc
+    if not isinstance(decoded, dict):
+        raise ApiError(status, "BadResponse", "the apiserver answered with JSON that is not an object")
+    return decoded
 
 
 __all__ = ["PATCH_CONTENT_TYPES", "KubeClient", "WatchStream", "retry_on_conflict"]

@@ -94,6 +94,18 @@ class ScriptedSource:
             raise answer
         return answer
 
+    def list_pages(self, res: Resource, namespace=None, *, label_selector=None, field_selector=None,
+                   limit=None) -> Iterator[dict[str, Any]]:
+        """The scripted answers page after page, each asked for with the previous one's token."""
+        token = None
+        while True:
+            page = self.list(res, namespace, label_selector=label_selector, field_selector=field_selector,
+                             limit=limit, continue_token=token)
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
     def watch(self, res: Resource, namespace=None, *, resource_version, timeout_seconds, allow_bookmarks=True,
               read_timeout, label_selector=None, field_selector=None) -> ScriptedWatch:
         self.watch_calls.append(WatchCall(resource_version, timeout_seconds, allow_bookmarks, read_timeout))
