@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,30 @@ def _object_at(raw: bytes, start: int) -> tuple[dict[str, Any], int] | None:
     return value, start + consumed
 
 
+class _ReadAhead:
+    """One fetch on a daemon thread: a process stopping mid-list does not wait for it."""
+
+    def __init__(self, fetch: FetchPage, token: str) -> None:
+        self._done = threading.Event()
+        self._raw = b""
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, args=(fetch, token), name="list-read-ahead", daemon=True).start()
+
+    def _run(self, fetch: FetchPage, token: str) -> None:
+        try:
+            self._raw = fetch(token)
+        except BaseException as exc:  # handed to the consumer, raised where it waits
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> bytes:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._raw
+
+
 def pages_with_read_ahead(fetch: FetchPage, decode: DecodePage) -> Iterator[dict[str, Any]]:
     """Yield decoded pages in order: ``fetch(token)`` returns a page's raw body (token None for
     the first), ``decode`` turns it into the page object. While a page is decoded (and while the
@@ -75,21 +99,17 @@ def pages_with_read_ahead(fetch: FetchPage, decode: DecodePage) -> Iterator[dict
     Errors of a fetch raise from the iteration at the page they concern. Closing the iterator
     early (or an error) leaves a fetch under way to finish on its own and discards it.
     """
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-read-ahead")
-    try:
-        raw = fetch(None)
-        while True:
-            peeked = peek_list_metadata(raw)
-            guess = str(peeked.get("continue") or "") if peeked is not None else ""
-            ahead: Future[bytes] | None = pool.submit(fetch, guess) if guess else None
-            page = decode(raw)
-            token = str((page.get("metadata") or {}).get("continue") or "")
-            if ahead is not None and token != guess:
-                log.debug("list read-ahead used a token the page does not carry; fetching again")
-                ahead = None
-            yield page
-            if not token:
-                return
-            raw = ahead.result() if ahead is not None else fetch(token)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    raw = fetch(None)
+    while True:
+        peeked = peek_list_metadata(raw)
+        guess = str(peeked.get("continue") or "") if peeked is not None else ""
+        ahead = _ReadAhead(fetch, guess) if guess else None
+        page = decode(raw)
+        token = str((page.get("metadata") or {}).get("continue") or "")
+        if ahead is not None and token != guess:
+            log.debug("list read-ahead used a token the page does not carry; fetching again")
+            ahead = None
+        yield page
+        if not token:
+            return
+        raw = ahead.result() if ahead is not None else fetch(token)
