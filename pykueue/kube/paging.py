@@ -52,11 +52,17 @@ def peek_list_metadata(raw: bytes) -> dict[str, Any] | None:
     return None
 
 
+# A list's own metadata (resourceVersion, continue token, remaining count) is far smaller; reading
+# no further keeps the peek of a built-in list (metadata first) from copying its whole body.
+_METADATA_MAX_BYTES = 64 * 1024
+
+
 def _object_at(raw: bytes, start: int) -> tuple[dict[str, Any], int] | None:
-    """The JSON object starting at byte ``start`` and the byte offset just after it."""
-    tail = raw[start:]
+    """The JSON object starting at byte ``start`` (within :data:`_METADATA_MAX_BYTES`) and the
+    byte offset just after it."""
+    tail = raw[start : start + _METADATA_MAX_BYTES]
     try:
-        text = tail.decode("utf-8")
+        text = tail.decode("utf-8", errors="ignore")  # the cut may split a character at the end
         value, end = _DECODER.raw_decode(text.lstrip())
     except ValueError:
         return None

@@ -24,14 +24,14 @@ def custom_resource_list(names: list[str], token: str = "", rv: str = "9") -> by
         "kind": "WorkloadList",
         "metadata": meta,
     }
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def built_in_list(names: list[str], token: str = "") -> bytes:
     """As the apiserver writes a built-in type's list: kind, apiVersion, metadata, items."""
     meta = {"resourceVersion": "3", **({"continue": token} if token else {})}
     body = {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": meta, "items": [{"metadata": {"name": n}} for n in names]}
-    return json.dumps(body).encode()
+    return json.dumps(body, ensure_ascii=False).encode()
 
 
 def test_the_list_metadata_is_read_from_either_end_of_the_body() -> None:
@@ -131,3 +131,13 @@ def test_closing_early_asks_for_nothing_more() -> None:
     next(pages)
     pages.close()
     assert fetched[0] is None and len(fetched) <= 2, "at most the read-ahead of the page taken"
+
+
+@pytest.mark.parametrize("padding", ["", "x"])
+def test_a_large_built_in_list_is_peeked_without_reading_all_of_it(padding: str) -> None:
+    """The peek reads a bounded window after the metadata key; that the window may end inside
+    a two-byte character (one of the two paddings puts the cut there) does not hide the
+    metadata."""
+    raw = built_in_list([padding + "ü" * 50_000], token="t9")
+    assert len(raw) > 100_000
+    assert peek_list_metadata(raw) == {"continue": "t9", "resourceVersion": "3"}
