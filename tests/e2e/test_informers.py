@@ -190,8 +190,8 @@ class PartitionedSource:
         self._streams: list[Any] = []
         self.watch_resource_versions: list[str] = []
 
-    def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return self._client.list(*args, **kwargs)
+    def list_pages(self, *args: Any, **kwargs: Any) -> Any:
+        return self._client.list_pages(*args, **kwargs)
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
         self._open.wait(120)
