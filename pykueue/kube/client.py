@@ -337,15 +337,7 @@ class KubeClient:
         ``resource_version="0"`` lets the apiserver answer from its watch cache (cheap, possibly
         slightly stale); leaving it unset asks for a consistent read from etcd.
         """
-        query: builtins.list[tuple[str, str]] = []
-        if label_selector:
-            query.append(("labelSelector", label_selector))
-        if field_selector:
-            query.append(("fieldSelector", field_selector))
-        if limit:
-            query.append(("limit", str(limit)))
-        if continue_token:
-            query.append(("continue", continue_token))
+        query = _list_query(label_selector, field_selector, limit, continue_token)
         if resource_version is not None:
             query.append(("resourceVersion", resource_version))
         page = self._json(self._request("GET", self._wire.on_wire(res).path(namespace), query=query))
@@ -363,17 +355,11 @@ class KubeClient:
         """Every page of the raw list object in order, ``limit`` items each (all in one without
         it), following the ``continue`` tokens; each next page is fetched while the caller
         handles the current one (:func:`pykueue.kube.paging.pages_with_read_ahead`)."""
-        query: builtins.list[tuple[str, str]] = []
-        if label_selector:
-            query.append(("labelSelector", label_selector))
-        if field_selector:
-            query.append(("fieldSelector", field_selector))
-        if limit:
-            query.append(("limit", str(limit)))
         path = self._wire.on_wire(res).path(namespace)
 
         def fetch(token: str | None) -> bytes:
-            return self._request("GET", path, query=query + ([("continue", token)] if token else [])).data
+            query = _list_query(label_selector, field_selector, limit, token)
+            return self._request("GET", path, query=query).data
 
         def decode(raw: bytes) -> dict[str, Any]:
             return self._wire.read_list(res, _decode_body(raw, 200))
@@ -555,6 +541,21 @@ def retry_on_conflict(operation: Callable[[], Any], *, attempts: int = 5) -> Any
                 raise
     raise AssertionError("unreachable")
 
+
+def _list_query(
+    label_selector: str | None, field_selector: str | None, limit: int | None, continue_token: str | None
+) -> list[tuple[str, str]]:
+    """The query of one list page: its selectors, page size and continue token, where given."""
+    query: list[tuple[str, str]] = []
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
+    if limit:
+        query.append(("limit", str(limit)))
+    if continue_token:
+        query.append(("continue", continue_token))
+    return query
 
 def _decode_body(data: bytes, status: int) -> dict[str, Any]:
     """A response body as a JSON object ({} when empty); ApiError ``BadResponse`` otherwise."""
