@@ -156,6 +156,7 @@ class Informer:
         self._fanout_lock = threading.Lock()
         self._resync_period = resync_period
         self._started = False
+        metrics.sum_when_scraped(metrics.HANDLER_QUEUE, self._label, self, Informer.handler_backlog)
         self.reflector = Reflector(
             source,
             resource,
@@ -204,6 +205,11 @@ class Informer:
     def has_synced(self) -> bool:
         """True once the first list filled the store."""
         return self.reflector.has_synced()
+
+    def handler_backlog(self) -> int:
+        """Notifications waiting for this informer's handler threads, all handlers together."""
+        with self._fanout_lock:
+            return sum(listener.pending.qsize() for listener in self._listeners)
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         return self.reflector.wait_for_sync(timeout)
@@ -254,7 +260,6 @@ class Informer:
         with self._fanout_lock:
             for listener in self._listeners:
                 listener.pending.put(note)
-            metrics.HANDLER_QUEUE.labels(self._label).set(sum(lst.pending.qsize() for lst in self._listeners))
 
 
 class InformerSet:

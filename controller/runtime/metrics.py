@@ -8,6 +8,11 @@ Names follow what Kueue exports through client-go where such a metric exists
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
 from prometheus_client import Counter, Gauge, Histogram
 
 # Kueue's wait-time buckets (``pkg/metrics/metrics.go``, generateExponentialBuckets(14)): 1 s
@@ -50,3 +55,27 @@ HANDLER_ERRORS = Counter(
 LEADER = Gauge(
     "leader_election_master_status", "1 while this process holds the lease, else 0.", ["name"]
 )
+
+
+# --- gauges read when scraped -----------------------------------------------------------------
+_summed: dict[tuple[int, str], weakref.WeakSet[Any]] = {}
+_summed_lock = threading.Lock()
+
+
+def sum_when_scraped(gauge: Gauge, label: str, owner: Any, read: Callable[[Any], float]) -> None:
+    """Make ``gauge{label}`` the sum of ``read(o)`` over the live owners registered under it.
+
+    A value that changes on every watch event (a store's size, a handler's backlog) costs a
+    labelled ``set`` per event when pushed; read when Prometheus asks, it costs nothing per event
+    and is never stale. Owners are held weakly, so a stopped informer drops out of the sum, and
+    several owners of one label (informers of one resource in different namespaces) add up.
+    ``read`` must be the same function for every owner of a gauge.
+    """
+    with _summed_lock:
+        key = (id(gauge), label)
+        owners = _summed.get(key)
+        if owners is None:
+            owners = _summed[key] = weakref.WeakSet()
+            live = owners
+            gauge.labels(label).set_function(lambda: float(sum(read(o) for o in list(live))))
+        owners.add(owner)

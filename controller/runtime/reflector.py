@@ -137,6 +137,9 @@ class Reflector:
         self._backoff = backoff or Backoff()
         self._rng = rng or random.Random()
         self._label = str(resource)
+        # The watch-event counter's child per event type, looked up once instead of per event.
+        self._event_counters: dict[Any, Any] = {}
+        metrics.sum_when_scraped(metrics.CACHED_OBJECTS, self._label, store, len)
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._must_list = True
@@ -214,7 +217,6 @@ class Reflector:
         self._last_rv = resource_version
         self._must_list = False
         metrics.LIST_DURATION.labels(self._label).observe(time.monotonic() - started)
-        metrics.CACHED_OBJECTS.labels(self._label).set(len(self.store))
         for change in changes:
             if change.new is None:
                 assert change.old is not None
@@ -289,7 +291,10 @@ class Reflector:
         obj = event.get("object")
         if not isinstance(obj, dict):
             raise ConnectionFailed(f"watch event without an object: {str(event)[:200]}")
-        metrics.WATCH_EVENTS.labels(self._label, str(kind)).inc()
+        counter = self._event_counters.get(kind)
+        if counter is None:
+            counter = self._event_counters[kind] = metrics.WATCH_EVENTS.labels(self._label, str(kind))
+        counter.inc()
         if kind == "ERROR":
             raise error_from_status(obj)
         resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
@@ -315,7 +320,6 @@ class Reflector:
             return
         if resource_version:
             self._last_rv = resource_version
-        metrics.CACHED_OBJECTS.labels(self._label).set(len(self.store))
 
     # --- helpers -------------------------------------------------------------------------------
 

@@ -16,14 +16,13 @@ It is thread-safe: the controller shares one instance between reflectors and wor
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-from pykueue.kube import metrics
+from pykueue.kube import metrics, wirejson
 from pykueue.kube.backoff import Backoff, Clock, Sleep, TokenBucket
 from pykueue.kube.errors import (
     ApiError,
@@ -95,7 +94,7 @@ class WatchStream(Iterator[dict[str, Any]]):
                 if not line:
                     continue
                 try:
-                    event = json.loads(line)
+                    event = wirejson.loads(line)
                 except ValueError as exc:
                     raise ConnectionFailed(f"watch stream sent a line that is not JSON: {line[:200]!r}") from exc
                 if isinstance(event, dict):
@@ -237,7 +236,9 @@ class KubeClient:
         max_retries: int | None = None,
     ) -> HttpResponse:
         retries_left = self._max_retries if max_retries is None else max_retries
-        backoff = self._retry_backoff_factory()
+        # Made at the first retry: a Backoff seeds its own random generator from the OS, a cost
+        # every request would pay while almost none is ever retried.
+        backoff: Backoff | None = None
         reloaded_credentials = False
         headers = {"Accept": "application/json"}
         if content_type:
@@ -276,6 +277,8 @@ class KubeClient:
             if retries_left <= 0 or not isinstance(error, TooManyRequests | ServerError | ConnectionFailed):
                 raise error
             retries_left -= 1
+            if backoff is None:
+                backoff = self._retry_backoff_factory()
             delay = backoff.next_delay()
             if error.retry_after is not None:
                 delay = min(MAX_RETRY_AFTER, max(delay, error.retry_after))
@@ -562,7 +565,7 @@ def _decode_body(data: bytes, status: int) -> dict[str, Any]:
     if not data:
         return {}
     try:
-        decoded = json.loads(data)
+        decoded = wirejson.loads(data)
     except ValueError as exc:
         raise ApiError(status, "BadResponse", f"the apiserver answered with invalid JSON: {exc}") from exc
     if not isinstance(decoded, dict):

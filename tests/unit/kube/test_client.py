@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pykueue.api.constants import STORAGE_VERSION, VERSION
+from pykueue.kube import client as client_module
 from pykueue.kube.client import KubeClient, WatchStream, retry_on_conflict
 from pykueue.kube.errors import (
     AlreadyExists,
@@ -75,6 +76,30 @@ def test_server_errors_and_connection_errors_are_retried_then_surface() -> None:
         client.get(CLUSTER_QUEUES, "cq")
     assert len(transport.sent) == 3
     assert len(sleeps) == 2 and all(s > 0 for s in sleeps)
+
+
+def test_a_backoff_is_made_only_for_a_request_that_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Backoff seeds its own random generator from the OS: too dear for every request.
+    made: list[object] = []
+    original = client_module.Backoff.__init__
+
+    def counting_init(self: object, *args: object, **kwargs: object) -> None:
+        made.append(self)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(client_module.Backoff, "__init__", counting_init)
+    sleeps: list[float] = []
+    client, _ = make_client(
+        [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}, status(503, "ServiceUnavailable"),
+         status(503, "ServiceUnavailable"), {"metadata": {"name": "c"}}],
+        sleeps,
+    )
+    client.get(CLUSTER_QUEUES, "a")
+    client.get(CLUSTER_QUEUES, "b")
+    assert made == []
+    client.get(CLUSTER_QUEUES, "c")
+    assert len(made) == 1, "one Backoff for the retried request, kept across its retries"
+    assert len(sleeps) == 2
 
 
 def test_persistent_server_error_raises_typed_error() -> None:

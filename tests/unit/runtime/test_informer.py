@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
 import pytest
+from prometheus_client import REGISTRY
 
 from controller.runtime.informer import FuncHandler, Informer, InformerSet, enqueue_keys
 from controller.runtime.store import label_index
 from controller.runtime.workqueue import WorkQueue
-from pykueue.kube.resources import CONFIG_MAPS, SECRETS
+from pykueue.kube.resources import CONFIG_MAPS, SECRETS, Resource
 from tests.unit.runtime.scripted_source import Block, ScriptedSource, cm, event, page
 
 
@@ -153,3 +155,42 @@ def test_informer_set_merges_indexers_and_refuses_conflicting_options() -> None:
     assert first.has_index("queue") and first.has_index("owner")
     with pytest.raises(ValueError, match="already exists with other resync_period"):
         informers.get(CONFIG_MAPS, resync_period=30)
+
+
+def _gauge(name: str, resource: str) -> float | None:
+    return REGISTRY.get_sample_value(name, {"resource": resource})
+
+
+def test_cache_size_and_handler_backlog_gauges_are_read_when_scraped() -> None:
+    # A resource no other test watches, so the gauges hold only what this test starts.
+    scraped = Resource("test.pykueue.dev", "v1", "scrapedthings", "ScrapedThing", True)
+    label = str(scraped)
+    release = threading.Event()
+    first = Informer(
+        ScriptedSource(lists=[page([cm("a", "1"), cm("b", "2")], "10")], watches=[[Block()]]), scraped
+    )
+    second = Informer(
+        ScriptedSource(lists=[page([cm("c", "3")], "10")], watches=[[event("ADDED", cm("d", "11")), Block()]]),
+        scraped,
+        namespace="other",
+    )
+    first.add_handler(FuncHandler(add=lambda _o: release.wait(10)))
+    first.start()
+    second.start()
+    try:
+        assert wait_until(lambda: _gauge("pykueue_informer_cached_objects", label) == 4.0), (
+            "two informers of one resource add up, the watch event included"
+        )
+        # The stuck handler took "a" and waits; "b" is still queued for it.
+        assert wait_until(lambda: _gauge("pykueue_informer_handler_queue_depth", label) == 1.0)
+        release.set()
+        assert wait_until(lambda: _gauge("pykueue_informer_handler_queue_depth", label) == 0.0)
+    finally:
+        release.set()
+        first.stop()
+        second.stop()
+    del first
+    # A stopped thread may hold its store for a moment after its last step; collect until it lets go.
+    assert wait_until(lambda: gc.collect() >= 0 and _gauge("pykueue_informer_cached_objects", label) == 2.0), (
+        "a discarded informer drops out of the sum"
+    )
