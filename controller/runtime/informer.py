@@ -1,9 +1,10 @@
 """Informer: a reflector, its store, and handler threads (client-go's SharedIndexInformer).
 
-Threads per informer: one runs the :class:`Reflector` (list/watch, writes the store), and each
-registered handler has its own thread fed by its own unbounded queue. The reflector hands a
-notification to every handler queue and returns to the socket at once, so handlers can never
-block the watch, and a slow handler never delays the others. Contract (as client-go's):
+Threads per informer: one runs the :class:`Reflector` (list/watch, writes the store); the
+handlers share one delivery thread fed by an unbounded queue, and a handler registered with
+``own_thread=True`` gets a thread and queue of its own. The reflector hands a notification to
+every delivery queue and returns to the socket at once, so handlers can never block the watch,
+and a handler that may wait delays nobody when it has its own thread. Contract (as client-go's):
 
 * the store is updated *before* handlers hear about a change, so a handler that reads the store
   sees at least that state;
@@ -79,19 +80,29 @@ class _Stop:
     done: threading.Event = field(default_factory=threading.Event)
 
 
-class _Listener:
-    """One handler with its own unbounded buffer and thread (client-go's processorListener).
+Delivery = tuple[Notification, tuple[EventHandler, ...]]
 
-    A slow handler only delays itself: neither the watch nor the other handlers of the informer
+
+class _Listener:
+    """A delivery thread with its own unbounded buffer (client-go's processorListener).
+
+    Each item names the handlers it goes to, fixed when it was queued: a handler registered on a
+    shared listener later never gets notifications from before its replay of the cache. A slow
+    handler delays only the handlers of its own listener; neither the watch nor other listeners
     wait for it.
     """
 
-    def __init__(self, handler: EventHandler, store: Store, label: str, resync_period: float | None) -> None:
-        self.handler = handler
+    def __init__(
+        self, store: Store, label: str, resync_period: float | None, handlers: tuple[EventHandler, ...]
+    ) -> None:
         self._store = store
         self._label = label
         self._resync_period = resync_period
-        self.pending: queue.SimpleQueue[Notification | _Stop] = queue.SimpleQueue()
+        # Who the next live notification goes to (replaced, never mutated, under the fan-out lock).
+        self.handlers = handlers
+        # Those of them that asked for a periodic resync.
+        self.resync_handlers: tuple[EventHandler, ...] = handlers if resync_period else ()
+        self.pending: queue.SimpleQueue[Delivery | _Stop] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, name=f"handler-{label}", daemon=True)
 
     def _run(self) -> None:
@@ -103,30 +114,33 @@ class _Listener:
             except queue.Empty:
                 item = None
             if next_resync is not None and time.monotonic() >= next_resync:
-                for obj in self._store.list():
-                    self._deliver(Notification("MODIFIED", obj, obj))
+                targets = self.resync_handlers
+                if targets:
+                    for obj in self._store.list():
+                        self._deliver(Notification("MODIFIED", obj, obj), targets)
                 next_resync = time.monotonic() + (self._resync_period or 0)
             if item is None:
                 continue
             if isinstance(item, _Stop):
                 item.done.set()
                 return
-            self._deliver(item)
+            self._deliver(*item)
 
-    def _deliver(self, note: Notification) -> None:
-        try:
-            if note.type == "ADDED":
-                self.handler.on_add(note.obj)
-            elif note.type == "MODIFIED":
-                self.handler.on_update(note.old if note.old is not None else note.obj, note.obj)
-            else:
-                self.handler.on_delete(note.obj)
-        except Exception:
-            metrics.HANDLER_ERRORS.labels(self._label).inc()
-            log.exception(
-                "event handler failed",
-                extra={"resource": self._label, "key": object_key(note.obj), "event": note.type},
-            )
+    def _deliver(self, note: Notification, targets: tuple[EventHandler, ...]) -> None:
+        for handler in targets:
+            try:
+                if note.type == "ADDED":
+                    handler.on_add(note.obj)
+                elif note.type == "MODIFIED":
+                    handler.on_update(note.old if note.old is not None else note.obj, note.obj)
+                else:
+                    handler.on_delete(note.obj)
+            except Exception:
+                metrics.HANDLER_ERRORS.labels(self._label).inc()
+                log.exception(
+                    "event handler failed",
+                    extra={"resource": self._label, "key": object_key(note.obj), "event": note.type},
+                )
 
 
 class Informer:
@@ -151,6 +165,7 @@ class Informer:
         self._store = Store(indexers)
         self._label = str(resource)
         self._listeners: list[_Listener] = []
+        self._shared: _Listener | None = None
         # Held while fanning a notification out and while registering a listener, so a new
         # listener's replay of the cache and the live notifications leave no gap.
         self._fanout_lock = threading.Lock()
@@ -185,22 +200,44 @@ class Informer:
     def has_index(self, name: str) -> bool:
         return self._store.has_index(name)
 
-    def add_handler(self, handler: EventHandler, *, resync: bool = False) -> None:
+    def add_handler(self, handler: EventHandler, *, resync: bool = False, own_thread: bool = False) -> None:
         """Register ``handler``; it first gets ADDED for whatever is cached at that point.
 
         ``resync=True`` also delivers every cached object as an update (old is new) each
         resync period, so level-based reconcilers correct drift without calling the API.
+
+        Handlers share one delivery thread per informer: they only enqueue keys, and one thread
+        waking per watch event costs far less in Python than one per handler (client-go's
+        goroutine per handler is cheap; a thread's wake-up and its turn at the interpreter lock
+        are not). ``own_thread=True`` is for a handler that may wait: it gets its own thread and
+        buffer, so it delays nobody else.
         """
-        listener = _Listener(handler, self._store, self._label, self._resync_period if resync else None)
         with self._fanout_lock:
+            if own_thread:
+                listener = _Listener(self._store, self._label, self._resync_period if resync else None, (handler,))
+                self._listeners.append(listener)
+                start = self._started
+            else:
+                listener, start = self._shared_listener()
+                listener.handlers = (*listener.handlers, handler)
+                if resync:
+                    listener.resync_handlers = (*listener.resync_handlers, handler)
             # The store is written before notifications go out, so every change is either in
-            # this snapshot or fanned out after the listener is registered (possibly both:
-            # a handler may see an object twice, never miss one).
+            # this snapshot or fanned out after the handler is registered (possibly both: a
+            # handler may see an object twice, never miss one).
+            only_this: tuple[EventHandler, ...] = (handler,)
             for obj in self._store.list():
-                listener.pending.put(Notification("ADDED", obj))
-            self._listeners.append(listener)
-            if self._started:
+                listener.pending.put((Notification("ADDED", obj), only_this))
+            if start:
                 listener.thread.start()
+
+    def _shared_listener(self) -> tuple[_Listener, bool]:
+        """The informer's shared listener (made on first use) and whether to start its thread now."""
+        if self._shared is not None:
+            return self._shared, False
+        self._shared = _Listener(self._store, self._label, self._resync_period, ())
+        self._listeners.append(self._shared)
+        return self._shared, self._started
 
     def has_synced(self) -> bool:
         """True once the first list filled the store."""
@@ -259,7 +296,7 @@ class Informer:
     def _fan_out(self, note: Notification) -> None:
         with self._fanout_lock:
             for listener in self._listeners:
-                listener.pending.put(note)
+                listener.pending.put((note, listener.handlers))
 
 
 class InformerSet:

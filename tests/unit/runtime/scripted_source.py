@@ -36,6 +36,13 @@ class Block:
     """A watch step that blocks until the stream is closed (an open, silent connection)."""
 
 
+@dataclass
+class Gate:
+    """A watch step that holds the stream until ``opened`` is set, then the script goes on."""
+
+    opened: threading.Event = field(default_factory=threading.Event)
+
+
 class ScriptedWatch:
     def __init__(self, steps: list[Any]) -> None:
         self._steps = iter(steps)
@@ -46,6 +53,9 @@ class ScriptedWatch:
 
     def __next__(self) -> dict[str, Any]:
         step = next(self._steps)
+        while isinstance(step, Gate):
+            step.opened.wait(10)
+            step = next(self._steps)
         if isinstance(step, Block):
             self.closed.wait(10)
             raise StopIteration

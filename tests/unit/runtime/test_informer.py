@@ -13,7 +13,7 @@ from controller.runtime.informer import FuncHandler, Informer, InformerSet, enqu
 from controller.runtime.store import label_index
 from controller.runtime.workqueue import WorkQueue
 from pykueue.kube.resources import CONFIG_MAPS, SECRETS, Resource
-from tests.unit.runtime.scripted_source import Block, ScriptedSource, cm, event, page
+from tests.unit.runtime.scripted_source import Block, Gate, ScriptedSource, cm, event, page
 
 
 def wait_until(predicate, timeout: float = 5.0) -> bool:
@@ -54,11 +54,11 @@ def test_slow_handler_does_not_delay_other_handlers() -> None:
         watches=[[event("ADDED", cm("b", "11")), Block()]],
     )
     informer = Informer(source, CONFIG_MAPS)
-    informer.add_handler(FuncHandler(add=lambda _o: release.wait(10)))
+    informer.add_handler(FuncHandler(add=lambda _o: release.wait(10)), own_thread=True)
     informer.add_handler(FuncHandler(add=lambda o: fast.append(o["metadata"]["name"])))
     informer.start()
     try:
-        assert wait_until(lambda: fast == ["a", "b"]), "the second handler is not held up by the first"
+        assert wait_until(lambda: fast == ["a", "b"]), "a handler on its own thread holds up nobody else"
     finally:
         release.set()
         informer.stop()
@@ -80,6 +80,40 @@ def test_handler_added_after_start_gets_current_objects_then_changes() -> None:
         informer.stop()
 
 
+def test_handlers_share_one_delivery_thread_and_a_late_one_alone_gets_the_replay() -> None:
+    gate = Gate()
+    source = ScriptedSource(
+        lists=[page([cm("a", "1"), cm("b", "2")], "10")],
+        watches=[[gate, event("MODIFIED", cm("a", "11")), Block()]],
+    )
+    informer = Informer(source, CONFIG_MAPS)
+    early: list[tuple[str, str, str]] = []
+    late: list[tuple[str, str, str]] = []
+
+    def recorder(into: list[tuple[str, str, str]]) -> FuncHandler:
+        def note(kind: str, obj: dict) -> None:
+            into.append((kind, obj["metadata"]["name"], threading.current_thread().name))
+
+        return FuncHandler(add=lambda o: note("add", o), update=lambda _o, n: note("update", n))
+
+    informer.add_handler(recorder(early))
+    informer.start()
+    try:
+        assert informer.wait_for_sync(5)
+        assert wait_until(lambda: len(early) == 2)
+        informer.add_handler(recorder(late))
+        gate.opened.set()
+        assert wait_until(lambda: len(early) == 3 and len(late) == 3)
+        assert [(k, n) for k, n, _ in early] == [("add", "a"), ("add", "b"), ("update", "a")], (
+            "the late handler's replay of the cache goes to it alone"
+        )
+        assert [(k, n) for k, n, _ in late] == [("add", "a"), ("add", "b"), ("update", "a")]
+        assert len({thread for _, _, thread in early + late}) == 1, "both were called on one thread"
+    finally:
+        gate.opened.set()
+        informer.stop()
+
+
 def test_handler_exception_is_contained() -> None:
     calls: list[str] = []
 
@@ -90,9 +124,12 @@ def test_handler_exception_is_contained() -> None:
     source = ScriptedSource(lists=[page([cm("a", "1")], "10")], watches=[[event("ADDED", cm("b", "2")), Block()]])
     informer = Informer(source, CONFIG_MAPS)
     informer.add_handler(FuncHandler(add=explode))
+    neighbour: list[str] = []
+    informer.add_handler(FuncHandler(add=lambda o: neighbour.append(o["metadata"]["name"])))
     informer.start()
     try:
         assert wait_until(lambda: calls == ["a", "b"])
+        assert wait_until(lambda: neighbour == ["a", "b"]), "a handler sharing the thread still hears every change"
         assert informer.alive()
     finally:
         informer.stop()
