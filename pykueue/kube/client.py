@@ -560,6 +560,7 @@ def _list_query(
         query.append(("continue", continue_token))
     return query
 
+
 def _decode_body(data: bytes, status: int) -> dict[str, Any]:
     """A response body as a JSON object ({} when empty); ApiError ``BadResponse`` otherwise."""
     if not data:

@@ -1,8 +1,9 @@
 """Decoding the apiserver's JSON: orjson for speed, the standard library for what it refuses.
 
-Every watch event and every list page the controller reads is decoded here, and decoding is
-the largest single cost of reading a watch stream and of the initial list of a large
-collection. orjson decodes the same documents into the same dicts two to three times faster.
+Every watch event and every list page the controller reads is decoded here. orjson decodes
+the same documents into the same dicts faster (about 2.5 times on a Workload watch event, 1.5
+times on a list page of 500, measured on the development machine).
+
 It refuses a few documents the standard library accepts (a lone UTF-16 surrogate escape, a
 number beyond the range of a double); the apiserver does not send those, but a custom
 resource's free-form fields are the user's, so such a document is decoded again by
