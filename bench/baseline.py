@@ -82,7 +82,7 @@ from .baseline_variants import (
 )
 from .controller_process import REPO_ROOT, ControllerProcess
 from .kueue_process import CrdSwap, KueueProcess, kueue_artifacts, require_mount_namespace
-from .procstats import ProcSample, sample
+from .procstats import ProcSample, control_plane_pids, sample
 
 log = logging.getLogger("bench.baseline")
 
@@ -283,6 +283,8 @@ def run_once(
         runner.start()
         profiling = controller.start_profiler() if controller is not None else False
         controller_before = sample(pid) if pid is not None else None
+        control_plane = control_plane_pids(kubeconfig)
+        control_plane_before = {name: sample(component) for name, component in control_plane.items()}
         apiserver_before = read_request_totals(client.transport)
         driver_writes_before = _driver_writes(client)
         driver_before = resource.getrusage(resource.RUSAGE_SELF)
@@ -302,6 +304,7 @@ def run_once(
         if recorder.all_settled.is_set():
             cq_recorder.done.wait(CQ_SETTLE_TIMEOUT_S)
         controller_after = sample(pid) if pid is not None else None
+        control_plane_after = {name: sample(component) for name, component in control_plane.items()}
         apiserver_after = read_request_totals(client.transport)
         driver_writes_after = _driver_writes(client)
         api = controller.api_requests() if controller is not None else None
@@ -324,6 +327,11 @@ def run_once(
             **summarise(recorder.snapshot(), shape, cq_recorder.snapshot()),
             "cq_recording_complete": cq_recorder.done.is_set(),
             "controller": _controller_figures(controller_before, controller_after, elapsed),
+            # The apiserver and etcd of a local cluster: CPU over the load; peak RSS since they started.
+            "control_plane": {
+                name: _controller_figures(control_plane_before[name], control_plane_after[name], elapsed)
+                for name in control_plane
+            },
             "controller_api": api,
             # The same figure for either controller, from the apiserver (bench/apiserver_requests.py).
             "apiserver_writes": controller_writes(

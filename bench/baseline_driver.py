@@ -49,6 +49,7 @@ class WorkloadRecord:
     klass: str
     cpu: int
     runtime_s: float
+    queue: str = ""  # the workload's namespace: one LocalQueue and ClusterQueue each
     scheduled_at: float = 0.0
     created_at: float | None = None
     first_seen_at: float | None = None  # first watch event: Kueue's time-to-admission origin
@@ -308,7 +309,7 @@ class Generator:
         for planned in self._plan:
             klass = shape.classes[planned.class_index]
             key = (names.namespace(planned.queue_index), f"{klass.name}-{planned.ordinal}")
-            recorder.expect(key, WorkloadRecord(klass.name, klass.cpu, klass.runtime_ms / 1000.0))
+            recorder.expect(key, WorkloadRecord(klass.name, klass.cpu, klass.runtime_ms / 1000.0, queue=key[0]))
 
     def start(self) -> None:
         self.started_at = time.monotonic()

@@ -25,7 +25,19 @@ from typing import Any
 from .baseline_cq import ClusterQueueState, class_summaries, overall_utilisation_pct
 from .baseline_driver import WorkloadRecord
 from .baseline_shape import Shape
-from .baseline_timeline import ADMITTED, CREATED, EVICTED, Stamp, as_json, build, format_table, from_json
+from .baseline_timeline import (
+    ADMITTED,
+    CREATED,
+    EVICTED,
+    HOLD,
+    TURNAROUND,
+    Delay,
+    Stamp,
+    as_json,
+    build,
+    format_table,
+    from_json,
+)
 
 # Above this client QPS (the unthrottled variant) a share of the budget means nothing.
 BUDGET_SHOWN_UP_TO_QPS = 1000.0
@@ -53,14 +65,49 @@ def lag_summary(samples: Sequence[float]) -> dict[str, float | None]:
 
 
 def run_timeline(records: Sequence[WorkloadRecord], start: float) -> dict[str, Any]:
-    """Creates, admissions and ``Evicted`` rises per window, in seconds from ``start``."""
+    """Creates, admissions and ``Evicted`` rises per window, in seconds from ``start``, with the
+    median hold and turnaround of each window (:func:`loop_delays`)."""
     stamps: list[Stamp] = []
     for r in records:
         if r.created_at is not None:
             stamps.append(Stamp(r.created_at - start, CREATED, r.klass))
         stamps += [Stamp(at - start, ADMITTED, r.klass) for at in r.admitted_at]
         stamps += [Stamp(at - start, EVICTED, r.klass) for at in r.evicted_at]
-    return as_json(build(stamps))
+    return as_json(build(stamps, delays=loop_delays(records, start)))
+
+
+def loop_delays(records: Sequence[WorkloadRecord], start: float) -> list[Delay]:
+    """The two delays of the quota's loop through the apiserver, as the driver's watch saw them.
+
+    * hold: from a workload's last admission to its ``Finished``, less its runtime, dated at the
+      finish;
+    * turnaround: from a ``Finished`` in a queue to the next admission in that queue of a workload
+      of the same class that was already waiting then, dated at the admission: the quota just
+      freed fits it by itself, so the wait is the loop's, not a lack of quota. One per finish,
+      the first such admission after it.
+    """
+    delays: list[Delay] = []
+    finishes: dict[tuple[str, str], list[float]] = {}
+    admissions: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (queue, class) -> (admitted, seen)
+    for r in records:
+        if r.finished_at is not None and r.admitted_at and r.finished_at >= r.admitted_at[-1]:
+            delays.append(Delay(r.finished_at - start, HOLD, r.finished_at - r.admitted_at[-1] - r.runtime_s))
+            finishes.setdefault((r.queue, r.klass), []).append(r.finished_at)
+        if r.first_seen_at is not None:
+            seen = r.first_seen_at
+            admissions.setdefault((r.queue, r.klass), []).extend((at, seen) for at in r.admitted_at)
+    for queue, finished in finishes.items():
+        finished.sort()
+        admitted = sorted(admissions.get(queue, []))
+        next_admission = 0
+        for done in finished:
+            while next_admission < len(admitted) and admitted[next_admission][0] < done:
+                next_admission += 1
+            for at, seen in admitted[next_admission:]:
+                if seen < done:
+                    delays.append(Delay(at - start, TURNAROUND, at - done))
+                    break
+    return delays
 
 
 def summarise(
@@ -147,6 +194,7 @@ def median_of_runs(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         },
         "controller_cpu_s": median([(r.get("controller") or {}).get("cpu_s") for r in runs]),
         "controller_peak_rss_mib": median([(r.get("controller") or {}).get("peak_rss_mib") for r in runs]),
+        "apiserver_cpu_s": median([((r.get("control_plane") or {}).get("apiserver") or {}).get("cpu_s") for r in runs]),
     }
 
 
@@ -212,6 +260,11 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         f"  ({_fmt(controller.get('cpu_cores'), ' cores', 2)} on average)",
         f"{'controller peak RSS':<{width}}{_fmt(controller.get('peak_rss_mib'), ' MiB'):>12}",
     ]
+    for name, figures in (result.get("control_plane") or {}).items():
+        lines.append(
+            f"{name + ' CPU / peak RSS (since it started)':<{width}}{_fmt(figures.get('cpu_s'), ' s'):>12}"
+            f"  ({_fmt(figures.get('cpu_cores'), ' cores', 2)} on average) / {_fmt(figures.get('peak_rss_mib'), ' MiB')}"
+        )
     writes = result.get("apiserver_writes")
     if writes:
         total = sum(writes.values())

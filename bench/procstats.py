@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -50,3 +51,25 @@ def sample(pid: int) -> ProcSample | None:
         rss_mib=parse_status_kib(status, "VmRSS") / 1024,
         peak_rss_mib=parse_status_kib(status, "VmHWM") / 1024,
     )
+
+
+# The local cluster's components whose cost a benchmark reports beside the controller's, by the
+# name their PID file has in the cluster's directory (hack/localcluster/layout.py).
+CONTROL_PLANE = {"apiserver": "kube-apiserver", "etcd": "etcd"}
+
+
+def control_plane_pids(kubeconfig: str | Path) -> dict[str, int]:
+    """The running apiserver's and etcd's PIDs of the local cluster ``kubeconfig`` belongs to
+    (``hack.localcluster`` keeps a cluster's kubeconfig, and its ``pids/`` directory, in one
+    place). Empty for a cluster we did not start, such as kind's, whose processes live in a
+    container: the figures are then simply not reported."""
+    root = Path(kubeconfig).parent
+    pids: dict[str, int] = {}
+    for name, component in CONTROL_PLANE.items():
+        try:
+            pid = int((root / "pids" / f"{component}.pid").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if sample(pid) is not None:
+            pids[name] = pid
+    return pids

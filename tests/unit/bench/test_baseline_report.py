@@ -7,8 +7,9 @@ import math
 import pytest
 
 from bench.baseline_driver import WorkloadRecord
-from bench.baseline_report import format_run, median_of_runs, percentile, summarise
+from bench.baseline_report import format_run, loop_delays, median_of_runs, percentile, summarise
 from bench.baseline_shape import load_shape
+from bench.baseline_timeline import HOLD, TURNAROUND, Delay
 
 
 def _record(klass: str, cpu: int, created: float, admitted: float | None, finished: float | None,
@@ -62,6 +63,12 @@ def test_printed_block_puts_kueues_anchor_beside_ours_and_flags_incomplete_runs(
                    "finish_lag": {}, "errors": 0},
     }
     text = format_run(result, shape)
+    assert "apiserver CPU" not in text  # no local control plane measured
+    with_control_plane = format_run(
+        {**result, "control_plane": {"apiserver": {"cpu_s": 40.0, "cpu_cores": 1.25, "peak_rss_mib": 812.5}}}, shape
+    )
+    assert "apiserver CPU / peak RSS (since it started)" in with_control_plane
+    assert "40.0 s  (1.25 cores on average) / 812.5 MiB" in with_control_plane
     assert "Event queue wait p50 / p99 / max" in text
     assert "0.05 / 31.50 / 40.25 s  (9 taken by a sender; waiting at the end 3, the oldest for 12.50 s; at most 812)" in text
     assert "351.1 s" in text and "55.9 %" in text and "215.5 s" in text
@@ -80,14 +87,20 @@ def test_the_run_carries_and_prints_its_timeline_with_the_budget_used() -> None:
     summary = summarise([small, large], shape)
     rows = summary["timeline"]["rows"]
     assert rows == [
-        {"from_s": 0.0, "created": {"large": 1, "small": 1}, "admitted": {"large": 1, "small": 1}, "evicted": {}},
-        {"from_s": 10.0, "created": {}, "admitted": {"small": 1}, "evicted": {"small": 1}},
+        {"from_s": 0.0, "created": {"large": 1, "small": 1}, "admitted": {"large": 1, "small": 1}, "evicted": {},
+         "hold_s": None, "turnaround_s": None},
+        # The large one held its quota 15 s for a 1 s run; nobody was admitted after it finished.
+        {"from_s": 10.0, "created": {}, "admitted": {"small": 1}, "evicted": {"small": 1},
+         "hold_s": 14.5, "turnaround_s": None},
     ]
     result = {"variant": "kueue-qps", "qps": 50.0, "burst": 100, "scale": 0.001, **summary}
     text = format_run(result, shape)
     assert "budget used = admissions / the client's QPS" in text
     first_window = next(line.split() for line in text.splitlines() if line.strip().startswith("0-10"))
-    assert first_window == ["0-10", "0.2", "1/0/1", "0/0/0", "2", "0%"]  # small/medium/large; 0.2 of 50/s
+    # small/medium/large; no delay ended in the window; 0.2 admissions/s of 50/s
+    assert first_window == ["0-10", "0.2", "1/0/1", "0/0/0", "2", "-", "/", "-", "s", "0%"]
+    second_window = next(line.split() for line in text.splitlines() if line.strip().startswith("10-20"))
+    assert second_window[5:9] == ["14.50", "/", "-", "s"]
     unthrottled = format_run({**result, "qps": 100_000.0}, shape)
     assert "per window" in unthrottled and "budget used" not in unthrottled
 
@@ -168,3 +181,30 @@ def test_medians_include_kueues_utilisation_and_watch_based_waits() -> None:
     assert medians["cq_utilisation_kueue_pct"] == 42.0, "missing figures are left out, not counted as zero"
     assert medians["mean_time_to_admission_from_watch_s"] == {"small": 2.0}
     assert medians["evicted_transitions"] == {"small": 2}
+
+
+def _run(queue: str, seen: float, admitted: list[float], finished: float | None, klass: str = "large") -> WorkloadRecord:
+    return WorkloadRecord(klass, 20, 1.0, queue=queue, first_seen_at=seen, admitted_at=admitted, finished_at=finished)
+
+
+def test_loop_delays_hold_beyond_the_runtime_and_the_turnaround_to_the_next_waiting_workload() -> None:
+    start = 100.0
+    records = [
+        _run("q1", seen=100.0, admitted=[100.0], finished=103.5),  # 1 s run, held 2.5 s longer
+        _run("q1", seen=100.5, admitted=[104.0], finished=None, klass="small"),  # another class: not counted
+        _run("q1", seen=101.0, admitted=[104.25], finished=None),  # waiting at 103.5: turnaround 0.75
+        _run("q1", seen=104.0, admitted=[104.5], finished=None),  # second admission after the finish: not counted
+        _run("q2", seen=100.0, admitted=[101.0, 107.0], finished=109.0),  # evicted and admitted again
+        _run("q2", seen=110.0, admitted=[111.0], finished=None),  # created after q2's finish: not waiting then
+        _run("q3", seen=100.0, admitted=[], finished=None),  # never admitted: no delay
+    ]
+    assert sorted(loop_delays(records, start), key=lambda d: (d.kind, d.at)) == [
+        Delay(3.5, HOLD, 2.5),
+        Delay(9.0, HOLD, 1.0),  # from the last admission
+        Delay(4.25, TURNAROUND, 0.75),
+    ]
+
+
+def test_a_finish_before_its_last_admission_gives_no_hold() -> None:
+    # Finished arrived while evicted, then a stale admission was seen: not a run of negative length.
+    assert loop_delays([_run("q", seen=0.0, admitted=[1.0, 5.0], finished=3.0)], 0.0) == []

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
-from bench.procstats import parse_stat_cpu_seconds, parse_status_kib, sample
+from bench.procstats import control_plane_pids, parse_stat_cpu_seconds, parse_status_kib, sample
 
 
 def test_stat_line_with_spaces_and_parentheses_in_the_name() -> None:
@@ -36,3 +38,17 @@ def test_sample_of_a_busy_child_and_of_a_gone_process() -> None:
     finally:
         child.communicate("")
     assert sample(child.pid) is None, "a reaped process has no /proc entry"
+
+
+def test_control_plane_pids_are_read_beside_a_local_clusters_kubeconfig(tmp_path: Path) -> None:
+    (tmp_path / "pids").mkdir()
+    (tmp_path / "pids" / "kube-apiserver.pid").write_text(f"{os.getpid()}\n")  # a process that exists
+    (tmp_path / "pids" / "etcd.pid").write_text("not a pid")
+    assert control_plane_pids(tmp_path / "kubeconfig") == {"apiserver": os.getpid()}
+
+
+def test_no_control_plane_pids_for_a_cluster_we_did_not_start(tmp_path: Path) -> None:
+    assert control_plane_pids(tmp_path / "kind-kubeconfig") == {}
+    (tmp_path / "pids").mkdir()
+    (tmp_path / "pids" / "kube-apiserver.pid").write_text("999999999")  # gone (beyond pid_max)
+    assert control_plane_pids(tmp_path / "kubeconfig") == {}
