@@ -201,7 +201,9 @@ class RunOptions:
     progress_every_s: float = 10.0
 
 
-def _controller_figures(before: ProcSample | None, after: ProcSample | None, seconds: float) -> dict[str, Any]:
+def _process_figures(before: ProcSample | None, after: ProcSample | None, seconds: float) -> dict[str, Any]:
+    """CPU over ``seconds`` and resident memory of one process (the controller, the apiserver, etcd)
+    from two samples; None figures when either sample is missing."""
     if before is None or after is None:
         return {"cpu_s": None, "cpu_cores": None, "peak_rss_mib": None}
     cpu = after.cpu_seconds - before.cpu_seconds
@@ -326,10 +328,10 @@ def run_once(
             "controller_configuration": None if options.external_controller else controller_configuration(variant),
             **summarise(recorder.snapshot(), shape, cq_recorder.snapshot()),
             "cq_recording_complete": cq_recorder.done.is_set(),
-            "controller": _controller_figures(controller_before, controller_after, elapsed),
+            "controller": _process_figures(controller_before, controller_after, elapsed),
             # The apiserver and etcd of a local cluster: CPU over the load; peak RSS since they started.
             "control_plane": {
-                name: _controller_figures(control_plane_before[name], control_plane_after[name], elapsed)
+                name: _process_figures(control_plane_before[name], control_plane_after[name], elapsed)
                 for name in control_plane
             },
             "controller_api": api,
