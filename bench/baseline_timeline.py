@@ -131,11 +131,13 @@ def from_json(data: dict[str, Any]) -> tuple[list[Window], float]:
 def format_table(windows: Sequence[Window], classes: Sequence[str], *, window_s: float = DEFAULT_WINDOW_S,
                  budget_per_s: float | None = None) -> str:
     """One line per window: admissions per second (and per class), Evicted rises per class,
-    workloads created and the median hold and turnaround; with ``budget_per_s``, the share of the
-    write budget admissions used."""
+    workloads created and the median hold and turnaround (when any window has one: the replay
+    records none); with ``budget_per_s``, the share of the write budget admissions used."""
     names = "/".join(classes)
-    header = (f"{'window':>11}  {'admitted/s':>10}  {'admitted ' + names:>28}  {'Evicted ' + names:>24}  "
-              f"{'created':>7}  {'hold/turnaround p50':>19}")
+    with_delays = any(w.delays[kind] for w in windows for kind in DELAYS)
+    header = f"{'window':>11}  {'admitted/s':>10}  {'admitted ' + names:>28}  {'Evicted ' + names:>24}  {'created':>7}"
+    if with_delays:
+        header += f"  {'hold/turnaround p50':>19}"
     if budget_per_s:
         header += f"  {'budget used':>11}"
     lines = [header]
@@ -143,9 +145,11 @@ def format_table(windows: Sequence[Window], classes: Sequence[str], *, window_s:
         rate = w.total(ADMITTED) / window_s
         admitted = "/".join(str(w.counts[ADMITTED].get(c, 0)) for c in classes)
         evicted = "/".join(str(w.counts[EVICTED].get(c, 0)) for c in classes)
-        delays = " / ".join("-" if w.median(k) is None else f"{w.median(k):.2f}" for k in DELAYS)
         line = (f"{w.start_s:>5.0f}-{w.start_s + window_s:<5.0f}  {rate:>10.1f}  {admitted:>28}  {evicted:>24}  "
-                f"{w.total(CREATED):>7}  {delays + ' s':>19}")
+                f"{w.total(CREATED):>7}")
+        if with_delays:
+            delays = " / ".join("-" if w.median(k) is None else f"{w.median(k):.2f}" for k in DELAYS)
+            line += f"  {delays + ' s':>19}"
         if budget_per_s:
             line += f"  {100.0 * rate / budget_per_s:>10.0f}%"
         lines.append(line)

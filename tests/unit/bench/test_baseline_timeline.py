@@ -58,6 +58,7 @@ def test_the_json_form_round_trips_and_prints_the_budget_share() -> None:
     assert "10.0" in first and "100/0/0" in first and "0/0/1" in first and first.endswith("20%")
     assert third.split()[1] == "5.0"  # the last window holds the 50 admissions from 20 to 25 s
     assert "budget used" not in format_table(windows, ["small"], window_s=width)
+    assert "hold/turnaround" not in table  # no window has a delay (as in the replay's timelines)
 
 
 def test_delays_are_kept_per_window_and_reported_as_medians() -> None:
