@@ -413,7 +413,8 @@ def test_story1_remove_lower_migrates_spot_to_on_demand_to_reservation(world: Wo
     world.set_quota("on-demand", "cpu", "4")
     world.wait_running_on("train", "on-demand")
     world.wait_option_statuses(parent, {"reservation": "Pending", "on-demand": "Admitted", "spot": "Removed"})
-    assert "EvictedDueToFlavorMigration" in world.events("Workload", spot_option)
+    wait_for(lambda: "EvictedDueToFlavorMigration" in world.events("Workload", spot_option),
+             message="the Spot option's EvictedDueToFlavorMigration Event")
 
     world.set_quota("reservation", "cpu", "4")
     world.wait_running_on("train", "reservation")
@@ -499,7 +500,8 @@ def test_story4_remove_other_first_admitted_option_wins_and_the_others_disappear
         5,
         "RemoveOther never re-creates options or migrates while the winner runs",
     )
-    assert "RemovedOption" in world.events("Workload", parent["metadata"]["name"])
+    wait_for(lambda: "RemovedOption" in world.events("Workload", parent["metadata"]["name"]),
+             message="the parent's RemovedOption Event")
 
 
 # --- Story 5: createDelaySeconds --------------------------------------------------------------------
@@ -784,7 +786,8 @@ def test_a_migration_whose_target_check_is_rejected_brings_the_job_back_on_the_l
             timeout=CONVERGE,
             message="the reservation option reserves and its check is rejected",
         )
-        assert "EvictedDueToFlavorMigration" in world.events("Workload", names["spot"])
+        wait_for(lambda: "EvictedDueToFlavorMigration" in world.events("Workload", names["spot"]),
+                 message="the Spot option's EvictedDueToFlavorMigration Event")
         world.wait_running_on("train", "spot")
         wait_for(
             lambda: world.holder(parent) == "spot",
@@ -992,8 +995,9 @@ def test_a_migration_preempts_a_lower_priority_workload_to_reach_the_reservation
     world.batch.patch_namespaced_job("train", namespace, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": high}}})
     world.wait_running_on("train", "reservation")
     world.wait_option_statuses(train, {"reservation": "Admitted", "spot": "Removed"})
-    assert "Preempted" in world.events("Workload", other_reservation)
-    assert "EvictedDueToFlavorMigration" in world.events("Workload", train_spot)
+    wait_for(lambda: "Preempted" in world.events("Workload", other_reservation), message="the Preempted Event")
+    wait_for(lambda: "EvictedDueToFlavorMigration" in world.events("Workload", train_spot),
+             message="the Spot option's EvictedDueToFlavorMigration Event")
     # The preempted Job comes back on the flavor the migration freed.
     world.wait_running_on("other", "spot")
 

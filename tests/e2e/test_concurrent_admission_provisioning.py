@@ -166,7 +166,8 @@ def test_retry_on_one_option_while_another_races(
     assert attempts and attempts[-1].endswith("-2"), attempts
     state = next(s for s in option_a["status"]["admissionChecks"])
     assert state["state"] == "Ready" and state.get("retryCount") == 1, state
-    assert "EvictedDueToAdmissionCheck" in world.events("Workload", option_a["metadata"]["name"])
+    wait_for(lambda: "EvictedDueToAdmissionCheck" in world.events("Workload", option_a["metadata"]["name"]),
+             message="option A's EvictedDueToAdmissionCheck Event")
     wait_for(lambda: world.reserving(parent) == {"2a"}, timeout=15, message="2b gives its quota back")
 
 

@@ -110,7 +110,7 @@ def test_story_spot_stocks_out_and_the_job_ends_on_on_demand_never_again_on_spot
     wl = wait_for(on_demand, message="after the Spot timeout, reserved on On-demand")
     history = _history(wl)
     assert set(history) == {f["spot"], f["on-demand"]}, history
-    assert "Stopped" in jobs.events("story"), "the Job was stopped when Spot fell back"
+    wait_for(lambda: "Stopped" in jobs.events("story"), message="the Job was stopped when Spot fell back")
     wait_for(lambda: jobs.succeeded("story"), message="the Job completes on On-demand")
     # The controller marks the Workload Finished once it has seen the Job succeed: wait for it.
     final = wait_for(lambda: (wl := jobs.workload("story")) and condition(wl, "Finished") and wl,

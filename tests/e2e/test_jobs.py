@@ -76,7 +76,7 @@ def test_job_beyond_quota_waits_without_pods_then_runs_on_its_flavor(
     for pod in running:
         assert pod.spec.node_selector.get(FLAVOR_LABEL) == flavor_nodes
         assert pod.spec.node_name.startswith(flavor_nodes)
-    assert "Started" in jobs.events("first")
+    wait_for(lambda: "Started" in jobs.events("first"), message="the Started Event")
 
     # Quota frees when the first finishes; the second then runs on the same nodes and finishes.
     wait_for(lambda: jobs.succeeded("first"), message="first completes")
@@ -121,7 +121,7 @@ def test_lower_priority_job_is_preempted_and_requeued(
     )
     evicted = condition(low_wl, "Evicted")
     assert evicted is not None and evicted["reason"] == "Preempted"
-    assert "Stopped" in jobs.events("low")
+    wait_for(lambda: "Stopped" in jobs.events("low"), message="the Stopped Event")
 
     # The higher-priority Job runs to completion, then the low one is admitted again.
     wait_for(lambda: jobs.succeeded("high"), message="high completes")
@@ -153,7 +153,8 @@ def test_failed_job_finishes_its_workload_as_failed_and_frees_the_quota(
     )
     assert (finished["status"], finished["reason"]) == ("True", "Failed")
     assert finished["message"] == failed["message"], (finished, failed)
-    assert "FinishedWorkload" in jobs.events("doomed")
+    # Events are sent asynchronously, behind admissions in the client's budget.
+    wait_for(lambda: "FinishedWorkload" in jobs.events("doomed"), message="the FinishedWorkload Event")
     wait_for(lambda: (wl := jobs.workload("next")) and is_admitted(wl), message="next admitted")
     wait_for(lambda: jobs.succeeded("next"), message="next completes")
 

@@ -265,7 +265,8 @@ def test_revoked_capacity_deactivates_the_running_job(world_factory: Any) -> Non
     world.annotate_request(name, "revoke")
     wait_for(lambda: (w := world.workload("long")) and w["spec"].get("active") is False, message="deactivated")
     wait_for(lambda: world.batch.read_namespaced_job("long", world.namespace).spec.suspend, message="the Job is suspended")
-    assert "AdmissionCheckRejected" in [e.reason for e in world.events(wl["metadata"]["name"])]
+    wait_for(lambda: "AdmissionCheckRejected" in [e.reason for e in world.events(wl["metadata"]["name"])],
+             message="the AdmissionCheckRejected Event")
 
 
 def test_node_selector_from_class_details_steers_the_pods(world_factory: Any) -> None:
