@@ -32,6 +32,7 @@ Usage::
     python -m bench.baseline --scale 0.1 --variants kueue-qps,fair-sharing   # fair sharing off and on
     python -m bench.baseline --scale 0.3 --variants unthrottled,kueue@v0.14.8:unthrottled   # both unthrottled
     python -m bench.baseline --scale 0.1 --profile /tmp/prof   # py-spy the controller
+    python -m bench.baseline --apiserver-profile /tmp/prof --apiserver-profile-windows 0-60,150-210
     python -m bench.baseline --scale 0.1 --variants kueue-qps --repeat 3 --controller-src old=/tmp/old-tree
 """
 
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.runtime.informer import FuncHandler, Informer
+from hack.localcluster.components import APISERVER_PROFILING_ENV
 from pykueue.api.constants import VERSION
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import AlreadyExists
@@ -61,6 +63,7 @@ from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RES
 from pykueue.kube.transport import ApiClientTransport, configuration_factory
 
 from . import baseline_shape as objects
+from .apiserver_profile import NOT_SERVED, ApiserverProfiler, Window, parse_windows, serves_profiles
 from .apiserver_requests import CountingTransport, Key, controller_writes, read_request_totals
 from .baseline_cq import ClusterQueueRecorder
 from .baseline_driver import FinishRunner, Generator, Recorder
@@ -199,6 +202,8 @@ class RunOptions:
     controller_log_level: str = "WARNING"
     external_controller: bool = False
     progress_every_s: float = 10.0
+    apiserver_profile_dir: Path | None = None
+    apiserver_profile_windows: tuple[Window, ...] = ()
 
 
 def _process_figures(before: ProcSample | None, after: ProcSample | None, seconds: float) -> dict[str, Any]:
@@ -256,6 +261,7 @@ def run_once(
     informer: Informer | None = None
     cq_informer: Informer | None = None
     runner: FinishRunner | None = None
+    apiserver_profiler: ApiserverProfiler | None = None
     # Kueue leaves a standalone workload's eviction to its owner: the driver completes it, as
     # Kueue's own runner does (bench/baseline_evictions.py); pykueue's controller does it itself.
     evictions = (
@@ -292,6 +298,12 @@ def run_once(
         driver_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.monotonic()
         generator.start()
+        if options.apiserver_profile_dir is not None:
+            apiserver_profiler = ApiserverProfiler(
+                client.transport, options.apiserver_profile_dir, f"{path_safe(variant.name)}-{index}",
+                list(options.apiserver_profile_windows),
+            )
+            apiserver_profiler.start(started)
         deadline = started + options.timeout_s
         while not recorder.all_settled.wait(min(options.progress_every_s, max(0.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
@@ -313,6 +325,10 @@ def run_once(
         driver_after = resource.getrusage(resource.RUSAGE_SELF)
         if controller is not None:
             controller.stop_profiler()
+        apiserver_profiles = apiserver_profiler.finish() if apiserver_profiler is not None else []
+        for captured in apiserver_profiles:
+            print(f"  apiserver profile {captured.window.label}: "
+                  f"{captured.path or captured.error}", flush=True)
         generator.wait(30)
         result: dict[str, Any] = {
             "variant": variant.name,
@@ -353,6 +369,10 @@ def run_once(
         }
         if profiling and profile is not None:
             result["profile"] = str(profile)
+        if apiserver_profiles:
+            result["apiserver_profiles"] = {
+                c.window.label: str(c.path) if c.path is not None else None for c in apiserver_profiles
+            }
         if not result["completed"]:
             result["unfinished"] = describe_unfinished(informer, recorder)
             for line in result["unfinished"]:
@@ -420,6 +440,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--controller-log-level", default="WARNING", help="log level of a controller this program starts"
     )
+    parser.add_argument(
+        "--apiserver-profile",
+        type=Path,
+        help="CPU-profile the apiserver (it must serve /debug/pprof: PYKUEUE_APISERVER_PROFILING=1 for a local "
+        "cluster, set for one this program brings up); pprof files go to this directory",
+    )
+    parser.add_argument(
+        "--apiserver-profile-windows",
+        default="0-60",
+        help="with --apiserver-profile: seconds from the first create to profile, e.g. 0-60,150-210",
+    )
     parser.add_argument("--json", type=Path, help="also write the JSON summary to this file")
     return parser
 
@@ -442,6 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         variants = [EXTERNAL] if external else choose_variants(
             [v.strip() for v in args.variants.split(",") if v.strip()], trees
         )
+        windows = tuple(parse_windows(args.apiserver_profile_windows)) if args.apiserver_profile else ()
     except ValueError as err:
         print(f"bench.baseline: {err}", file=sys.stderr)
         return 2
@@ -453,7 +485,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RuntimeError as err:
         print(f"bench.baseline: {variant.name}: {err}", file=sys.stderr)
         return 2
+    if args.apiserver_profile:
+        # A local cluster this program brings up serves /debug/pprof; a running one keeps its flags.
+        os.environ.setdefault(APISERVER_PROFILING_ENV, "1")
     client, kubeconfig, started_cluster = connect(args.kubeconfig)
+    if args.apiserver_profile and not serves_profiles(client.transport):
+        print(f"bench.baseline: --apiserver-profile: {NOT_SERVED}", file=sys.stderr)
+        if started_cluster is not None:
+            started_cluster.down()
+        return 2
     workdir = Path(tempfile.mkdtemp(prefix="pykueue-bench-baseline-"))
     print(f"scheduler baseline ({shape.config}): {shape.cluster_queues} ClusterQueues in {shape.cohorts} cohorts, "
           f"{shape.total_workloads} workloads per run (scale {args.scale}); {os.cpu_count()} CPUs shared with the "
@@ -464,6 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finish_concurrency=args.finish_concurrency, workdir=workdir, profile_dir=args.profile,
         profile_mode=args.profile_mode, controller_log_level=args.controller_log_level,
         controller_pid=args.controller_pid, external_controller=external,
+        apiserver_profile_dir=args.apiserver_profile, apiserver_profile_windows=windows,
     )
     try:
         for variant, index in plan_runs(variants, args.repeat):

@@ -7,6 +7,8 @@ host, plus the inflight limits Kueue uses for its performance runs.
 
 from __future__ import annotations
 
+import os
+
 from .binaries import BinarySet
 from .layout import ClusterLayout, Ports
 from .pki import APISERVER_ETCD_CLIENT, FRONT_PROXY_CLIENT, SERVICE_CLUSTER_IP_RANGE
@@ -20,6 +22,9 @@ POD_CIDR = "10.244.0.0/16"
 # nodes are never touched.
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_ANNOTATION_VALUE = "fake"
+# Set to 1 to serve the apiserver's /debug/pprof (off otherwise, as a hardened control plane has
+# it): the benchmarks' way to see where the apiserver's CPU goes under load.
+APISERVER_PROFILING_ENV = "PYKUEUE_APISERVER_PROFILING"
 
 
 def _spec(name: str, layout: ClusterLayout, argv: list[str]) -> ProcessSpec:
@@ -107,7 +112,7 @@ def kube_apiserver(layout: ClusterLayout, ports: Ports, binaries: BinarySet) -> 
             "--max-requests-inflight=5000",
             "--max-mutating-requests-inflight=2500",
             "--allow-privileged=true",
-            "--profiling=false",
+            f"--profiling={'true' if os.environ.get(APISERVER_PROFILING_ENV) == '1' else 'false'}",
             "--v=1",
         ],
     )

@@ -135,13 +135,19 @@ def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> 
     the same tiny load on a local cluster of its own, where no pykueue controller or webhook
     competes for the workloads, with the driver completing evictions as Kueue's runner does.
     Completion and the printed figures only, never a timing. Needs CAP_SYS_ADMIN (CI runs as
-    root); without it the benchmark refuses in one line and this fails with that line."""
+    root); without it the benchmark refuses in one line and this fails with that line.
+
+    The run also profiles the apiserver over its first two seconds (``--apiserver-profile``): the
+    cluster it brings up serves ``/debug/pprof`` for that, and the file is the apiserver's answer,
+    a gzipped profile."""
     name = f"{os.environ.get('PYKUEUE_CLUSTER_NAME') or 'pykueue-e2e'}-kueue"
     env = {k: v for k, v in os.environ.items() if k != "PYKUEUE_KUBECONFIG"}
     env["PYKUEUE_CLUSTER_NAME"] = name
+    profiles = tmp_path / "apiserver-profiles"
     done = subprocess.run(
         [sys.executable, "-m", "bench.baseline", "--scale", "0.003", "--timeout", "300",
-         "--variants", f"kueue@{KUEUE_VERSION}", "--json", str(tmp_path / "summary.json")],
+         "--variants", f"kueue@{KUEUE_VERSION}", "--json", str(tmp_path / "summary.json"),
+         "--apiserver-profile", str(profiles), "--apiserver-profile-windows", "0-2"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1400,
     )
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
@@ -166,6 +172,10 @@ def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> 
     assert run["driver"]["evictions_completed"] is not None and run["driver"]["errors"] == 0
     assert summary["medians"][f"kueue@{KUEUE_VERSION}"]["runs"] == 1
     _assert_admission_writes_counted(run, done.stdout)
+    profile = profiles / f"apiserver-kueue-{KUEUE_VERSION}-0-0-2s.pprof"
+    assert run["apiserver_profiles"] == {"0-2s": str(profile)}
+    assert f"apiserver profile 0-2s: {profile}" in done.stdout
+    assert profile.read_bytes()[:2] == b"\x1f\x8b"  # pprof's gzipped protobuf
 
 
 @contextlib.contextmanager

@@ -76,3 +76,14 @@ def test_kwok_manages_only_annotated_nodes(specs: dict[str, ProcessSpec]) -> Non
 def test_kwok_renews_node_leases(specs: dict[str, ProcessSpec]) -> None:
     # Without leases the node-lifecycle controller marks every simulated node NotReady after 50s.
     assert int(_flags(specs["kwok"])["node-lease-duration-seconds"]) > 0
+
+
+def test_apiserver_profiling_is_off_unless_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    layout = ClusterLayout(tmp_path / "clusters" / "unit")
+    binaries = BinarySet({name: tmp_path / "bin" / name for name in CLUSTER_BINARIES})
+    monkeypatch.delenv(components.APISERVER_PROFILING_ENV, raising=False)
+    assert _flags(components.kube_apiserver(layout, PORTS, binaries))["profiling"] == "false"
+    monkeypatch.setenv(components.APISERVER_PROFILING_ENV, "yes")
+    assert _flags(components.kube_apiserver(layout, PORTS, binaries))["profiling"] == "false"
+    monkeypatch.setenv(components.APISERVER_PROFILING_ENV, "1")
+    assert _flags(components.kube_apiserver(layout, PORTS, binaries))["profiling"] == "true"
