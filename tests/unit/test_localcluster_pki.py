@@ -10,6 +10,7 @@ import pytest
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from hack.localcluster import pki
@@ -32,6 +33,18 @@ def test_ca_is_a_self_signed_ca(paths: pki.PkiPaths) -> None:
     ca = _cert(paths.ca_cert)
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
     ca.verify_directly_issued_by(ca)
+
+
+def test_cas_sign_with_rsa_and_leaves_have_ecdsa_keys(paths: pki.PkiPaths) -> None:
+    # The apiserver checks the CA's signature on a client certificate on every request: RSA
+    # signatures are the cheaper check. Leaf keys stay quick to generate.
+    for ca_path in (paths.ca_cert, paths.front_proxy_ca_cert):
+        ca_key = _cert(ca_path).public_key()
+        assert isinstance(ca_key, rsa.RSAPublicKey) and ca_key.key_size == pki.CA_KEY_BITS, ca_path.name
+    for leaf in (paths.apiserver_cert, paths.client_cert(pki.ADMIN), paths.front_proxy_client_cert):
+        cert = _cert(leaf)
+        assert isinstance(cert.public_key(), ec.EllipticCurvePublicKey), leaf.name
+        assert cert.signature_algorithm_oid == x509.SignatureAlgorithmOID.RSA_WITH_SHA256, leaf.name
 
 
 def test_apiserver_serving_cert_covers_loopback_and_service_names(paths: pki.PkiPaths) -> None:
