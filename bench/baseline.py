@@ -314,6 +314,8 @@ def run_once(
             print(f"  [{variant.name} {time.monotonic() - started:6.0f}s] created {progress['created']}/"
                   f"{progress['total']}, holding quota {progress['admitted_now']}, finished {progress['finished']}",
                   flush=True)
+            if evictions is not None:
+                evictions.resync(informer.store.list())
         elapsed = time.monotonic() - started
         if recorder.all_settled.is_set():
             cq_recorder.done.wait(CQ_SETTLE_TIMEOUT_S)
@@ -365,6 +367,7 @@ def run_once(
                 "finish_lag": lag_summary(runner.lag.samples),
                 "errors": generator.errors + runner.errors + (evictions.errors if evictions else 0),
                 "evictions_completed": evictions.completed if evictions is not None else None,
+                "evictions_resynced": evictions.resynced if evictions is not None else None,
             },
         }
         if profiling and profile is not None:

@@ -16,6 +16,13 @@ without it a run under Kueue ends with every preempted workload still holding it
 The write is a merge patch of the status carrying the watched ``resourceVersion`` (the
 apiserver answers Conflict if the controller wrote in between); on Conflict the workload is
 read again and, if it is still evicted with a reservation, patched from that version.
+
+A version offered while that workload's release is in flight is kept, the newest only, and
+looked at once the release is done, so an eviction that comes back in the meantime is not lost.
+As a safety net, :meth:`EvictionCompleter.resync` offers every workload the driver's informer
+holds (the run does so every progress tick, as client-go's resync period would); releases it
+starts are counted apart (``resynced``), so a missed event shows in the figures instead of
+stalling the run.
 """
 
 from __future__ import annotations
@@ -86,21 +93,37 @@ class EvictionCompleter:
         self._client = client
         self._lock = threading.Lock()
         self._in_flight: set[Key] = set()
+        # The newest version offered while the workload's release was in flight.
+        self._again: dict[Key, dict[str, Any]] = {}
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="bench-evict")
         self.completed = 0
         self.errors = 0
+        self.resynced = 0
 
     def offer(self, obj: dict[str, Any]) -> None:
         """A watched version of a workload; released in the background if it needs it."""
-        if not needs_release(obj):
-            return
+        self._start(obj)
+
+    def _start(self, obj: dict[str, Any]) -> bool:
+        """Release ``obj`` in the background if it needs it; True when this started a release."""
         meta = obj.get("metadata") or {}
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         with self._lock:
             if key in self._in_flight:
-                return
+                self._again[key] = obj
+                return False
+            if not needs_release(obj):
+                return False
             self._in_flight.add(key)
         self._pool.submit(self._release, key, obj)
+        return True
+
+    def resync(self, objects: list[dict[str, Any]]) -> int:
+        """Offer every workload again (see the module docstring); the releases this started."""
+        started = sum(1 for obj in objects if self._start(obj))
+        with self._lock:
+            self.resynced += started
+        return started
 
     def in_flight(self) -> int:
         """Releases submitted and not yet done."""
@@ -136,5 +159,17 @@ class EvictionCompleter:
                 self.errors += 1
             log.warning("releasing evicted %s/%s failed: %s", key[0], key[1], err)
         finally:
+            self._done(key)
+
+    def _done(self, key: Key) -> None:
+        """The release of ``key`` ended: release again if a version offered meanwhile needs it."""
+        with self._lock:
+            latest = self._again.pop(key, None)
+            if latest is None or not needs_release(latest):
+                self._in_flight.discard(key)
+                return
+        try:
+            self._pool.submit(self._release, key, latest)
+        except RuntimeError:  # stopped: the run is over
             with self._lock:
                 self._in_flight.discard(key)

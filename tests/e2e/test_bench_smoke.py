@@ -170,6 +170,7 @@ def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> 
     assert all(c["mean_time_to_admission_from_watch_s"] is not None for c in run["classes"].values())
     assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
     assert run["driver"]["evictions_completed"] is not None and run["driver"]["errors"] == 0
+    assert run["driver"]["evictions_resynced"] is not None
     assert summary["medians"][f"kueue@{KUEUE_VERSION}"]["runs"] == 1
     _assert_admission_writes_counted(run, done.stdout)
     profile = profiles / f"apiserver-kueue-{KUEUE_VERSION}-0-0-2s.pprof"

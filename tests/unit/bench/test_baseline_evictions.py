@@ -118,3 +118,67 @@ def test_a_workload_that_needs_no_release_is_never_written() -> None:
     completer.offer(WorkloadBuilder("a", "ns").condition("QuotaReserved", True, "QuotaReserved").obj())
     completer.stop()
     assert client.patches == [] and completer.completed == 0
+
+
+class SlowAnswerClient(FakeClient):
+    """Writes at once but answers the first patch only when ``answer`` is set: the watch event of
+    what happens next can reach the driver before the answer does."""
+
+    def __init__(self, stored: dict[str, Any]) -> None:
+        super().__init__(stored)
+        self.answer = threading.Event()
+        self.written = threading.Event()
+
+    def patch_status(self, res: Any, name: str, patch: dict[str, Any], namespace: str, **kw: Any) -> dict[str, Any]:
+        written = super().patch_status(res, name, patch, namespace, **kw)
+        if not self.written.is_set():
+            self.written.set()
+            assert self.answer.wait(5)
+        return written
+
+
+def test_an_eviction_offered_while_the_last_release_is_in_flight_is_released_after_it() -> None:
+    client = SlowAnswerClient(_evicted_holding(rv="7"))
+    completer = EvictionCompleter(client, concurrency=2)
+    try:
+        completer.offer(_evicted_holding(rv="7"))
+        assert client.written.wait(5)
+        # Meanwhile the controller admits the workload again and preempts it again; the watch
+        # event of that arrives before the first release's answer.
+        again = _evicted_holding(rv="20")
+        client.stored = copy.deepcopy(again)
+        completer.offer(again)
+        assert completer.in_flight() == 1
+        client.answer.set()
+        _wait(lambda: completer.completed == 2 and completer.in_flight() == 0)
+    finally:
+        completer.stop()
+    assert [p["metadata"]["resourceVersion"] for p in client.patches] == ["7", "20"]
+    assert not needs_release(client.stored) and completer.resynced == 0
+
+
+def test_a_version_offered_in_flight_that_needs_nothing_writes_nothing_more() -> None:
+    client = SlowAnswerClient(_evicted_holding(rv="7"))
+    completer = EvictionCompleter(client, concurrency=2)
+    try:
+        completer.offer(_evicted_holding(rv="7"))
+        assert client.written.wait(5)
+        completer.offer(copy.deepcopy(client.stored))  # the echo of the release itself
+        client.answer.set()
+        _wait(lambda: completer.in_flight() == 0)
+    finally:
+        completer.stop()
+    assert len(client.patches) == 1 and completer.completed == 1
+
+
+def test_the_resync_releases_what_no_event_offered_and_counts_it() -> None:
+    client = FakeClient(_evicted_holding(rv="7"))
+    completer = EvictionCompleter(client, concurrency=2)
+    try:
+        running = WorkloadBuilder("other", "ns").condition("QuotaReserved", True, "QuotaReserved").obj()
+        assert completer.resync([running, _evicted_holding(rv="7")]) == 1
+        _wait(lambda: completer.completed == 1 and completer.in_flight() == 0)
+        assert completer.resync([copy.deepcopy(client.stored), running]) == 0
+    finally:
+        completer.stop()
+    assert completer.resynced == 1 and len(client.patches) == 1
