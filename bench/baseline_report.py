@@ -314,7 +314,7 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
         f"{_fmt(finish_lag.get('max_ms'))} ms, errors {driver.get('errors', 0)}"
         + (
             f", evictions completed by the driver {driver['evictions_completed']}"
-            f" ({driver.get('evictions_resynced') or 0} of them found by the resync, not by a watch event)"
+            f" (releases started by the resync, not by a watch event: {driver.get('evictions_resynced') or 0})"
             if driver.get("evictions_completed") is not None
             else ""
         )

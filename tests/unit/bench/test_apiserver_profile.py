@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from bench.apiserver_profile import NOT_SERVED, ApiserverProfiler, Window, parse_windows, serves_profiles
+from bench.apiserver_profile import (
+    NOT_SERVED,
+    ApiserverProfiler,
+    Captured,
+    Window,
+    parse_windows,
+    serves_profiles,
+)
 from bench.baseline import build_parser, main
 from pykueue.kube.transport import HttpResponse
 
@@ -94,17 +101,21 @@ def test_windows_the_run_does_not_reach_are_skipped_and_failures_reported(tmp_pa
     assert skipped.path is None and skipped.error == "the run ended before this window"
     assert list(tmp_path.iterdir()) == []
 
-    unserved = ApiserverProfiler(PprofServer(profiling=False), tmp_path, "run", [Window(0, 1)])
-    unserved.start(time.monotonic())
-    time.sleep(0.2)
-    [missing] = unserved.finish()
+    [missing] = _one_window_against(PprofServer(profiling=False), tmp_path)
     assert missing.path is None and missing.error == NOT_SERVED
 
-    refused = ApiserverProfiler(PprofServer(fail=True), tmp_path, "run", [Window(0, 1)])
-    refused.start(time.monotonic())
-    time.sleep(0.2)
-    [failed] = refused.finish()
+    [failed] = _one_window_against(PprofServer(fail=True), tmp_path)
     assert failed.path is None and failed.error is not None and "connection refused" in failed.error
+
+
+def _one_window_against(server: PprofServer, out_dir: Path) -> list[Captured]:
+    """A run whose one window's request has been sent before the run ends."""
+    profiler = ApiserverProfiler(server, out_dir, "run", [Window(0, 1)])
+    profiler.start(time.monotonic())
+    deadline = time.monotonic() + 5
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return profiler.finish()
 
 
 def test_the_command_line_checks_the_windows_before_touching_a_cluster(capsys: pytest.CaptureFixture[str]) -> None:

@@ -137,12 +137,18 @@ class SlowAnswerClient(FakeClient):
         return written
 
 
+def _release_in_flight(client: SlowAnswerClient) -> EvictionCompleter:
+    """A completer whose release of the stored workload is written and not yet answered."""
+    completer = EvictionCompleter(client, concurrency=2)
+    completer.offer(copy.deepcopy(client.stored))
+    assert client.written.wait(5)
+    return completer
+
+
 def test_an_eviction_offered_while_the_last_release_is_in_flight_is_released_after_it() -> None:
     client = SlowAnswerClient(_evicted_holding(rv="7"))
-    completer = EvictionCompleter(client, concurrency=2)
+    completer = _release_in_flight(client)
     try:
-        completer.offer(_evicted_holding(rv="7"))
-        assert client.written.wait(5)
         # Meanwhile the controller admits the workload again and preempts it again; the watch
         # event of that arrives before the first release's answer.
         again = _evicted_holding(rv="20")
@@ -159,10 +165,8 @@ def test_an_eviction_offered_while_the_last_release_is_in_flight_is_released_aft
 
 def test_a_version_offered_in_flight_that_needs_nothing_writes_nothing_more() -> None:
     client = SlowAnswerClient(_evicted_holding(rv="7"))
-    completer = EvictionCompleter(client, concurrency=2)
+    completer = _release_in_flight(client)
     try:
-        completer.offer(_evicted_holding(rv="7"))
-        assert client.written.wait(5)
         completer.offer(copy.deepcopy(client.stored))  # the echo of the release itself
         client.answer.set()
         _wait(lambda: completer.in_flight() == 0)
