@@ -188,7 +188,11 @@ def test_deactivate_workload_when_every_flavor_failed(jobs: Jobs, kueue: KueueAp
         sorted([f"{f['a']}=AdmissionCheckRejected", f"{f['b']}=TimeoutForPodsReadyExceeded"])
     )
     assert set(_history(wl)) == {f["a"], f["b"]}
-    events = _event_messages(jobs, wl["metadata"]["name"], "EvictedDueToDeactivatedDueToFlavorsExhausted")
+    # Events are sent from a queue after the write they report: wait for it, then count.
+    events = wait_for(
+        lambda: _event_messages(jobs, wl["metadata"]["name"], "EvictedDueToDeactivatedDueToFlavorsExhausted"),
+        message="the deactivation's Event",
+    )
     assert len(events) == 1 and events[0].startswith(tried), events
     wait_for(lambda: jobs.get("doomed")["spec"]["suspend"] is True and not jobs.live_pods("doomed"),
              message="the Job is suspended without pods")
@@ -273,10 +277,15 @@ def test_after_a_controller_restart_mid_attempt_the_timeout_fires_at_the_recorde
     wl = jobs.workload("restarted")
     assert wl is not None
     assigned = datetime.fromisoformat(_history(wl)[f["spot"]])
-    events = jobs.core.list_namespaced_event(
-        namespace, field_selector=f"involvedObject.name={wl['metadata']['name']},involvedObject.kind=Workload"
-    ).items
-    (fallback,) = [e for e in events if e.reason == "FlavorFallback"]
+
+    def fallbacks() -> list[Any]:
+        events = jobs.core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={wl['metadata']['name']},involvedObject.kind=Workload"
+        ).items
+        return [e for e in events if e.reason == "FlavorFallback"]
+
+    # Sent from the Event queue after the fallback's write; its creation time is when it was sent.
+    (fallback,) = wait_for(fallbacks, message="the FlavorFallback Event")
     created = fallback.metadata.creation_timestamp
     assert created is not None
     elapsed = (created - assigned).total_seconds()

@@ -192,8 +192,8 @@ def test_provisioned_job_runs_on_the_new_nodes_after_eta_events(world_factory: A
         assert pod.metadata.annotations[CONSUME] == request_name
         # on a node made for this request (they are scaled down once the request is gone)
         assert pod.spec.node_name.startswith(node_prefix(request["metadata"]["uid"]) + "-"), pod.spec.node_name
-    created = [e.reason for e in world.events(wl["metadata"]["name"])]
-    assert "ProvisioningRequestCreated" in created
+    wait_for(lambda: "ProvisioningRequestCreated" in [e.reason for e in world.events(wl["metadata"]["name"])],
+             message="the ProvisioningRequestCreated Event")
 
     # Finished → its request is deleted (and the simulated nodes scale down).
     wait_for(lambda: request_name not in world.requests(), message="the finished workload's request is deleted")
@@ -489,5 +489,10 @@ def test_a_flavor_the_autoscaler_cannot_provision_falls_back_to_the_next(
     wl = world.workload("fallback") or {}
     flavors = {f for a in wl["status"]["admission"]["podSetAssignments"] for f in a["flavors"].values()}
     assert flavors == {on_demand}
-    transitions = [str(e.message) for e in world.events(wl["metadata"]["name"]) if e.reason == "AdmissionCheckUpdated"]
-    assert any("to Rejected" in m for m in transitions) and any("to Ready" in m for m in transitions), transitions
+
+    def rejected_then_ready() -> bool:
+        transitions = [str(e.message) for e in world.events(wl["metadata"]["name"])
+                       if e.reason == "AdmissionCheckUpdated"]
+        return any("to Rejected" in m for m in transitions) and any("to Ready" in m for m in transitions)
+
+    wait_for(rejected_then_ready, message="AdmissionCheckUpdated Events to Rejected and to Ready")
