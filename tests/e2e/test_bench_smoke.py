@@ -79,13 +79,21 @@ def test_scheduler_baseline_smoke(
     assert set(run["classes"]) == {"small", "medium", "large"}
     assert all(c["admitted"] == c["workloads"] == 30 for c in run["classes"].values())
     assert run["wall_s"] is not None and run["cq_utilisation_pct"] is not None
-    # Kueue's definition, from the run's 30 ClusterQueues' status events: every queue held quota
-    # at some point, so the integral is positive, and the recorder saw every queue go idle.
+    # Kueue's definition, from the run's 30 ClusterQueues' status events, and the recorder saw
+    # every queue go idle.
     (cq_class,) = run["cq_classes_kueue"].values()
     assert cq_class["cluster_queues"] == 30 and cq_class["nominal_quota_mcpu"] == 30 * 20_000
-    # At this scale the status writes catch little of the usage, and the percentage can round to
-    # 0.0: check the integral and that the printed figure is the one it gives.
-    assert cq_class["cpu_used_mcpu_s"] > 0 and cq_class["average_usage_mcpu"] > 0
+    assert run["cq_recording_complete"] is True
+    # Whether any status write caught usage is up to timing, not to the recorder: pykueue writes a
+    # ClusterQueue's status at most once a second from a shared budget, and these workloads hold
+    # quota for 0.2-1 s, so a run can show no usage at all (CI saw it on kind). What holds either
+    # way: an event that showed usage also showed the workload reserving, so the recording went on
+    # to a later event of that queue and the usage counts in the integral.
+    assert (cq_class["max_usage_mcpu"] > 0) == (cq_class["cpu_used_mcpu_s"] > 0)
+    assert cq_class["average_usage_mcpu"] == pytest.approx(
+        cq_class["cpu_used_mcpu_s"] / cq_class["window_s"], rel=0.01, abs=0.1
+    )
+    # At this scale the percentage can round to 0.0: check it is the one the integral gives.
     assert run["cq_utilisation_kueue_pct"] == pytest.approx(
         100 * cq_class["average_usage_mcpu"] / cq_class["nominal_quota_mcpu"], abs=0.1
     )
@@ -98,7 +106,6 @@ def test_scheduler_baseline_smoke(
     # workload of the finished one's class was waiting in its queue).
     rows = run["timeline"]["rows"]
     assert any(row["hold_s"] is not None for row in rows) and all("turnaround_s" in row for row in rows)
-    assert run["cq_recording_complete"] is True
     assert all(c["mean_time_to_admission_from_watch_s"] is not None for c in run["classes"].values())
     if not controller.installed:
         assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
