@@ -26,7 +26,7 @@ kueue-crds: ## fetch (or reuse cached) Kueue's published CRDs, the schema parity
 kueuectl: ## build (or reuse cached) Kueue's kubectl plugin, for the kueuectl compatibility e2e test
 	@hack/build-binaries.sh kueuectl >/dev/null
 
-kueue: ## build (or reuse cached) Kueue's manager and fetch its CRDs, for the baseline's kueue@ variant
+kueue: ## build (or reuse cached) Kueue's manager at both bench pins (hack/versions.env) and fetch their CRDs, for the baseline's kueue@ variant
 	@hack/build-binaries.sh kueue >/dev/null
 
 test-unit: $(STAMP) kueue-crds ## unit tests (no cluster)

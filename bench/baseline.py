@@ -56,7 +56,6 @@ from typing import Any
 
 from controller.runtime.informer import FuncHandler, Informer
 from hack.localcluster.components import APISERVER_PROFILING_ENV
-from pykueue.api.constants import VERSION
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import AlreadyExists
 from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
@@ -84,7 +83,7 @@ from .baseline_variants import (
     plan_runs,
 )
 from .controller_process import REPO_ROOT, ControllerProcess
-from .kueue_process import CrdSwap, KueueProcess, kueue_artifacts, require_mount_namespace
+from .kueue_process import CrdSwap, KueueProcess, kueue_artifacts, require_mount_namespace, stored_version
 from .procstats import ProcSample, control_plane_pids, sample
 
 log = logging.getLogger("bench.baseline")
@@ -237,7 +236,7 @@ def run_once(
         profile = options.profile_dir / f"controller-{variant.name}-{index}-{options.profile_mode}.txt"
     if variant.kueue_version is not None:
         _, crd_dir = kueue_artifacts(variant.kueue_version)
-        client = client.speaking(VERSION)  # Kueue v0.14's CRDs serve v1beta1 only
+        client = client.speaking(stored_version(crd_dir))
         crd_swap = CrdSwap(client, crd_dir)
         crd_swap.install()
         controller = KueueProcess(

@@ -85,7 +85,6 @@ from typing import Any, Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykueue.api.constants import VERSION
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import AlreadyExists, ApiError
 from pykueue.kube.resources import WORKLOADS
@@ -94,7 +93,14 @@ from .baseline import connect, create_queues, delete_run
 from .baseline_shape import Anchor, Names, Shape, WorkloadClass, workload
 from .baseline_variants import VARIANTS, Variant, kueue_variant, parse_source_tree
 from .controller_process import ControllerProcess, SyncMilestones
-from .kueue_process import CrdSwap, KueueProcess, MetricsReader, kueue_artifacts, require_mount_namespace
+from .kueue_process import (
+    CrdSwap,
+    KueueProcess,
+    MetricsReader,
+    kueue_artifacts,
+    require_mount_namespace,
+    stored_version,
+)
 from .procstats import ProcSample
 
 WORKLOAD_RESOURCE = str(WORKLOADS)
@@ -539,7 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if kueue is not None and kueue.kueue_version is not None:
             _, crd_dir = kueue_artifacts(kueue.kueue_version)
-            client = client.speaking(VERSION)  # Kueue v0.14's CRDs serve (and store) v1beta1 only
+            client = client.speaking(stored_version(crd_dir))
             crd_swap = CrdSwap(client, crd_dir)
             crd_swap.install()
             reader = MetricsReader(client, f"pykueue-bench-metrics-{names.run_id}")

@@ -37,7 +37,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pykueue.api.constants import VERSION
 from pykueue.kube.client import KubeClient
 from pykueue.kube.errors import AlreadyExists, NotFound
 from pykueue.kube.resources import NAMESPACES, WORKLOADS
@@ -45,7 +44,7 @@ from pykueue.kube.resources import NAMESPACES, WORKLOADS
 from .baseline import connect
 from .baseline_report import percentile
 from .baseline_shape import RUN_LABEL, Names, Shape, load_shape, namespace, workload
-from .kueue_process import CrdSwap, kueue_artifacts
+from .kueue_process import CrdSwap, kueue_artifacts, stored_version
 
 OURS = "pykueue"
 DELETE_WAIT_S = 120.0
@@ -165,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = one_round(client, shape, args.count, args.concurrency, OURS)
             rounds.append(result)
             print(format_round(result, args.count), flush=True)
-            speaking = client.speaking(VERSION)  # Kueue v0.14's CRDs serve v1beta1 only
+            speaking = client.speaking(stored_version(crd_dir))
             swap = CrdSwap(speaking, crd_dir)
             swap.install()
             try:

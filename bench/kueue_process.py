@@ -6,14 +6,17 @@ Workloads directly, with no webhook in the path; this does the same against our 
 * the binary is ``sigs.k8s.io/kueue/cmd/kueue`` at the pinned version, built from the Go module
   proxy once and cached like the control-plane binaries (``hack/build-binaries.sh kueue``,
   ``make kueue``), next to that version's published CRDs (:func:`kueue_artifacts`);
+* while Kueue's CRDs are in place the driver speaks the version they store
+  (:func:`stored_version`), so a release that stores v1beta2 (v0.15 and later) needs no
+  conversion webhook either;
 * its Configuration (:func:`configuration`) sets the same client rate as the pykueue variant it
   is compared with, leader election off, internal certificate management off, the batch/Job
   integration only, and its webhook server on a self-signed serving pair; no webhook
   configuration is registered, so the apiserver never calls it;
-* its on-demand visibility API server (beta, on by default in v0.14) is switched off with its
+* its on-demand visibility API server (beta, on by default in v0.14 and v0.19) is switched off with its
   feature gate: with internal certificates off it would need a serving pair at another fixed
   path (``/visibility``), and nothing in the benchmark asks it (no APIService is registered);
-* with internal certificates off, v0.14 insists on a metrics serving pair at the fixed path
+* with internal certificates off, v0.14 (and v0.19) insists on a metrics serving pair at the fixed path
   ``/etc/kueue/metrics/certs``. Rather than write under ``/etc``, the manager is started in a
   mount namespace of its own (``unshare --mount``) in which ``/etc`` is an overlay whose upper
   layer lives in the run's work directory; the pair is copied there and nothing outside the
@@ -65,10 +68,12 @@ from pykueue.kube.resources import (
 from .controller_process import REPO_ROOT, LocalProcess, SyncMilestones, _free_port
 
 READY_TIMEOUT_S = 120.0
-METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # fixed in Kueue v0.14's cmd/kueue/main.go
-# Kueue v0.14's Workload reconciler is registered under this name
-# (pkg/controller/core/workload_controller.go, SetupWithManager).
+METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # fixed in cmd/kueue/main.go (v0.14 and v0.19)
+# The name Kueue's Workload reconciler logs under: v0.14's log lines carry the controller's name
+# (pkg/controller/core/workload_controller.go, SetupWithManager); v0.19's carry no controller
+# key, only the reconciler's logger name.
 WORKLOAD_CONTROLLER = "workload_controller"
+WORKLOAD_RECONCILER_LOGGER = "workload-reconciler"
 
 
 def cache_root() -> Path:
@@ -81,7 +86,7 @@ def kueue_artifacts(version: str, *, build: bool = True) -> tuple[Path, Path]:
     binary = cache_root() / "bin" / f"kueue-{version}" / "kueue"
     crds = cache_root() / f"kueue-{version}" / "crds"
     if build and not (binary.is_file() and any(crds.glob("*.yaml"))):
-        env = dict(os.environ, KUEUE_BENCH_VERSION=version)
+        env = dict(os.environ, KUEUE_BUILD_VERSIONS=version)
         done = subprocess.run(
             [str(REPO_ROOT / "hack" / "build-binaries.sh"), "kueue"], env=env, capture_output=True, text=True
         )
@@ -92,6 +97,26 @@ def kueue_artifacts(version: str, *, build: bool = True) -> tuple[Path, Path]:
     if not any(crds.glob("*.yaml")):
         raise RuntimeError(f"Kueue {version}'s CRDs are not in the cache ({crds})")
     return binary, crds
+
+
+def stored_version(crd_dir: Path) -> str:
+    """The ``kueue.x-k8s.io`` version Kueue's CRDs in ``crd_dir`` store (its Workload definition's
+    ``storage: true`` version): v1beta1 up to v0.14, v1beta2 from v0.15.
+
+    The benchmark's client speaks that version on the wire while Kueue's CRDs are in place. They
+    carry no conversion settings (Kueue's kustomize overlays add its webhook, which these runs do
+    not serve), so a request in the other version would be stored with only its ``apiVersion``
+    changed; in the stored one, nothing is converted at all."""
+    path = crd_dir / "kueue.x-k8s.io_workloads.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise RuntimeError(f"cannot read Kueue's Workload CRD {path}: {err}") from None
+    versions = (doc.get("spec") or {}).get("versions") if isinstance(doc, dict) else None
+    stored = [v.get("name") for v in versions or [] if isinstance(v, dict) and v.get("storage")]
+    if len(stored) != 1 or not isinstance(stored[0], str):
+        raise RuntimeError(f"Kueue's Workload CRD {path} names no single storage version ({stored})")
+    return stored[0]
 
 
 def require_mount_namespace(unshare: str = "unshare") -> None:
@@ -254,7 +279,8 @@ def _log_time(stamp: Any) -> float | None:
 def sync_milestones(log_lines: list[str]) -> SyncMilestones:
     """When the Workload reconciler and every controller had synced, from controller-runtime's
     JSON log lines at ``info`` (``Starting EventSource`` before a controller's watches sync,
-    ``Starting workers`` after); lines that are not JSON are skipped."""
+    ``Starting workers`` after), a controller named by the line's ``controller`` key (v0.14) or,
+    without one, its ``logger`` (v0.19); lines that are not JSON are skipped."""
     watching: set[str] = set()
     synced: dict[str, float] = {}
     for line in log_lines:
@@ -262,9 +288,11 @@ def sync_milestones(log_lines: list[str]) -> SyncMilestones:
             entry = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(entry, dict) or not isinstance(entry.get("controller"), str):
+        if not isinstance(entry, dict):
             continue
-        name, message = entry["controller"], entry.get("msg")
+        name, message = entry.get("controller") or entry.get("logger"), entry.get("msg")
+        if not isinstance(name, str):
+            continue
         if message == "Starting EventSource":
             watching.add(name)
         elif message == "Starting workers":
@@ -272,7 +300,8 @@ def sync_milestones(log_lines: list[str]) -> SyncMilestones:
             if at is not None:
                 synced.setdefault(name, at)
     everything = max(synced.values()) if synced and watching <= synced.keys() else None
-    return SyncMilestones(synced.get(WORKLOAD_CONTROLLER), everything)
+    workloads = synced.get(WORKLOAD_CONTROLLER, synced.get(WORKLOAD_RECONCILER_LOGGER))
+    return SyncMilestones(workloads, everything)
 
 
 class KueueProcess(LocalProcess):

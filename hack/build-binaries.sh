@@ -181,9 +181,12 @@ for t in $targets; do
     # Kueue's kubectl plugin, not part of the cluster: `make kueuectl` builds both pins.
     kueuectl) go_install kubectl-kueue sigs.k8s.io/kueue/cmd/kueuectl "$KUEUECTL_VERSION"
               go_install kubectl-kueue sigs.k8s.io/kueue/cmd/kueuectl "$KUEUECTL_V1BETA1_VERSION" ;;
-    # Kueue's manager, run out of cluster as the baseline's `kueue@<version>` variant: `make kueue`.
-    kueue) go_install kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_BENCH_VERSION"
-           fetch_kueue_module_crds "$KUEUE_BENCH_VERSION" ;;
+    # Kueue's manager, run out of cluster as the baseline's `kueue@<version>` variant: `make kueue`
+    # builds both pins; KUEUE_BUILD_VERSIONS="vX.Y.Z ..." builds those instead (bench/kueue_process.py).
+    kueue) for v in ${KUEUE_BUILD_VERSIONS:-$KUEUE_BENCH_VERSION $KUEUE_BENCH_V1BETA2_VERSION}; do
+             go_install kueue sigs.k8s.io/kueue/cmd/kueue "$v"
+             fetch_kueue_module_crds "$v"
+           done ;;
     *) die "unknown target $t" ;;
   esac
 done

@@ -24,6 +24,7 @@ import pytest
 from bench import baseline, informer_sync
 from bench.baseline_shape import RUN_LABEL
 from hack.localcluster import LocalCluster
+from hack.localcluster.binaries import read_versions
 from pykueue.kube.client import KubeClient
 from pykueue.kube.resources import (
     CLUSTER_QUEUES,
@@ -132,11 +133,17 @@ def test_informer_sync_smoke(cluster: Any, capsys: pytest.CaptureFixture[str]) -
     assert result["list_sync_seconds"] >= 0
 
 
-KUEUE_VERSION = "v0.14.8"
+_PINS = read_versions()
+# The default of bench.crd_create_rate and the release before Kueue stored v1beta2.
+KUEUE_VERSION = _PINS["KUEUE_BENCH_VERSION"]
+# Both pins `make kueue` builds: the last to store v1beta1, and a current one (v1beta2 stored,
+# the driver speaking it: bench.kueue_process.stored_version).
+KUEUE_VERSIONS = [KUEUE_VERSION, _PINS["KUEUE_BENCH_V1BETA2_VERSION"]]
 
 
 @pytest.mark.timeout(1500)
-def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", KUEUE_VERSIONS)
+def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path, version: str) -> None:
     """``--variants kueue@<version>``: Kueue's own manager (built into the binaries cache by
     ``make kueue``, which ``make test-e2e`` runs first; built here on first use otherwise) runs
     the same tiny load on a local cluster of its own, where no pykueue controller or webhook
@@ -147,13 +154,13 @@ def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> 
     The run also profiles the apiserver over its first two seconds (``--apiserver-profile``): the
     cluster it brings up serves ``/debug/pprof`` for that, and the file is the apiserver's answer,
     a gzipped profile."""
-    name = f"{os.environ.get('PYKUEUE_CLUSTER_NAME') or 'pykueue-e2e'}-kueue"
+    name = f"{os.environ.get('PYKUEUE_CLUSTER_NAME') or 'pykueue-e2e'}-kueue{version.replace('.', '')}"
     env = {k: v for k, v in os.environ.items() if k != "PYKUEUE_KUBECONFIG"}
     env["PYKUEUE_CLUSTER_NAME"] = name
     profiles = tmp_path / "apiserver-profiles"
     done = subprocess.run(
         [sys.executable, "-m", "bench.baseline", "--scale", "0.003", "--timeout", "300",
-         "--variants", f"kueue@{KUEUE_VERSION}", "--json", str(tmp_path / "summary.json"),
+         "--variants", f"kueue@{version}", "--json", str(tmp_path / "summary.json"),
          "--apiserver-profile", str(profiles), "--apiserver-profile-windows", "0-2"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1400,
     )
@@ -170,17 +177,17 @@ def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path) -> 
         assert figure in done.stdout, figure
     summary = json.loads((tmp_path / "summary.json").read_text())
     (run,) = summary["runs"]
-    assert run["variant"] == f"kueue@{KUEUE_VERSION}"
-    assert run["controller_source"] == {"kueue": KUEUE_VERSION}
+    assert run["variant"] == f"kueue@{version}"
+    assert run["controller_source"] == {"kueue": version}
     assert run["completed"] and run["workloads"] == run["finished"] == 30 * 3
     assert all(c["admitted"] == c["workloads"] == 30 for c in run["classes"].values())
     assert all(c["mean_time_to_admission_from_watch_s"] is not None for c in run["classes"].values())
     assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
     assert run["driver"]["evictions_completed"] is not None and run["driver"]["errors"] == 0
     assert run["driver"]["evictions_resynced"] is not None
-    assert summary["medians"][f"kueue@{KUEUE_VERSION}"]["runs"] == 1
+    assert summary["medians"][f"kueue@{version}"]["runs"] == 1
     _assert_admission_writes_counted(run, done.stdout)
-    profile = profiles / f"apiserver-kueue-{KUEUE_VERSION}-0-0-2s.pprof"
+    profile = profiles / f"apiserver-kueue-{version}-0-0-2s.pprof"
     assert run["apiserver_profiles"] == {"0-2s": str(profile)}
     assert f"apiserver profile 0-2s: {profile}" in done.stdout
     assert profile.read_bytes()[:2] == b"\x1f\x8b"  # pprof's gzipped protobuf
@@ -234,16 +241,18 @@ def test_controller_cold_start_smoke(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(900)
-def test_kueue_cold_start_smoke(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", KUEUE_VERSIONS)
+def test_kueue_cold_start_smoke(tmp_path: Path, version: str) -> None:
     """``--controller kueue@<version>``: Kueue's manager started against 200 pending workloads
     created after its CRDs replaced the cluster's. It completes, its queue manager reports
     exactly the workloads created, its informers' syncs are read from its log, and the run leaves
     nothing behind: its objects, the metrics reader's account and Kueue's CRDs (the cluster's own
     definitions, storing v1beta2, are back). Figures printed, never judged."""
-    with _cold_start(tmp_path, "kcold", "--controller", f"kueue@{KUEUE_VERSION}") as (result, stdout, client):
-        for figure in ("launch -> /readyz answers", f"kueue@{KUEUE_VERSION} at QPS 50 / burst 100"):
+    suffix = f"kcold{version.replace('.', '')}"
+    with _cold_start(tmp_path, suffix, "--controller", f"kueue@{version}") as (result, stdout, client):
+        for figure in ("launch -> /readyz answers", f"kueue@{version} at QPS 50 / burst 100"):
             assert figure in stdout, figure
-        assert result["controller"] == f"kueue@{KUEUE_VERSION}" and (result["qps"], result["burst"]) == (50, 100)
+        assert result["controller"] == f"kueue@{version}" and (result["qps"], result["burst"]) == (50, 100)
         for milestone in ("seconds_to_metrics", "seconds_to_readyz", "seconds_to_workloads_synced",
                           "seconds_to_ready", "seconds_to_all_pending"):
             assert result[milestone] is not None, milestone

@@ -79,7 +79,7 @@ class Builder:
     calls: Path
     gomods: Path
 
-    def run(self) -> subprocess.CompletedProcess[str]:
+    def run(self, *targets: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
         env = {
             "PATH": f"{self.tmp / 'fake-bin'}:/usr/bin:/bin",
             "HOME": str(self.tmp),
@@ -87,9 +87,10 @@ class Builder:
             "GOPROXY": "https://proxy.example",
             "CALLS": str(self.calls),
             "GOMODS": str(self.gomods),
+            **extra_env,
         }
         return subprocess.run(
-            ["bash", str(self.script)], env=env, capture_output=True, text=True, timeout=120, check=False
+            ["bash", str(self.script), *targets], env=env, capture_output=True, text=True, timeout=120, check=False
         )
 
     def go_calls(self, verb: str) -> list[str]:
@@ -207,3 +208,24 @@ def test_kueue_crds_are_copied_from_the_pinned_module_into_the_cache_once(builde
     builder.calls.unlink()
     assert builder.run().returncode == 0
     assert builder.go_calls("mod") == [], "a fetched pin is not fetched again"
+
+
+def test_kueues_manager_is_built_at_both_bench_pins_or_at_the_versions_asked(builder: Builder) -> None:
+    """`make kueue`: the baseline's kueue@ variant at the release that stores v1beta1 and at a
+    current one, each with its module's CRDs; KUEUE_BUILD_VERSIONS (what bench/kueue_process.py
+    sets for a version asked that is not built yet) builds that one instead, over the pins."""
+    pins = [PINS["KUEUE_BENCH_VERSION"], PINS["KUEUE_BENCH_V1BETA2_VERSION"]]
+    result = builder.run("kueue")
+    assert result.returncode == 0, result.stderr
+    installs = [c.split(" | ")[0] for c in builder.go_calls("install")]
+    assert installs == [f"go install -ldflags -s -w sigs.k8s.io/kueue/cmd/kueue@{v}" for v in pins]
+    for version in pins:
+        assert (builder.cache / "bin" / f"kueue-{version}" / "kueue").is_file()
+        assert (builder.cache / f"kueue-{version}" / "crds" / "kueue.x-k8s.io_workloads.yaml").is_file()
+    builder.calls.unlink()
+    asked = builder.run("kueue", KUEUE_BUILD_VERSIONS="v0.16.0")
+    assert asked.returncode == 0, asked.stderr
+    assert [c.split(" | ")[0] for c in builder.go_calls("install")] == [
+        "go install -ldflags -s -w sigs.k8s.io/kueue/cmd/kueue@v0.16.0"
+    ], "the pins are cached; only the version asked is built"
+    assert (builder.cache / "kueue-v0.16.0" / "crds" / ".stamp").read_text().strip() == "v0.16.0"

@@ -16,17 +16,20 @@ from cryptography import x509
 from bench.kueue_process import (
     METRICS_CERT_DIR,
     WORKLOAD_CONTROLLER,
+    WORKLOAD_RECONCILER_LOGGER,
     CrdSwap,
     KueueProcess,
     MetricsReader,
     configuration,
     kueue_requests_by_method,
     require_mount_namespace,
+    stored_version,
     sync_milestones,
     write_serving_pair,
 )
 from pykueue.kube.errors import AlreadyExists
 from pykueue.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, SERVICE_ACCOUNTS
+from tests.kueue_oracle import kueue_crd_dir
 
 
 def test_configuration_has_the_variants_client_rate_and_nothing_in_cluster() -> None:
@@ -173,6 +176,26 @@ def test_sync_times_come_from_controller_runtimes_starting_workers_lines() -> No
     assert sync_milestones([]).workloads_synced is None
 
 
+def _logger_line(logger: str, message: str, ts: str) -> str:
+    return json.dumps({"level": "info", "ts": ts, "logger": logger, "msg": message, "replica-role": "standalone"})
+
+
+def test_v0_19_lines_name_the_reconciler_by_its_logger() -> None:
+    # Kueue v0.19.2's manager logs "Starting workers" with the reconciler's logger name and no
+    # controller key (seen in its log on a local cluster, 2026-11-27).
+    lines = [
+        _logger_line(WORKLOAD_RECONCILER_LOGGER, "Starting EventSource", "2026-11-27T15:50:20.082013984Z"),
+        _logger_line("clusterqueue-reconciler", "Starting EventSource", "2026-11-27T15:50:20.09Z"),
+        _logger_line(WORKLOAD_RECONCILER_LOGGER, "Starting workers", "2026-11-27T15:50:21.5Z"),
+        _logger_line("clusterqueue-reconciler", "Starting workers", "2026-11-27T15:50:21.75Z"),
+        json.dumps({"level": "info", "ts": "2026-11-27T15:50:22Z", "logger": "setup", "msg": "Starting manager"}),
+    ]
+    base = dt.datetime(2026, 11, 27, 15, 50, 20, tzinfo=dt.UTC).timestamp()
+    milestones = sync_milestones(lines)
+    assert milestones.workloads_synced == pytest.approx(base + 1.5)
+    assert milestones.all_synced == pytest.approx(base + 1.75)
+
+
 def test_kueues_requests_are_summed_by_method_over_codes_and_hosts() -> None:
     page = """# TYPE rest_client_requests_total counter
 rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 30
@@ -268,3 +291,28 @@ def test_kueues_metrics_are_read_over_tls_with_the_token_and_the_runs_own_certif
         server.shutdown()
         server.server_close()
     assert seen == ["Bearer s3cret", "Bearer wrong"]
+
+
+def _workload_crd(directory: Path, storage: dict[str, bool]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    versions = [{"name": name, "served": True, "storage": stored} for name, stored in storage.items()]
+    (directory / "kueue.x-k8s.io_workloads.yaml").write_text(
+        yaml.safe_dump(_crd("workloads.kueue.x-k8s.io", {"versions": versions}))
+    )
+    return directory
+
+
+def test_the_driver_speaks_the_version_kueues_crds_store(tmp_path: Path) -> None:
+    # v0.14 serves and stores v1beta1 alone; from v0.15 both are served and v1beta2 stored.
+    assert stored_version(_workload_crd(tmp_path / "v0.14", {"v1beta1": True})) == "v1beta1"
+    assert stored_version(_workload_crd(tmp_path / "v0.19", {"v1beta1": False, "v1beta2": True})) == "v1beta2"
+    # Kueue's published CRDs of the release the parity test pins (fetched by `make kueue-crds`).
+    assert stored_version(kueue_crd_dir()) == "v1beta2"
+
+
+def test_crds_without_one_storage_version_are_refused_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match=r"cannot read Kueue's Workload CRD .*workloads.yaml"):
+        stored_version(tmp_path)
+    both = _workload_crd(tmp_path / "both", {"v1beta1": True, "v1beta2": True})
+    with pytest.raises(RuntimeError, match=r"names no single storage version \(\['v1beta1', 'v1beta2'\]\)"):
+        stored_version(both)
