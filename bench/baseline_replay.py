@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import heapq
-import inspect
 import json
 import math
 import os
@@ -89,7 +88,6 @@ EPOCH_S = 1_800_000_000.0
 CONTROLLER_HEADS = 8  # the Engine's default, which the controller uses
 MAX_WRITES_IN_FLIGHT = 32  # controller.core.scheduler: 2 x 16 write threads
 REQUEUE_BATCH_MS = 0  # controller.core.setup.REQUEUE_BATCH_SECONDS
-ARRIVAL_SETTLE_MS = (100, 1000)  # controller.core.setup.ARRIVAL_SETTLE_SECONDS (quiet, max)
 
 # How the creates due at one instant are ordered (the driver sends them in the timeline's
 # order: queue, then class, small first; Kueue's generator runs one goroutine per queue and class,
@@ -189,7 +187,6 @@ class Replay:
         max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS, latency_ms: int = 200,
         watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0, seed: int = 1, trace: int = 0,
         idle_backoff_ms: int = 0, engine: type = Engine, same_instant_order: str = TIMELINE_ORDER,
-        arrival_settle_ms: tuple[int, int] = ARRIVAL_SETTLE_MS,
     ) -> None:
         if same_instant_order not in SAME_INSTANT_ORDERS:
             raise ValueError(f"same_instant_order must be one of {', '.join(SAME_INSTANT_ORDERS)}, got {same_instant_order!r}")
@@ -213,12 +210,8 @@ class Replay:
         self.trace_limit = trace
         self.names = Names("replay")
         self.now_ms = 0
-        settle: dict[str, Any] = {}
-        if "arrival_settle_seconds" in inspect.signature(engine).parameters:  # not in an older --engine-src
-            settle["arrival_settle_seconds"] = (arrival_settle_ms[0] / 1000.0, arrival_settle_ms[1] / 1000.0)
         self.engine = engine(
-            heads_per_cluster_queue=heads, requeue_batch_seconds=requeue_batch_ms / 1000.0,
-            clock=lambda: EPOCH_S + self.now_ms / 1000.0, **settle,
+            heads_per_cluster_queue=heads, requeue_batch_seconds=requeue_batch_ms / 1000.0, clock=lambda: EPOCH_S + self.now_ms / 1000.0
         )
         self.engine.upsert_resource_flavor(resource_flavor(self.names))
         for index in range(shape.cluster_queues):
@@ -449,14 +442,13 @@ def replay(
     qps: float = 50.0, max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS,
     latency_ms: int = 200, watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0,
     seed: int = 1, trace: int = 0, idle_backoff_ms: int = 0, engine: type = Engine,
-    same_instant_order: str = TIMELINE_ORDER, arrival_settle_ms: tuple[int, int] = ARRIVAL_SETTLE_MS,
+    same_instant_order: str = TIMELINE_ORDER,
 ) -> ReplayResult:
     """Replay ``shape`` scaled by ``scale``; see the module docstring for the model."""
     result = Replay(shape.scaled(scale), heads=heads, cycle_ms=cycle_ms, release_ms=release_ms, qps=qps,
                     max_in_flight=max_in_flight, requeue_batch_ms=requeue_batch_ms, latency_ms=latency_ms, watch_ms=watch_ms,
                     create_spacing_ms=create_spacing_ms, create_jitter_ms=create_jitter_ms, seed=seed, trace=trace,
-                    idle_backoff_ms=idle_backoff_ms, engine=engine, same_instant_order=same_instant_order,
-                    arrival_settle_ms=arrival_settle_ms).run()
+                    idle_backoff_ms=idle_backoff_ms, engine=engine, same_instant_order=same_instant_order).run()
     result.scale = scale
     return result
 
@@ -504,17 +496,6 @@ def _side_by_side(rows: list[tuple[str, dict[str, Any]]]) -> None:
               f"{tta.get('large', 0):.1f} / {tta.get('medium', 0):.1f} / {tta.get('small', 0):.1f}  {row['by_reason']}")
 
 
-def _settle_ms(text: str) -> tuple[int, int]:
-    quiet, sep, most = text.partition(",")
-    try:
-        settle = (int(quiet), int(most if sep else quiet))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected QUIET,MAX in milliseconds, got {text!r}") from None
-    if settle[0] < 0 or settle[1] < settle[0]:
-        raise argparse.ArgumentTypeError(f"need 0 <= QUIET <= MAX, got {text!r}")
-    return settle
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default="baseline", help="config of bench/baseline.yaml")
@@ -541,9 +522,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--same-instant-order", choices=SAME_INSTANT_ORDERS, default=TIMELINE_ORDER,
                         help="order of the creates due at one instant: the driver's (queue, then class, small "
                         "first), highest priority first, or shuffled")
-    parser.add_argument("--arrival-settle-ms", type=_settle_ms, default=ARRIVAL_SETTLE_MS, metavar="QUIET,MAX",
-                        help="hold a cohort tree's new arrivals until it had none for QUIET ms, at most MAX ms "
-                             "(controller.engine.settling; 0,0: off; default %(default)s, the controller's)")
     parser.add_argument("--idle-backoff-ms", type=int, default=0,
                         help="after an unproductive cycle wait 1 ms, doubling up to this, before the next one "
                         "whatever arrives (Kueue's loop: 100); 0: the next event wakes the loop (the controller)")
@@ -576,8 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     release_ms=args.release_ms, qps=args.qps, max_in_flight=args.max_in_flight,
                     requeue_batch_ms=args.requeue_batch_ms, latency_ms=args.latency_ms, watch_ms=args.watch_ms,
                     create_spacing_ms=args.create_spacing_ms, create_jitter_ms=args.create_jitter_ms, seed=args.seed,
-                    trace=args.trace, idle_backoff_ms=args.idle_backoff_ms, same_instant_order=args.same_instant_order,
-                    arrival_settle_ms=args.arrival_settle_ms)
+                    trace=args.trace, idle_backoff_ms=args.idle_backoff_ms, same_instant_order=args.same_instant_order)
     _print(result)
     summary = result.summary()
     if args.timeline > 0:

@@ -40,12 +40,6 @@ log = logging.getLogger(__name__)
 # in the baseline replay a 0.2 s batch lengthened the run by ~10 s and raised every class's time
 # to admission, with more scheduling cycles, not fewer (docs/performance.md, "The requeue batch").
 REQUEUE_BATCH_SECONDS = 0.0
-# New workloads of a cohort tree are queued together once the tree has had no new arrival for
-# 0.1 s, or 1 s after the first (controller.engine.settling): a burst of creates is then ordered
-# by priority, instead of its first few being admitted by borrowing and reclaimed by the
-# higher-priority ones that arrive a few milliseconds later (docs/design/engine.md, "Arrival
-# settling"; docs/performance.md has the measurements).
-ARRIVAL_SETTLE_SECONDS = (0.1, 1.0)
 
 
 def pods_ready_policy(config: Configuration) -> PodsReadyPolicy | None:
@@ -183,7 +177,6 @@ def setup(ctrl: Controller) -> None:
         Engine,
         requeuing_timestamp=requeuing_timestamp(ctrl.config),
         requeue_batch_seconds=REQUEUE_BATCH_SECONDS,
-        arrival_settle_seconds=ARRIVAL_SETTLE_SECONDS,
         # fairSharing.enable: order heads and choose victims by dominant resource share.
         fair_sharing=fair_sharing_strategies(ctrl.config),
         # admissionFairSharing: order the LocalQueues of UsageBasedAdmissionFairSharing

@@ -41,7 +41,6 @@ from .queues import PendingQueue
 from .quota_cache import QuotaCache
 from .records import ClusterQueueSpec, FlavorResource, ObjectKey, WorkloadInfo
 from .results import CycleResult, Eviction
-from .settling import ArrivalSettling
 from .visibility import PendingWorkload, QueueSnapshot
 
 
@@ -72,7 +71,6 @@ class Engine:
         settle_gc: bool = True,
         fair_sharing: tuple[str, ...] | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
-        arrival_settle_seconds: tuple[float, float] = (0.0, 0.0),
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``requeuing_timestamp``: ``waitForPodsReady.requeuingStrategy.timestamp`` — where a
@@ -91,12 +89,7 @@ class Engine:
         absent, off). With it, ClusterQueues whose admissionMode is
         ``UsageBasedAdmissionFairSharing`` order their workloads by LocalQueue usage first
         (``controller.engine.afs``). ``clock``: epoch seconds, for the LocalQueues' decay clocks
-        outside ``schedule(now)``.
-
-        ``arrival_settle_seconds``: (quiet, max) — a workload first seen pending is queued together
-        with its cohort tree's other new arrivals once the tree has had none for ``quiet`` seconds,
-        or ``max`` seconds after the first (``controller.engine.settling``); (0, 0), the default,
-        queues every arrival at once, as one Kueue cycle sees it."""
+        outside ``schedule(now)``."""
         if heads_per_cluster_queue < 1:
             raise ValueError("heads_per_cluster_queue must be at least 1")
         if requeuing_timestamp not in (c.REQUEUE_BY_EVICTION, c.REQUEUE_BY_CREATION):
@@ -110,9 +103,7 @@ class Engine:
 
         self.workloads: dict[ObjectKey, WorkloadInfo] = {}  # every tracked workload, both parts read it
         self.cache = QuotaCache(self.workloads)
-        self.queue_manager = QueueManager(
-            self.cache, self.workloads, requeue_batch_seconds, ArrivalSettling(*arrival_settle_seconds)
-        )
+        self.queue_manager = QueueManager(self.cache, self.workloads, requeue_batch_seconds)
         self.cache.listener = self.queue_manager
         if fair_sharing is not None:
             # Kueue's parseStrategies: no list means both, S2-a then S2-b.
@@ -132,7 +123,6 @@ class Engine:
             self.cache.preemptor.afs_usage = self.afs.usage
         self.priority_classes: dict[tuple[str, str], int] = {}  # (source, name) -> value
         self._arrivals = Arrivals()
-        self._loading = False  # inside initial_load()
         self._unadmitted_version: dict[ObjectKey, WorkloadInfo] = {}  # newest event while assumed
 
     def weighted_shares(self) -> tuple[dict[str, tuple[int, str]], dict[str, int]]:
@@ -328,11 +318,7 @@ class Engine:
             self._hold_quota(info, old)
         else:
             self.cache.release(key, old)
-            # Only an arrival observed live waits to settle: a cache handed over at start-up is
-            # one burst already, ordered by the first cycle.
-            self.queue_manager.route(
-                info, fresh=_may_change_outcome(old, info), arriving=old is None and not self._loading
-            )
+            self.queue_manager.route(info, fresh=_may_change_outcome(old, info))
 
     def delete_workload(self, namespace: str, name: str) -> None:
         key = namespaced_key(namespace, name)
@@ -348,12 +334,8 @@ class Engine:
         among themselves; every workload observed later is numbered in arrival order (after
         them, which is also true). See ``controller.engine.arrivals``.
         """
-        self._loading = True
-        try:
-            with self._arrivals.unknown():
-                yield
-        finally:
-            self._loading = False
+        with self._arrivals.unknown():
+            yield
 
     def confirm(self, key: ObjectKey) -> None:
         """The admission write for ``key`` succeeded (its echo will arrive through the informer)."""
@@ -399,7 +381,6 @@ class Engine:
         queue_manager = self.queue_manager
         self.cache.ensure_forest()
         queue_manager.release_backoff(now)
-        queue_manager.release_arrivals(now)
         queue_manager.flush_requeues(now)
         result.evictions = self.cache.take_evictions()
         if self.afs is not None:
@@ -410,15 +391,11 @@ class Engine:
         return result
 
     def next_timer(self) -> float | None:
-        """When the engine's own timers next fire (a backoff ends, a batched requeue is due, or a
-        cohort tree's new arrivals settle),
+        """When the engine's own timers next fire (a backoff ends or a batched requeue is due),
         as seconds since the epoch; None when nothing is waiting on time. A requeue marked but
         not yet seen by a cycle is due at the next ``schedule()`` call plus the batch period; that
         call starts its clock, so a loop that sleeps until this time never misses it."""
         due = self.queue_manager.next_timer()
-        arrivals = self.queue_manager.arrivals_due(self._clock())
-        if arrivals is not None:
-            due = arrivals if due is None else min(due, arrivals)
         sample = self.afs.next_due() if self.afs is not None else None
         if sample is None:
             return due

@@ -8,10 +8,9 @@ the per-cohort-tree requeue batching (Kueue's ``QueueInadmissibleWorkloads`` aft
 period) and the ``QuotaReserved=False`` reasons of pending workloads: the last one each shows,
 and those to emit with the next cycle.
 
-A pending workload is in exactly one place: queued in its ClusterQueue (maybe parked), arriving
-(held with the other new arrivals of its cohort tree until the tree settles, ``settling.py``),
-waiting for its LocalQueue/ClusterQueue or a namespace match, backing off, or held until the
-object changes. A workload that holds quota is in none: it belongs to the quota cache, which this part
+A pending workload is in exactly one place: queued in its ClusterQueue (maybe parked), waiting
+for its LocalQueue/ClusterQueue or a namespace match, backing off, or held until the object
+changes. A workload that holds quota is in none: it belongs to the quota cache, which this part
 reads (specs, activity, cohort trees, holders) but never changes.
 """
 
@@ -31,7 +30,6 @@ from .queues import PendingQueue
 from .quota_cache import QuotaCache
 from .records import LocalQueueInfo, ObjectKey, WorkloadInfo
 from .results import CycleResult, PendingReason
-from .settling import ArrivalSettling
 from .visibility import PendingWorkload, QueueSnapshot, pending_workloads, snapshot
 
 # Where a pending workload is.
@@ -39,25 +37,18 @@ _QUEUED = "queued"  # in its ClusterQueue's pending queue (schedulable, maybe pa
 _WAITING = "waiting"  # its LocalQueue/ClusterQueue is missing or stopped, or its namespace does not match
 _BACKOFF = "backoff"  # requeueState.requeueAt is in the future
 _HELD = "held"  # not schedulable until the object changes (Requeued=False, check Retry, invalid...)
-_ARRIVING = "arriving"  # new, waiting for its cohort tree's other arrivals (settling.py)
 
 
 class QueueManager:
     """Pending queues per ClusterQueue, LocalQueue membership, backoff, batched requeues."""
 
     def __init__(
-        self,
-        cache: QuotaCache,
-        workloads: Mapping[ObjectKey, WorkloadInfo],
-        requeue_batch_seconds: float,
-        settling: ArrivalSettling | None = None,
+        self, cache: QuotaCache, workloads: Mapping[ObjectKey, WorkloadInfo], requeue_batch_seconds: float
     ) -> None:
-        """``workloads``: every tracked workload record by key (the engine's), read only.
-        ``settling``: hold new arrivals per cohort tree (``settling.py``); None queues them at once."""
+        """``workloads``: every tracked workload record by key (the engine's), read only."""
         self._cache = cache
         self._workloads = workloads
         self.requeue_batch_seconds = requeue_batch_seconds
-        self.settling = settling if settling is not None and settling.enabled else None
 
         self.queues: dict[str, PendingQueue] = {}
         self.local_queues: dict[ObjectKey, LocalQueueInfo] = {}
@@ -147,8 +138,6 @@ class QueueManager:
             queue = self.queues.get(place)
             if queue is not None:
                 queue.remove(key)
-        elif kind == _ARRIVING and self.settling is not None:
-            self.settling.drop(key)
         # _WAITING/_HELD need nothing; _BACKOFF records are dropped lazily.
 
     def unindex(self, info: WorkloadInfo) -> None:
@@ -165,9 +154,8 @@ class QueueManager:
         self.last_reason.pop(key, None)
         self._reasons_to_emit.pop(key, None)
 
-    def route(self, info: WorkloadInfo, fresh: bool = False, arriving: bool = False) -> None:
-        """Decide where a pending workload belongs and put it there (``fresh``: see ``requeue``;
-        ``arriving``: first seen, so it may be held with its cohort tree's other new arrivals)."""
+    def route(self, info: WorkloadInfo, fresh: bool = False) -> None:
+        """Decide where a pending workload belongs and put it there (``fresh``: see ``requeue``)."""
         key = info.key
         self.unplace(key)
         self._pending_by_lq.setdefault(info.local_queue_key, set()).add(key)
@@ -186,14 +174,6 @@ class QueueManager:
             heapq.heappush(self._backoff, (info.requeue_at, self._backoff_seq, key))
             self._location[key] = (_BACKOFF, str(self._backoff_seq))
             return
-        if arriving and self.settling is not None:
-            lq = self.local_queues.get(info.local_queue_key)
-            if lq is not None and lq.cluster_queue in self.queues:
-                # Anything else (a missing queue, a selector mismatch) is decided when it settles.
-                tree = self._cache.forest.root_of.get(lq.cluster_queue, lq.cluster_queue)
-                self.settling.hold(key, tree)
-                self._location[key] = (_ARRIVING, lq.cluster_queue)
-                return
         self._place(info, fresh)
 
     def _place(self, info: WorkloadInfo, fresh: bool = False) -> None:
@@ -255,21 +235,6 @@ class QueueManager:
         disappeared or changed its namespaceSelector)."""
         for lq_key in list(self._lqs_by_cq.get(name, ())):
             self._reroute_local_queue(lq_key)
-
-    def release_arrivals(self, now: float) -> None:
-        """Queue the held arrivals of every cohort tree that has settled (``settling.py``)."""
-        if self.settling is None:
-            return
-        for key in self.settling.release(now):
-            where = self._location.get(key)
-            info = self._workloads.get(key)
-            if where is not None and where[0] == _ARRIVING and info is not None:
-                del self._location[key]
-                self._place(info, fresh=True)
-
-    def arrivals_due(self, now: float) -> float | None:
-        """When held arrivals are next released (``now`` if one still needs its cycle stamp)."""
-        return self.settling.next_due(now) if self.settling is not None else None
 
     def release_backoff(self, now: float) -> None:
         """Queue the workloads whose ``requeueAt`` has passed."""
@@ -387,14 +352,8 @@ class QueueManager:
 
     def _backing_off(self, cluster_queue: str) -> list[WorkloadInfo]:
         """Workloads of ``cluster_queue``'s LocalQueues waiting for their ``requeueAt`` (the backoff
-        heap is small: only workloads evicted by a timeout or a rejected check are there), and its
-        new arrivals still held to settle (as few as arrive in a second)."""
+        heap is small: only workloads evicted by a timeout or a rejected check are there)."""
         result = []
-        if self.settling is not None:
-            for key in self.settling.held():
-                info = self._workloads.get(key)
-                if info is not None and self._location.get(key) == (_ARRIVING, cluster_queue):
-                    result.append(info)
         for _, seq, key in self._backoff:
             info = self._workloads.get(key)
             if info is None or self._location.get(key) != (_BACKOFF, str(seq)):

@@ -43,7 +43,7 @@ class QueueSnapshot:
 
     cluster_queue: str
     entries: list[tuple[int, int, WorkloadInfo]]  # the queue's (entry id, shape, info) tuples
-    backing_off: list[WorkloadInfo]  # waiting for requeueState.requeueAt or to settle (settling.py), not queued yet
+    backing_off: list[WorkloadInfo]  # waiting for requeueState.requeueAt, not in the queue yet
     parked_shapes: frozenset[int]
     strict_fifo: bool
     reasons: dict[ObjectKey, tuple[str, str]]

@@ -64,10 +64,9 @@ def test_a_tiny_baseline_replay_completes_with_consistent_counts() -> None:
 def test_preemptions_are_counted_by_class_and_reason(qps: float) -> None:
     # With a 200 ms requeue batch the only preemptions are each large workload's in its own queue
     # (with none, a small one below its nominal quota also reclaims once from the other queue).
-    # Arrival settling off: each arrival is decided alone, so every large one preempts.
     result = replay(
         parse_shape(CROWDED, "crowded"), heads=8, cycle_ms=10, qps=qps, create_spacing_ms=0, trace=100,
-        requeue_batch_ms=200, arrival_settle_ms=(0, 0),
+        requeue_batch_ms=200,
     )
     _consistent(result)
     assert result.evictions > 0
@@ -110,18 +109,3 @@ def test_the_order_of_creates_due_at_one_instant_is_a_replay_setting() -> None:
         result = replay(load_shape(), scale=0.02, cycle_ms=5, same_instant_order=order)
         _consistent(result)
         assert result == replay(load_shape(), scale=0.02, cycle_ms=5, same_instant_order=order)
-
-
-def test_arrival_settling_removes_the_first_seconds_reclaims() -> None:
-    """The creates due at one instant reach the engine milliseconds apart; decided one by one, the
-    first small and medium ones borrow the quota the large ones arriving next reclaim. Held per
-    cohort tree until it is quiet (the controller's setting, the replay's default), the burst is
-    ordered by priority first (controller.engine.settling)."""
-    apart = replay(load_shape(), scale=0.02, arrival_settle_ms=(0, 0))
-    settled = replay(load_shape(), scale=0.02)
-    _consistent(apart)
-    _consistent(settled)
-    assert apart.evictions >= 20
-    assert settled.evictions <= 5
-    assert settled.mean_time_to_admission_s["large"] < apart.mean_time_to_admission_s["large"]
-    assert settled.wall_s <= apart.wall_s + 1.0  # each arrival waits at most the 1 s window
