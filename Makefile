@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help env test test-unit test-e2e test-image images kind-node-image kind-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl kueue cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
+.PHONY: help env test test-unit test-e2e test-image images kind-node-image kind-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl kueue kind-binaries cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -29,11 +29,14 @@ kueuectl: ## build (or reuse cached) Kueue's kubectl plugin, for the kueuectl co
 kueue: ## build (or reuse cached) Kueue's manager at both bench pins (hack/versions.env) and fetch their CRDs, for the baseline's kueue@ variant
 	@hack/build-binaries.sh kueue >/dev/null
 
+kind-binaries: ## build (or reuse cached) kind and the kind node's kubelet, kubeadm and kube-proxy (what `make kind-node-image` needs besides Docker)
+	@hack/build-binaries.sh kind kubernetes-node >/dev/null
+
 test-unit: $(STAMP) kueue-crds ## unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q
 
 test-e2e: $(STAMP) binaries kueue ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set (kueue: the baseline smoke's Kueue variant)
-	$(PY) -m pytest tests/e2e -q -x
+	$(PY) -m pytest tests/e2e -q -x --durations=25
 
 images: ## build the base images (Debian, Python) and the pykueue image without a registry (needs Docker; starts it)
 	@hack/ensure-docker.sh start >/dev/null

@@ -11,6 +11,7 @@ repository; and nothing is rebuilt until a pin changes, and then only what that 
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -79,8 +80,8 @@ class Builder:
     calls: Path
     gomods: Path
 
-    def run(self, *targets: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
-        env = {
+    def env(self, **extra_env: str) -> dict[str, str]:
+        return {
             "PATH": f"{self.tmp / 'fake-bin'}:/usr/bin:/bin",
             "HOME": str(self.tmp),
             "PYKUEUE_CACHE": str(self.cache),
@@ -89,8 +90,24 @@ class Builder:
             "GOMODS": str(self.gomods),
             **extra_env,
         }
+
+    def run(self, *targets: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["bash", str(self.script), *targets], env=env, capture_output=True, text=True, timeout=120, check=False
+            ["bash", str(self.script), *targets],
+            env=self.env(**extra_env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def start(self, *targets: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            ["bash", str(self.script), *targets],
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def go_calls(self, verb: str) -> list[str]:
@@ -229,3 +246,31 @@ def test_kueues_manager_is_built_at_both_bench_pins_or_at_the_versions_asked(bui
         "go install -ldflags -s -w sigs.k8s.io/kueue/cmd/kueue@v0.16.0"
     ], "the pins are cached; only the version asked is built"
     assert (builder.cache / "kueue-v0.16.0" / "crds" / ".stamp").read_text().strip() == "v0.16.0"
+
+
+def test_a_finished_target_passes_a_held_lock_and_an_unfinished_one_waits_for_it(builder: Builder) -> None:
+    """`.ci/run` builds every pin in the background while lint and the unit tests run; the test
+    targets then call the script for what they need. A target already built must not queue behind
+    the background build (the unit tests' `kueue-crds` would otherwise wait for all of it), and a
+    target still to build must wait for the lock rather than race the build into the same cache."""
+    assert builder.run().returncode == 0
+    lock_path = builder.cache / "bin" / ".build.lock"
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        finished = builder.run("kubernetes", "etcd", "kwok", "helm", "kueue-crds")
+        assert finished.returncode == 0, finished.stderr
+
+        builder.calls.unlink()
+        builder.set_pin("HELM_VERSION", "v3.99.0")
+        waiting = builder.start("kwok", "helm")
+        try:
+            with pytest.raises(subprocess.TimeoutExpired):
+                waiting.wait(timeout=1.5)
+            assert builder.go_calls("install") == [], "nothing is built while another build holds the lock"
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        _, stderr = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, stderr
+    assert [c.split(" | ")[0] for c in builder.go_calls("install")] == [
+        "go install -ldflags -s -w helm.sh/helm/v3/cmd/helm@v3.99.0"
+    ]
