@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help env test test-unit test-e2e test-image images kind-node-image kind-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl kueue kind-binaries cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
+.PHONY: help env test test-unit test-e2e test-image images kind-node-image kind-e2e lint fmt generate verify-generated binaries kueue-crds kueuectl kueue kind-binaries helm cluster-up cluster-down multikueue-up multikueue-down demo-multikueue demo bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -32,7 +32,10 @@ kueue: ## build (or reuse cached) Kueue's manager at both bench pins (hack/versi
 kind-binaries: ## build (or reuse cached) kind and the kind node's kubelet, kubeadm and kube-proxy (what `make kind-node-image` needs besides Docker)
 	@hack/build-binaries.sh kind kubernetes-node >/dev/null
 
-test-unit: $(STAMP) kueue-crds ## unit tests (no cluster)
+helm: ## build (or reuse cached) the pinned helm, which the chart's unit tests render with
+	@hack/build-binaries.sh helm >/dev/null
+
+test-unit: $(STAMP) kueue-crds helm ## unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q
 
 test-e2e: $(STAMP) binaries kueue ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set (kueue: the baseline smoke's Kueue variant)

@@ -206,11 +206,11 @@ def test_ci_runs_exactly_the_readmes_test_command(ci_machine: CiMachine) -> None
     background = "binaries kueue kueuectl kind-binaries"
     assert [call for call in calls if call != background] == [
         f"env PYTHON={sys.executable}",
-        "kueue-crds",  # before the background build starts: the unit tests must not queue behind it
+        "kueue-crds helm",  # before the background build starts: the unit tests must not queue behind it
         readme_test,
         "kind-e2e",
     ]
-    assert calls.index(background) > calls.index("kueue-crds"), calls
+    assert calls.index(background) > calls.index("kueue-crds helm"), calls
     assert calls.count(background) == 1 and calls.index(background) < calls.index("kind-e2e"), calls
     assert "make test passed" in passed.stdout and "make kind-e2e passed" in passed.stdout
     assert "background build of the pinned binaries finished" in passed.stdout
