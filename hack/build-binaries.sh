@@ -216,7 +216,10 @@ for t in $targets; do
   target_fresh "$t" && continue
   if [ -n "$have_flock" ]; then
     exec 9>"$bindir/.build.lock"
-    flock 9
+    if ! flock -n 9; then
+      echo "build-binaries: waiting for another build in $bindir to finish (then $t)..." >&2
+      flock 9
+    fi
   fi
   build_target "$t"
   if [ -n "$have_flock" ]; then

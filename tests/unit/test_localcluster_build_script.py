@@ -271,6 +271,7 @@ def test_a_finished_target_passes_a_held_lock_and_an_unfinished_one_waits_for_it
             fcntl.flock(lock, fcntl.LOCK_UN)
         _, stderr = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, stderr
+    assert f"build-binaries: waiting for another build in {builder.cache / 'bin'} to finish (then helm)..." in stderr
     assert [c.split(" | ")[0] for c in builder.go_calls("install")] == [
         "go install -ldflags -s -w helm.sh/helm/v3/cmd/helm@v3.99.0"
     ]
