@@ -38,7 +38,7 @@ helm: ## build (or reuse cached) the pinned helm, which the chart's unit tests r
 test-unit: $(STAMP) kueue-crds helm ## unit tests (no cluster)
 	$(PY) -m pytest tests/unit -q
 
-test-e2e: $(STAMP) binaries kueue ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set (kueue: the baseline smoke's Kueue variant)
+test-e2e: $(STAMP) binaries ## e2e tests; brings up a local cluster unless PYKUEUE_KUBECONFIG is set (the tests that run Kueue itself build it on first use, and run last)
 	$(PY) -m pytest tests/e2e -q -x --durations=25
 
 images: ## build the base images (Debian, Python) and the pykueue image without a registry (needs Docker; starts it)

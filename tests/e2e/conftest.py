@@ -33,6 +33,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "kueue_binaries: runs Kueue's own manager or kubectl plugin, which are built from the Go module "
+        "proxy into the binaries cache on first use (`make kueue`, `make kueuectl`); these tests run last, "
+        "so that on a machine with nothing cached CI's background build of them overlaps the rest of the suite",
+    )
+    config.addinivalue_line(
+        "markers",
         "both_versions: runs twice, its KueueApi speaking kueue.x-k8s.io v1beta1 and then v1beta2 (through "
         "the conversion webhook); the suite's cheap v1beta2 subset (docs/design/api-versions.md). With "
         "PYKUEUE_E2E_KUEUE_VERSION set, it runs once, in that version, like every other test",
@@ -58,6 +64,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         f"restarting the controller or webhook on another Configuration), which the external cluster "
         f"PYKUEUE_KUBECONFIG={external} does not give; unset it to run on a local cluster"
     )
+    # Stable: the suite's order otherwise stays as collected.
+    items.sort(key=lambda item: item.get_closest_marker("kueue_binaries") is not None)
     for item in items:
         if _E2E_DIR in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.e2e)

@@ -141,11 +141,13 @@ KUEUE_VERSION = _PINS["KUEUE_BENCH_VERSION"]
 KUEUE_VERSIONS = [KUEUE_VERSION, _PINS["KUEUE_BENCH_V1BETA2_VERSION"]]
 
 
+@pytest.mark.kueue_binaries
 @pytest.mark.timeout(1500)
 @pytest.mark.parametrize("version", KUEUE_VERSIONS)
 def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path, version: str) -> None:
     """``--variants kueue@<version>``: Kueue's own manager (built into the binaries cache by
-    ``make kueue``, which ``make test-e2e`` runs first; built here on first use otherwise) runs
+    ``make kueue``, or here on first use; CI builds it in the background while the suite's other
+    tests run, hence the ``kueue_binaries`` mark that runs this last) runs
     the same tiny load on a local cluster of its own, where no pykueue controller or webhook
     competes for the workloads, with the driver completing evictions as Kueue's runner does.
     Completion and the printed figures only, never a timing. Needs CAP_SYS_ADMIN (CI runs as
@@ -240,6 +242,7 @@ def test_controller_cold_start_smoke(tmp_path: Path) -> None:
         assert result["workloads_cached"] >= 200
 
 
+@pytest.mark.kueue_binaries
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("version", KUEUE_VERSIONS)
 def test_kueue_cold_start_smoke(tmp_path: Path, version: str) -> None:
@@ -266,6 +269,7 @@ def test_kueue_cold_start_smoke(tmp_path: Path, version: str) -> None:
         assert [v["name"] for v in crd["spec"]["versions"] if v.get("storage")] == ["v1beta2"]
 
 
+@pytest.mark.kueue_binaries
 @pytest.mark.timeout(600)
 def test_crd_create_rate_smoke(tmp_path: Path) -> None:
     """``bench.crd_create_rate``: the same Workloads created under the cluster's CRDs and under

@@ -24,6 +24,8 @@ from tests.e2e.helpers.wait import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.kueue_binaries
+
 
 @pytest.fixture(scope="module", params=["KUEUECTL_V1BETA1_VERSION", "KUEUECTL_VERSION"])
 def kueuectl(cluster: Any, request: pytest.FixtureRequest) -> Any:
