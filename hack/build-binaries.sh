@@ -52,6 +52,36 @@ check_proxy() {
 
 stamp_ok() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
 
+# Two builds at once (two checkouts, two CI runs, or `.ci/run`'s background build and the test
+# targets waiting for it) would race on the same cache directories. So a build that is not
+# finished takes the cache's lock before it starts, and the loop at the end releases it after each
+# target: a caller that needs only finished targets never waits, and one that needs an unfinished
+# target waits only for the build under way.
+locked=
+lock_cache() {
+  [ -z "$locked" ] || return 0
+  command -v flock >/dev/null 2>&1 || return 0
+  exec 9>"$bindir/.build.lock"
+  if ! flock -n 9; then
+    echo "build-binaries: waiting for another build in $bindir to finish (then $t)..." >&2
+    flock 9
+  fi
+  locked=1
+}
+unlock_cache() {
+  [ -n "$locked" ] || return 0
+  exec 9>&-
+  locked=
+}
+
+# Whether the build in directory $1 is finished at pin $2. If it is not, the cache is locked on
+# return, and the stamp was looked at again under the lock (another build may have just made it).
+finished() {
+  stamp_ok "$1" "$2" && return 0
+  lock_cache
+  stamp_ok "$1" "$2"
+}
+
 # kubernetes: the control plane and kubectl (the local cluster). kubernetes-node: kubelet, kubeadm
 # and kube-proxy, which only the offline kind node image needs (hack/build-kind-node.sh).
 build_kubernetes() {
@@ -64,7 +94,7 @@ build_kubernetes_node() {
 
 build_kubernetes_cmds() { # out command...
   local out=$1; shift
-  stamp_ok "$out" "$K8S_VERSION" && return 0
+  finished "$out" "$K8S_VERSION" && return 0
   check_proxy
   echo "building Kubernetes $K8S_VERSION (first build takes several minutes)..." >&2
   local work; work=$(mktemp -d)
@@ -96,7 +126,7 @@ build_kubernetes_cmds() { # out command...
 
 build_etcd() {
   local out="$bindir/etcd-$ETCD_VERSION"
-  stamp_ok "$out" "$ETCD_VERSION" && return 0
+  finished "$out" "$ETCD_VERSION" && return 0
   check_proxy
   echo "building etcd $ETCD_VERSION..." >&2
   local work; work=$(mktemp -d)
@@ -126,7 +156,7 @@ GO
 
 go_install() { # name module version
   local out="$bindir/$1-$3"
-  stamp_ok "$out" "$3" && return 0
+  finished "$out" "$3" && return 0
   check_proxy
   echo "building $1 $3..." >&2
   mkdir -p "$out"
@@ -141,7 +171,7 @@ fetch_kueue_crds() { fetch_kueue_module_crds "$KUEUE_VERSION"; }
 fetch_kueue_module_crds() { # version
   local KUEUE_VERSION=$1
   local out="$cache/kueue-$KUEUE_VERSION/crds"
-  stamp_ok "$out" "$KUEUE_VERSION" && return 0
+  finished "$out" "$KUEUE_VERSION" && return 0
   command -v go >/dev/null 2>&1 || die "Go is not installed but is needed to fetch Kueue $KUEUE_VERSION's CRDs; install Go (https://go.dev/dl) and re-run \`make kueue-crds\`."
   echo "fetching Kueue $KUEUE_VERSION's CRDs..." >&2
   local gopath; gopath=$(mktemp -d)
@@ -160,26 +190,6 @@ fetch_kueue_module_crds() { # version
   cp "$src"/*.yaml "$out/"
   rm -rf "$gopath"
   echo "$KUEUE_VERSION" >"$out/.stamp"
-}
-
-# Whether a target's builds are all finished, so it needs neither Go nor the lock.
-target_fresh() { # target
-  case "$1" in
-    kubernetes) stamp_ok "$bindir/kubernetes-$K8S_VERSION" "$K8S_VERSION" ;;
-    kubernetes-node) stamp_ok "$bindir/kubernetes-node-$K8S_VERSION" "$K8S_VERSION" ;;
-    kind) stamp_ok "$bindir/kind-$KIND_VERSION" "$KIND_VERSION" ;;
-    etcd) stamp_ok "$bindir/etcd-$ETCD_VERSION" "$ETCD_VERSION" ;;
-    kwok) stamp_ok "$bindir/kwok-$KWOK_VERSION" "$KWOK_VERSION" ;;
-    helm) stamp_ok "$bindir/helm-$HELM_VERSION" "$HELM_VERSION" ;;
-    kueue-crds) stamp_ok "$cache/kueue-$KUEUE_VERSION/crds" "$KUEUE_VERSION" ;;
-    kueuectl) stamp_ok "$bindir/kubectl-kueue-$KUEUECTL_VERSION" "$KUEUECTL_VERSION" \
-                && stamp_ok "$bindir/kubectl-kueue-$KUEUECTL_V1BETA1_VERSION" "$KUEUECTL_V1BETA1_VERSION" ;;
-    kueue) local v
-           for v in ${KUEUE_BUILD_VERSIONS:-$KUEUE_BENCH_VERSION $KUEUE_BENCH_V1BETA2_VERSION}; do
-             stamp_ok "$bindir/kueue-$v" "$v" && stamp_ok "$cache/kueue-$v/crds" "$v" || return 1
-           done ;;
-    *) return 1 ;;
-  esac
 }
 
 build_target() { # target
@@ -204,27 +214,10 @@ build_target() { # target
   esac
 }
 
-# Two builds at once (two checkouts, two CI runs, or `.ci/run`'s background build and the test
-# targets waiting for it) would race on the same cache directories, so each target is built under
-# a lock; a target whose builds are finished is passed without it. The lock is per target, not per
-# run, so a caller that needs only the first targets of a long background build waits for those
-# alone.
-have_flock=
-command -v flock >/dev/null 2>&1 && have_flock=1
 targets=${*:-kubernetes etcd kwok helm kueue-crds}
 for t in $targets; do
-  target_fresh "$t" && continue
-  if [ -n "$have_flock" ]; then
-    exec 9>"$bindir/.build.lock"
-    if ! flock -n 9; then
-      echo "build-binaries: waiting for another build in $bindir to finish (then $t)..." >&2
-      flock 9
-    fi
-  fi
   build_target "$t"
-  if [ -n "$have_flock" ]; then
-    exec 9>&-
-  fi
+  unlock_cache
 done
 
 # A stable directory of symlinks so callers need not know the pins.
