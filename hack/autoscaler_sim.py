@@ -28,7 +28,7 @@ ProvisioningRequestConfig's ``parameters``, or the workload annotation
 * ``revoke`` — (annotation on a provisioned request) ``CapacityRevoked=True``, nodes deleted.
 
 The attempt is the request name's numeric suffix (``<workload>-<check>-<attempt>``). Nodes of a
-request that is gone are deleted again (scale-down). Run it with
+request that is gone are deleted again once no pod is left on them (scale-down). Run it with
 ``python -m hack.autoscaler_sim --kubeconfig <path> [--node-groups groups.yaml]`` or start
 :class:`AutoscalerSim` in a thread (the e2e fixture does).
 """
@@ -319,12 +319,27 @@ class AutoscalerSim:
         return True
 
     def scale_down(self, live_uids: set[str]) -> None:
-        """Delete the nodes of requests that no longer exist."""
+        """Delete the nodes of requests that no longer exist, once no pod is left on them.
+
+        A real cluster-autoscaler removes only nodes it can empty: it never deletes a node under
+        a pod that still runs or is still shutting down. Deleting it anyway would strand the pod
+        (nothing is left to finish its deletion) until the PodGC controller force-deletes orphans,
+        about a minute later, and quota held for those pods would wait as long.
+        """
         nodes = self.client.list(NODES, label_selector=REQUEST_LABEL).get("items") or []
         for node in nodes:
-            if node["metadata"]["labels"].get(REQUEST_LABEL) not in live_uids:
-                with contextlib.suppress(NotFound):
-                    self.client.delete(NODES, node["metadata"]["name"])
+            if node["metadata"]["labels"].get(REQUEST_LABEL) in live_uids:
+                continue
+            name = node["metadata"]["name"]
+            if self._pods_on(name):
+                continue
+            with contextlib.suppress(NotFound):
+                self.client.delete(NODES, name)
+
+    def _pods_on(self, node: str) -> bool:
+        """Whether a pod that has not finished is bound to ``node`` (a terminating one counts)."""
+        pods = self.client.list(PODS, field_selector=f"spec.nodeName={node}").get("items") or []
+        return any((pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed") for pod in pods)
 
     def _delete_nodes(self, uid: str) -> None:
         for node in self.client.list(NODES, label_selector=f"{REQUEST_LABEL}={uid}").get("items") or []:

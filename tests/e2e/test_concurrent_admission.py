@@ -319,7 +319,7 @@ class World:
         wait_for(
             lambda: self.running_on(job) == flavor,
             timeout=CONVERGE,
-            message=f"job {job} runs on {flavor} nodes (now {self.running_on(job)})",
+            message=lambda: f"job {job} runs on {flavor} nodes (now {self.running_on(job)})",
         )
 
     def option_statuses(self, parent: dict[str, Any]) -> dict[str, str]:
@@ -333,7 +333,7 @@ class World:
         wait_for(
             lambda: self.option_statuses(parent) == expected,
             timeout=CONVERGE,
-            message=f"status.options reads {expected} (now {self.option_statuses(parent)})",
+            message=lambda: f"status.options reads {expected} (now {self.option_statuses(parent)})",
         )
         wait_for(
             lambda: self.truthful(parent), timeout=CONVERGE, message="status.options agrees with the options"
@@ -914,7 +914,7 @@ def test_a_job_priority_raised_while_its_options_race_reaches_every_option(
     wait_for(
         lambda: priorities() == {"a": (high, 100), "b": (high, 100)},
         timeout=CONVERGE,
-        message=f"every option follows the Job's new priority (now {priorities()})",
+        message=lambda: f"every option follows the Job's new priority (now {priorities()})",
     )
 
 

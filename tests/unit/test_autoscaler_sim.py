@@ -31,12 +31,17 @@ class Api:
         meta = obj["metadata"]
         self.objects[(plural, meta.get("namespace", ""), meta["name"])] = copy.deepcopy(obj)
 
-    def list(self, res: Any, namespace: str | None = None, label_selector: str | None = None, **_: Any) -> dict[str, Any]:
+    def list(self, res: Any, namespace: str | None = None, label_selector: str | None = None,
+             field_selector: str | None = None, **_: Any) -> dict[str, Any]:
         items = [o for (p, _, _), o in self.objects.items() if p == res.plural]
         if label_selector:
             key, _, value = label_selector.partition("=")
             items = [o for o in items if key in (o["metadata"].get("labels") or {})
                      and (not value or o["metadata"]["labels"][key] == value)]
+        if field_selector:
+            field, _, value = field_selector.partition("=")
+            assert field == "spec.nodeName", field_selector
+            items = [o for o in items if (o.get("spec") or {}).get("nodeName") == value]
         return {"items": copy.deepcopy(items)}
 
     def get(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -101,6 +106,27 @@ def test_atomic_scale_up_makes_a_node_per_pod_of_the_matching_group() -> None:
     assert request["status"]["provisioningClassDetails"] == {"NodeGroup": "gpu"}
     # the request gone, its nodes go
     del api.objects[("provisioningrequests", "ns", "wl-check-2")]
+    sim.step()
+    assert not [k for k in api.objects if k[0] == "nodes"]
+
+
+def test_a_gone_requests_node_stays_until_no_pod_is_left_on_it() -> None:
+    # A real autoscaler never deletes a node under a pod that runs or is shutting down: the pod
+    # would be stranded until the PodGC controller force-deletes it, about a minute later.
+    api, sim = _world()
+    sim.step()
+    busy, idle = sorted(n["metadata"]["name"] for (p, _, _), n in api.objects.items() if p == "nodes")
+    pod = {"metadata": {"name": "train-x", "namespace": "ns", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+           "spec": {"nodeName": busy}, "status": {"phase": "Running"}}
+    api.add("pods", pod)
+    api.add("pods", {"metadata": {"name": "done", "namespace": "ns"}, "spec": {"nodeName": idle},
+                     "status": {"phase": "Succeeded"}})
+    del api.objects[("provisioningrequests", "ns", "wl-check-2")]
+    sim.step()
+    assert [n for (p, _, n) in api.objects if p == "nodes"] == [busy]  # the finished pod holds nothing
+    sim.step()
+    assert [n for (p, _, n) in api.objects if p == "nodes"] == [busy]
+    del api.objects[("pods", "ns", "train-x")]
     sim.step()
     assert not [k for k in api.objects if k[0] == "nodes"]
 

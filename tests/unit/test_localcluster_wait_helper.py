@@ -36,3 +36,14 @@ def test_timeout_reports_the_last_exception() -> None:
 
     with pytest.raises(AssertionError, match=r"pod exists .*KeyError\('pod-1'\)"):
         wait_for(missing, timeout=0.05, interval=0.01, message="pod exists")
+
+
+def test_a_callable_message_describes_the_state_at_the_deadline() -> None:
+    state = {"phase": "Pending"}
+
+    def running() -> bool:
+        state["phase"] = "Terminating"  # what the cluster shows by the time the wait gives up
+        return False
+
+    with pytest.raises(AssertionError, match=r"^pod runs \(now Terminating\) \(waited"):
+        wait_for(running, timeout=0.05, interval=0.01, message=lambda: f"pod runs (now {state['phase']})")
