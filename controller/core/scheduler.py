@@ -513,9 +513,14 @@ class SchedulerLoop:
 
     def _write_pending_reason(self, key: str, reason: str, message: str) -> None:
         now = datetime.fromtimestamp(self._clock(), UTC).replace(microsecond=0)
-        self._write(
-            key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now), kind="pending_reason"
-        )
+        try:
+            self._write(
+                key, lambda wl: pending_patch(wl, reason=reason, message=message, now=now), kind="pending_reason"
+            )
+        except Conflict:
+            # The workload kept changing under us; its change reaches the engine, which decides
+            # (and reports) again.
+            log.info("pending reason not written: the workload kept changing", extra={"workload": key})
 
     def _current(self, key: str, fresh: bool) -> dict[str, Any] | None:
         if not fresh:
@@ -538,7 +543,12 @@ class SchedulerLoop:
         delivered it yet (:class:`OwnWrites`). ``recheck``: when a decision does not apply to the *cached*
         object and ``recheck(cached)`` is true, check once more against a GET before giving up —
         for evictions, whose target may hold a reservation we wrote that the cache does not show
-        yet. ``kind`` labels ``pykueue_scheduler_status_writes_total``."""
+        yet. ``kind`` labels ``pykueue_scheduler_status_writes_total``.
+
+        Raises :class:`Conflict` when the fresh copy conflicted too: nothing was written, and
+        the caller must not take that for "no longer needed" (a preemption or eviction taken as
+        done would never be decided again)."""
+        conflict: Conflict | None = None
         for fresh in (False, True):
             if self._abandon.is_set():
                 return None
@@ -554,8 +564,9 @@ class SchedulerLoop:
             namespace, name = _split(key)
             try:
                 written = self._client.patch_status(WORKLOADS, name, built.patch, namespace)
-            except Conflict:
+            except Conflict as err:
                 m.SCHEDULER_WRITES.labels(kind, "conflict").inc()
+                conflict = err
                 continue
             except NotFound:
                 m.SCHEDULER_WRITES.labels(kind, "gone").inc()
@@ -568,6 +579,8 @@ class SchedulerLoop:
             for event in built.events:
                 self._events.emit(written, event)
             return written
+        if conflict is not None:
+            raise conflict
         return None
 
     def _reserve(self, reservation: Reservation, now: datetime) -> bool:

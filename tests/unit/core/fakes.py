@@ -51,6 +51,8 @@ class FakeApi:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.rv = 100
         self.failures: list[ApiError] = []
+        # Failures for writes to one object ("namespace/name"), in order, before ``failures``.
+        self.failures_for: dict[str, list[ApiError]] = {}
         self.patches: list[tuple[str, str, dict[str, Any]]] = []
         self.gets = 0
         self.conflicts = 0
@@ -80,9 +82,11 @@ class FakeApi:
     def patch(
         self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = None, **_: Any
     ) -> dict[str, Any]:
+        key = f"{namespace}/{name}" if namespace else name
+        if self.failures_for.get(key):
+            raise self.failures_for[key].pop(0)
         if self.failures:
             raise self.failures.pop(0)
-        key = f"{namespace}/{name}" if namespace else name
         current = self.objects.get((res.plural, key))
         if current is None:
             raise NotFound(404, "NotFound", key)

@@ -10,7 +10,7 @@ import pytest
 
 from controller.core.scheduler import KINDS, SchedulerLoop
 from controller.runtime.events import RecordingEvents
-from pykueue.kube.errors import ServerError
+from pykueue.kube.errors import Conflict, ServerError
 from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
 from tests.unit.core.fakes import FakeApi, FakeInformer, WriteGate
 
@@ -311,6 +311,51 @@ def test_a_failed_drain_eviction_does_not_strand_the_cycles_reservations() -> No
         assert (h.workload("held").get("status") or {}).get("admission"), "the failed eviction wrote nothing"
         retried = h.step()
         assert [e.workload for e in retried.evictions] == ["ns/held"]
+        assert _cond(h.workload("held"), "Evicted")["reason"] == "LocalQueueStopped"
+    finally:
+        h.close()
+
+
+def _conflicts(count: int) -> list[Conflict]:
+    return [Conflict(409, "Conflict", "the object has been modified") for _ in range(count)]
+
+
+def test_a_preemption_that_conflicts_twice_is_decided_again_not_taken_as_done() -> None:
+    """The victim changed under both write attempts (the cached copy, then a fresh GET): nothing
+    was written, so the victim must stay a candidate. Taken as done, it would stay marked as
+    "being evicted" and the preemptor would wait for an eviction that never comes."""
+    h = Harness(cpu="1", preemption=("LowerPriority",))
+    try:
+        h.submit("low", priority=1)
+        h.start()
+        h.step()
+        h.submit("high", priority=100)
+        h.api.failures_for["ns/low"] = _conflicts(2)
+        first = h.step()
+        assert [p.victim for p in first.preemptions] == ["ns/low"]
+        assert "Evicted" not in {c["type"] for c in h.workload("low")["status"]["conditions"]}
+        again = h.step()
+        assert [p.victim for p in again.preemptions] == ["ns/low"], "the preemption is decided again"
+        assert _cond(h.workload("low"), "Evicted")["reason"] == "Preempted"
+    finally:
+        h.close()
+
+
+def test_a_drain_eviction_that_conflicts_twice_is_emitted_again() -> None:
+    h = Harness(cpu="1")
+    try:
+        h.submit("held")
+        h.start()
+        h.step()
+        assert h.reserved() == {"held"}
+        h.api.put("localqueues", LocalQueueBuilder("lq", "ns", "cq").stop_policy("HoldAndDrain").obj())
+        h.loop.notify("localqueues", "ns/lq")
+        h.api.failures_for["ns/held"] = _conflicts(2)
+        first = h.step()
+        assert [e.workload for e in first.evictions] == ["ns/held"]
+        assert "Evicted" not in {c["type"] for c in h.workload("held")["status"]["conditions"]}
+        again = h.step()
+        assert [e.workload for e in again.evictions] == ["ns/held"], "the eviction is emitted again"
         assert _cond(h.workload("held"), "Evicted")["reason"] == "LocalQueueStopped"
     finally:
         h.close()
