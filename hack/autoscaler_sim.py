@@ -28,7 +28,8 @@ ProvisioningRequestConfig's ``parameters``, or the workload annotation
 * ``revoke`` — (annotation on a provisioned request) ``CapacityRevoked=True``, nodes deleted.
 
 The attempt is the request name's numeric suffix (``<workload>-<check>-<attempt>``). Nodes of a
-request that is gone are deleted again once no pod is left on them (scale-down). Run it with
+request that is gone are tainted ``ToBeDeletedByClusterAutoscaler:NoSchedule``, then deleted once no
+pod is left on them (scale-down). Run it with
 ``python -m hack.autoscaler_sim --kubeconfig <path> [--node-groups groups.yaml]`` or start
 :class:`AutoscalerSim` in a thread (the e2e fixture does).
 """
@@ -62,6 +63,7 @@ BEHAVIOR_ANNOTATION = "autoscaler-sim.pykueue.dev/behavior"
 BEHAVIOR_PARAMETER = "SimBehavior"
 REQUEST_LABEL = "autoscaler-sim.pykueue.dev/request"
 NODE_GROUP_LABEL = "autoscaler-sim.pykueue.dev/node-group"
+TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"  # the real cluster-autoscaler's key
 NODE_GROUP_DETAIL = "NodeGroup"
 Obj = dict[str, Any]
 
@@ -137,6 +139,19 @@ def _requests_of(template: Mapping[str, Any]) -> dict[str, int]:
         for name, value in ((container.get("resources") or {}).get("requests") or {}).items():
             total[name] = total.get(name, 0) + parse_quantity(value, name)
     return total
+
+
+def _taints(node: Mapping[str, Any]) -> list[Any]:
+    return list((node.get("spec") or {}).get("taints") or [])
+
+
+def _marked_for_deletion(node: Mapping[str, Any]) -> bool:
+    return any(isinstance(t, Mapping) and t.get("key") == TO_BE_DELETED_TAINT for t in _taints(node))
+
+
+def _deletion_taint() -> Obj:
+    """The taint a real cluster-autoscaler puts on a node it is about to remove."""
+    return {"key": TO_BE_DELETED_TAINT, "value": str(int(datetime.now(UTC).timestamp())), "effect": "NoSchedule"}
 
 
 class AutoscalerSim:
@@ -292,7 +307,7 @@ class AutoscalerSim:
         for node in nodes:
             ready = any(c.get("type") == "Ready" and c.get("status") == "True"
                         for c in (node.get("status") or {}).get("conditions") or [])
-            if ready and not (node.get("spec") or {}).get("unschedulable"):
+            if ready and not (node.get("spec") or {}).get("unschedulable") and not _marked_for_deletion(node):
                 free[node["metadata"]["name"]] = {
                     k: parse_quantity(v, k) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()
                 }
@@ -319,27 +334,40 @@ class AutoscalerSim:
         return True
 
     def scale_down(self, live_uids: set[str]) -> None:
-        """Delete the nodes of requests that no longer exist, once no pod is left on them.
+        """Remove the nodes of requests that no longer exist, as a real cluster-autoscaler does:
+        first taint the node ``ToBeDeletedByClusterAutoscaler:NoSchedule`` so that nothing new
+        lands on it, then, at a later step, delete it once no pod is left on it.
 
-        A real cluster-autoscaler removes only nodes it can empty: it never deletes a node under
-        a pod that still runs or is still shutting down. Deleting it anyway would strand the pod
-        (nothing is left to finish its deletion) until the PodGC controller force-deletes orphans,
-        about a minute later, and quota held for those pods would wait as long.
+        Deleting a node under a pod that still runs or is still shutting down would strand the
+        pod (no kubelet is left to finish its deletion) until the PodGC controller force-deletes
+        orphans, about a minute later, and the quota held for that pod would wait as long; a node
+        left schedulable would take the next workload's pod, which would then be stranded.
         """
         nodes = self.client.list(NODES, label_selector=REQUEST_LABEL).get("items") or []
         for node in nodes:
             if node["metadata"]["labels"].get(REQUEST_LABEL) in live_uids:
                 continue
             name = node["metadata"]["name"]
+            if not _marked_for_deletion(node):
+                # Deleted at a later step: a pod the scheduler placed before the taint is bound by then.
+                with contextlib.suppress(NotFound):
+                    self.client.patch(NODES, name, {"spec": {"taints": [*_taints(node), _deletion_taint()]}})
+                continue
             if self._pods_on(name):
                 continue
+            log.info("scale-down: node %s (its request is gone and no pod is left on it)", name)
             with contextlib.suppress(NotFound):
                 self.client.delete(NODES, name)
 
     def _pods_on(self, node: str) -> bool:
-        """Whether a pod that has not finished is bound to ``node`` (a terminating one counts)."""
+        """Whether a pod is bound to ``node`` that has not finished, or is being deleted (its
+        deletion waits for the node's kubelet)."""
         pods = self.client.list(PODS, field_selector=f"spec.nodeName={node}").get("items") or []
-        return any((pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed") for pod in pods)
+        return any(
+            (pod.get("metadata") or {}).get("deletionTimestamp")
+            or (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            for pod in pods
+        )
 
     def _delete_nodes(self, uid: str) -> None:
         for node in self.client.list(NODES, label_selector=f"{REQUEST_LABEL}={uid}").get("items") or []:

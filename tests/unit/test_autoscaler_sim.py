@@ -8,8 +8,10 @@ from typing import Any
 from hack.autoscaler_sim import (
     ATOMIC,
     BEHAVIOR_ANNOTATION,
+    CHECK_CAPACITY,
     NODE_GROUP_LABEL,
     REQUEST_LABEL,
+    TO_BE_DELETED_TAINT,
     AutoscalerSim,
     NodeGroup,
     attempt_of,
@@ -55,6 +57,14 @@ class Api:
         if self.objects.pop((res.plural, namespace or "", name), None) is None:
             raise NotFound(404, "NotFound", name)
         return True
+
+    def patch(self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        obj = self.objects.get((res.plural, namespace or "", name))
+        if obj is None:
+            raise NotFound(404, "NotFound", name)
+        for section, fields in patch.items():
+            obj.setdefault(section, {}).update(copy.deepcopy(fields))  # one level: enough for spec.taints
+        return copy.deepcopy(obj)
 
     def patch_status(self, res: Any, name: str, patch: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
         obj = self.objects[(res.plural, namespace or "", name)]
@@ -104,31 +114,60 @@ def test_atomic_scale_up_makes_a_node_per_pod_of_the_matching_group() -> None:
     assert labels["pool"] == "gpu" and labels[NODE_GROUP_LABEL] == "gpu" and labels[REQUEST_LABEL] == "req-uid"
     request = api.objects[("provisioningrequests", "ns", "wl-check-2")]
     assert request["status"]["provisioningClassDetails"] == {"NodeGroup": "gpu"}
-    # the request gone, its nodes go
+    # the request gone, its nodes are tainted first, then go
     del api.objects[("provisioningrequests", "ns", "wl-check-2")]
     sim.step()
-    assert not [k for k in api.objects if k[0] == "nodes"]
+    assert {t["key"] for n in _nodes(api) for t in n["spec"]["taints"]} == {TO_BE_DELETED_TAINT}
+    sim.step()
+    assert not _nodes(api)
 
 
-def test_a_gone_requests_node_stays_until_no_pod_is_left_on_it() -> None:
-    # A real autoscaler never deletes a node under a pod that runs or is shutting down: the pod
-    # would be stranded until the PodGC controller force-deletes it, about a minute later.
+def _nodes(api: Api) -> list[dict[str, Any]]:
+    return [o for (p, _, _), o in api.objects.items() if p == "nodes"]
+
+
+def test_a_gone_requests_node_takes_no_new_pod_and_stays_until_no_pod_is_left_on_it() -> None:
+    # A real autoscaler taints a node it removes (nothing new lands there) and never deletes it
+    # under a pod that runs or is shutting down: the pod would be stranded until the PodGC
+    # controller force-deletes it, about a minute later.
     api, sim = _world()
     sim.step()
-    busy, idle = sorted(n["metadata"]["name"] for (p, _, _), n in api.objects.items() if p == "nodes")
-    pod = {"metadata": {"name": "train-x", "namespace": "ns", "deletionTimestamp": "2026-01-01T00:00:00Z"},
-           "spec": {"nodeName": busy}, "status": {"phase": "Running"}}
-    api.add("pods", pod)
+    busy, idle = sorted(n["metadata"]["name"] for n in _nodes(api))
+    api.add("pods", {"metadata": {"name": "train-x", "namespace": "ns", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+                     "spec": {"nodeName": busy}, "status": {"phase": "Failed"}})  # terminal, but still being deleted
     api.add("pods", {"metadata": {"name": "done", "namespace": "ns"}, "spec": {"nodeName": idle},
                      "status": {"phase": "Succeeded"}})
     del api.objects[("provisioningrequests", "ns", "wl-check-2")]
     sim.step()
-    assert [n for (p, _, n) in api.objects if p == "nodes"] == [busy]  # the finished pod holds nothing
+    assert len(_nodes(api)) == 2, "tainted first, deleted at a later step"
+    assert all(t["effect"] == "NoSchedule" for n in _nodes(api) for t in n["spec"]["taints"])
     sim.step()
-    assert [n for (p, _, n) in api.objects if p == "nodes"] == [busy]
+    assert [n["metadata"]["name"] for n in _nodes(api)] == [busy]  # a finished pod holds nothing
+    sim.step()
+    assert [n["metadata"]["name"] for n in _nodes(api)] == [busy]
     del api.objects[("pods", "ns", "train-x")]
     sim.step()
-    assert not [k for k in api.objects if k[0] == "nodes"]
+    assert not _nodes(api)
+
+
+def test_check_capacity_does_not_count_a_node_being_removed() -> None:
+    api, sim = _world()
+    sim.step()  # two gpu nodes for the atomic request
+    for node in _nodes(api):  # as kwok reports them
+        node["status"] = {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"cpu": "4", "pods": "10"}}
+
+    def answer(name: str) -> dict[str, str]:
+        request = ProvisioningRequestBuilder(name, "ns", CHECK_CAPACITY).pod_set("ppt-wl-check-2-main", 1).obj()
+        request["metadata"]["uid"] = name
+        api.add("provisioningrequests", request)
+        sim.handle(api.objects[("provisioningrequests", "ns", name)])
+        return {c["type"]: c["status"] for c in api.objects[("provisioningrequests", "ns", name)]["status"]["conditions"]}
+
+    assert answer("wl-check-3")["Provisioned"] == "True", "the ready nodes have room"
+    del api.objects[("provisioningrequests", "ns", "wl-check-2")]
+    sim.step()  # the atomic request's nodes are tainted, not deleted yet
+    assert len(_nodes(api)) == 2
+    assert answer("wl-check-4")["Failed"] == "True", "nodes being removed are not capacity"
 
 
 def test_eta_steps_then_provisioned() -> None:
