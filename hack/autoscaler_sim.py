@@ -360,14 +360,12 @@ class AutoscalerSim:
                 self.client.delete(NODES, name)
 
     def _pods_on(self, node: str) -> bool:
-        """Whether a pod is bound to ``node`` that has not finished, or is being deleted (its
-        deletion waits for the node's kubelet)."""
+        """Whether a pod that has not finished is bound to ``node`` (one shutting down counts:
+        its deletion waits for the node's kubelet). A finished pod holds nothing, as for the
+        real autoscaler; if one is stuck in deletion anyway, the node going lets the PodGC
+        controller clean it up."""
         pods = self.client.list(PODS, field_selector=f"spec.nodeName={node}").get("items") or []
-        return any(
-            (pod.get("metadata") or {}).get("deletionTimestamp")
-            or (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            for pod in pods
-        )
+        return any((pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed") for pod in pods)
 
     def _delete_nodes(self, uid: str) -> None:
         for node in self.client.list(NODES, label_selector=f"{REQUEST_LABEL}={uid}").get("items") or []:

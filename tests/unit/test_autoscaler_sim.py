@@ -134,7 +134,7 @@ def test_a_gone_requests_node_takes_no_new_pod_and_stays_until_no_pod_is_left_on
     sim.step()
     busy, idle = sorted(n["metadata"]["name"] for n in _nodes(api))
     api.add("pods", {"metadata": {"name": "train-x", "namespace": "ns", "deletionTimestamp": "2026-01-01T00:00:00Z"},
-                     "spec": {"nodeName": busy}, "status": {"phase": "Failed"}})  # terminal, but still being deleted
+                     "spec": {"nodeName": busy}, "status": {"phase": "Running"}})  # shutting down
     api.add("pods", {"metadata": {"name": "done", "namespace": "ns"}, "spec": {"nodeName": idle},
                      "status": {"phase": "Succeeded"}})
     del api.objects[("provisioningrequests", "ns", "wl-check-2")]
