@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import inspect
 import json
 import math
 import os
@@ -88,6 +89,7 @@ EPOCH_S = 1_800_000_000.0
 CONTROLLER_HEADS = 8  # the Engine's default, which the controller uses
 MAX_WRITES_IN_FLIGHT = 32  # controller.core.scheduler: 2 x 16 write threads
 REQUEUE_BATCH_MS = 0  # controller.core.setup.REQUEUE_BATCH_SECONDS
+PREEMPTION_GRACE_MS = 2000  # controller.core.setup.DEFAULT_PREEMPTION_GRACE_SECONDS
 
 # How the creates due at one instant are ordered (the driver sends them in the timeline's
 # order: queue, then class, small first; Kueue's generator runs one goroutine per queue and class,
@@ -187,6 +189,7 @@ class Replay:
         max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS, latency_ms: int = 200,
         watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0, seed: int = 1, trace: int = 0,
         idle_backoff_ms: int = 0, engine: type = Engine, same_instant_order: str = TIMELINE_ORDER,
+        preemption_grace_ms: int = PREEMPTION_GRACE_MS,
     ) -> None:
         if same_instant_order not in SAME_INSTANT_ORDERS:
             raise ValueError(f"same_instant_order must be one of {', '.join(SAME_INSTANT_ORDERS)}, got {same_instant_order!r}")
@@ -210,8 +213,13 @@ class Replay:
         self.trace_limit = trace
         self.names = Names("replay")
         self.now_ms = 0
+        # Passed only when set, so that --engine-src can replay an engine from before the grace.
+        grace: dict[str, float] = {"preemption_grace_seconds": preemption_grace_ms / 1000.0} if preemption_grace_ms else {}
+        if grace and "preemption_grace_seconds" not in inspect.signature(engine).parameters:
+            raise SystemExit("this engine has no preemption grace: replay it with --preemption-grace-ms 0")
         self.engine = engine(
-            heads_per_cluster_queue=heads, requeue_batch_seconds=requeue_batch_ms / 1000.0, clock=lambda: EPOCH_S + self.now_ms / 1000.0
+            heads_per_cluster_queue=heads, requeue_batch_seconds=requeue_batch_ms / 1000.0,
+            clock=lambda: EPOCH_S + self.now_ms / 1000.0, **grace,
         )
         self.engine.upsert_resource_flavor(resource_flavor(self.names))
         for index in range(shape.cluster_queues):
@@ -442,13 +450,14 @@ def replay(
     qps: float = 50.0, max_in_flight: int = MAX_WRITES_IN_FLIGHT, requeue_batch_ms: int = REQUEUE_BATCH_MS,
     latency_ms: int = 200, watch_ms: int = 50, create_spacing_ms: float = 5.0, create_jitter_ms: int = 0,
     seed: int = 1, trace: int = 0, idle_backoff_ms: int = 0, engine: type = Engine,
-    same_instant_order: str = TIMELINE_ORDER,
+    same_instant_order: str = TIMELINE_ORDER, preemption_grace_ms: int = PREEMPTION_GRACE_MS,
 ) -> ReplayResult:
     """Replay ``shape`` scaled by ``scale``; see the module docstring for the model."""
     result = Replay(shape.scaled(scale), heads=heads, cycle_ms=cycle_ms, release_ms=release_ms, qps=qps,
                     max_in_flight=max_in_flight, requeue_batch_ms=requeue_batch_ms, latency_ms=latency_ms, watch_ms=watch_ms,
                     create_spacing_ms=create_spacing_ms, create_jitter_ms=create_jitter_ms, seed=seed, trace=trace,
-                    idle_backoff_ms=idle_backoff_ms, engine=engine, same_instant_order=same_instant_order).run()
+                    idle_backoff_ms=idle_backoff_ms, engine=engine, same_instant_order=same_instant_order,
+                    preemption_grace_ms=preemption_grace_ms).run()
     result.scale = scale
     return result
 
@@ -525,6 +534,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle-backoff-ms", type=int, default=0,
                         help="after an unproductive cycle wait 1 ms, doubling up to this, before the next one "
                         "whatever arrives (Kueue's loop: 100); 0: the next event wakes the loop (the controller)")
+    parser.add_argument("--preemption-grace-ms", type=int, default=PREEMPTION_GRACE_MS,
+                        help="a workload admitted less than this long ago is not preempted yet (the "
+                        "controller's --preemption-grace-seconds; 0: at once, as Kueue and engines before it)")
     parser.add_argument("--timeline", type=float, default=0.0, metavar="SECONDS",
                         help="print admissions, evictions and creates per window of this many simulated "
                         "seconds, and the share of the write budget the admissions used (as a cluster run prints)")
@@ -554,7 +566,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     release_ms=args.release_ms, qps=args.qps, max_in_flight=args.max_in_flight,
                     requeue_batch_ms=args.requeue_batch_ms, latency_ms=args.latency_ms, watch_ms=args.watch_ms,
                     create_spacing_ms=args.create_spacing_ms, create_jitter_ms=args.create_jitter_ms, seed=args.seed,
-                    trace=args.trace, idle_backoff_ms=args.idle_backoff_ms, same_instant_order=args.same_instant_order)
+                    trace=args.trace, idle_backoff_ms=args.idle_backoff_ms, same_instant_order=args.same_instant_order,
+                    preemption_grace_ms=args.preemption_grace_ms)
     _print(result)
     summary = result.summary()
     if args.timeline > 0:

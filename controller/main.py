@@ -58,6 +58,16 @@ SETUP_MODULES: tuple[str, ...] = (
 BASE_RESOURCES = (R.CLUSTER_QUEUES, R.LOCAL_QUEUES, R.WORKLOADS, R.RESOURCE_FLAVORS)
 
 
+def _non_negative_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pykueue-controller", description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="Configuration file (config.kueue.x-k8s.io/v1beta1); defaults apply without it")
@@ -129,7 +139,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a round of the Incremental MultiKueue dispatcher lasts before more workers are "
         "nominated (default 300, Kueue's fixed 5 minutes; shorter rounds are for tests and demos)",
     )
+    parser.add_argument(
+        "--preemption-grace-seconds",
+        type=_non_negative_seconds,
+        default=None,
+        help="a workload admitted less than this long ago is not preempted yet; its preemptor waits "
+        "(default 2; 0 preempts at once, as Kueue; docs/design/engine.md, 'Preemption grace')",
+    )
     return parser
+
+
+def tuning_overrides(args: argparse.Namespace) -> dict[str, float]:
+    """The tuning flags given on the command line, under the ``ctrl.shared`` keys the setup
+    modules read (a module falls back to its own default for a key that is absent)."""
+    given = {
+        "preemption-grace-seconds": args.preemption_grace_seconds,  # controller.core.setup
+        "multikueue-incremental-round-seconds": args.multikueue_incremental_round_seconds,  # controller.multikueue
+    }
+    return {key: value for key, value in given.items() if value is not None}
 
 
 # --- Configuration --------------------------------------------------------------------------------
@@ -261,8 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.visibility_addr, args.namespace, args.visibility_service, args.visibility_cert_dir, args.visibility_secret,
         args.visibility_cert_sync_seconds,
     )
-    if args.multikueue_incremental_round_seconds is not None:
-        ctrl.shared["multikueue-incremental-round-seconds"] = args.multikueue_incremental_round_seconds
+    ctrl.shared.update(tuning_overrides(args))
     modules = run_setup_modules(ctrl)
     stop = threading.Event()
     install_shutdown_handlers(stop)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.concurrentadmission.winner import WinnerClaims
@@ -40,6 +40,15 @@ log = logging.getLogger(__name__)
 # in the baseline replay a 0.2 s batch lengthened the run by ~10 s and raised every class's time
 # to admission, with more scheduling cycles, not fewer (docs/performance.md, "The requeue batch").
 REQUEUE_BATCH_SECONDS = 0.0
+
+# How long a newly admitted workload is safe from preemption (docs/design/engine.md, "Preemption
+# grace"); the controller's --preemption-grace-seconds overrides it, 0 preempts at once as Kueue.
+DEFAULT_PREEMPTION_GRACE_SECONDS = 2.0
+
+
+def preemption_grace_seconds(shared: Mapping[str, Any]) -> float:
+    """The controller's ``--preemption-grace-seconds`` when given, else the default."""
+    return float(shared.get("preemption-grace-seconds", DEFAULT_PREEMPTION_GRACE_SECONDS))
 
 
 def pods_ready_policy(config: Configuration) -> PodsReadyPolicy | None:
@@ -177,6 +186,7 @@ def setup(ctrl: Controller) -> None:
         Engine,
         requeuing_timestamp=requeuing_timestamp(ctrl.config),
         requeue_batch_seconds=REQUEUE_BATCH_SECONDS,
+        preemption_grace_seconds=preemption_grace_seconds(ctrl.shared),
         # fairSharing.enable: order heads and choose victims by dominant resource share.
         fair_sharing=fair_sharing_strategies(ctrl.config),
         # admissionFairSharing: order the LocalQueues of UsageBasedAdmissionFairSharing

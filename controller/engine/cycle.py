@@ -72,7 +72,9 @@ class Holdings(Protocol):
 
 
 class _Entry:
-    __slots__ = ("assignment", "cluster_queue", "displace", "info", "keep", "retry_next_cycle", "targets")
+    __slots__ = (
+        "assignment", "cluster_queue", "displace", "in_grace", "info", "keep", "retry_next_cycle", "targets",
+    )
 
     def __init__(
         self,
@@ -83,6 +85,7 @@ class _Entry:
         displace: WorkloadInfo | None = None,
         retry_next_cycle: bool = False,
         keep: dict[FlavorResource, int] | None = None,
+        in_grace: bool = False,
     ) -> None:
         self.info = info
         self.cluster_queue = cluster_queue
@@ -94,6 +97,9 @@ class _Entry:
         # Concurrent admission: quota kept for an option whose winner is leaving for it (a
         # migration); it waits, and no later entry of the cycle may take that quota.
         self.keep = keep
+        # Its victims are still in their preemption grace (docs/design/engine.md, "Preemption
+        # grace"): it waits for them, holding its queue's quota against later entries.
+        self.in_grace = in_grace
 
     @property
     def usage(self) -> dict[FlavorResource, int]:
@@ -121,6 +127,8 @@ def run_cycle(
     held: list[tuple[quota.QuotaNode, dict[FlavorResource, int]]] = []
     targeted = _Targeted()
     cache.preemptor.reserved_this_cycle.clear()
+    cache.preemptor.now = now
+    cache.preemptor.grace_ends = None
     try:
         for round_index in range(heads_per_cluster_queue):
             entries: list[_Entry] = []
@@ -193,6 +201,10 @@ def _nominate_head(
         reduced = _partial_assignment(cache, info, cluster_queue)
         if reduced is not None:
             assignment, targets = reduced
+    if targets and cache.preemptor.waits_for_grace(targets):
+        # The victims Kueue's rules chose, not others: they are evicted once their grace ends,
+        # unless they finish first.
+        return _Entry(info, cluster_queue, assignment, [], retry_next_cycle=True, in_grace=True)
     retry = cache.preemptor.passed_over_fresh and assignment.mode != FIT and not targets
     return _Entry(info, cluster_queue, assignment, targets, retry_next_cycle=retry)
 
@@ -434,12 +446,14 @@ def _process(
     if (
         assignment.mode in (PREEMPT, NO_CANDIDATES)
         and node.parent is not None
-        and spec.preemption.reclaim_within_cohort != c.PREEMPT_ANY
+        and (spec.preemption.reclaim_within_cohort != c.PREEMPT_ANY or entry.in_grace)
     ):
         # Evictions could make room but none may happen now: keep what the workload could claim
         # from being lent to other queues' entries later in this cycle, or borrowers would keep
         # taking the quota it waits for (Kueue's reserveCapacityForUnreclaimablePreempt). A queue
-        # that may reclaim from anyone gets its quota back by preemption, so it does not hold it.
+        # that may reclaim from anyone gets its quota back by preemption, so it does not hold it,
+        # unless its victims are in their preemption grace: lent to a borrower now, the quota
+        # would start a new grace it then waits out too.
         # The queue takes no more heads this cycle, as in Kueue, whose cycle has one per queue.
         reserve = _reservable(node, spec, assignment)
         if reserve:

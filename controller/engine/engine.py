@@ -71,6 +71,7 @@ class Engine:
         settle_gc: bool = True,
         fair_sharing: tuple[str, ...] | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
+        preemption_grace_seconds: float = 0.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``requeuing_timestamp``: ``waitForPodsReady.requeuingStrategy.timestamp`` — where a
@@ -111,6 +112,9 @@ class Engine:
                 "LessThanOrEqualToFinalShare",
                 "LessThanInitialShare",
             )
+        if preemption_grace_seconds < 0:
+            raise ValueError("preemption_grace_seconds must not be negative")
+        self.cache.preemptor.preemption_grace = preemption_grace_seconds
         self._clock = clock
         self.afs: AfsLedger | None = None
         if admission_fair_sharing is not None:
@@ -396,6 +400,9 @@ class Engine:
         not yet seen by a cycle is due at the next ``schedule()`` call plus the batch period; that
         call starts its clock, so a loop that sleeps until this time never misses it."""
         due = self.queue_manager.next_timer()
+        grace = self.cache.preemptor.grace_ends
+        if grace is not None:
+            due = grace if due is None else min(due, grace)
         sample = self.afs.next_due() if self.afs is not None else None
         if sample is None:
             return due

@@ -472,6 +472,17 @@ def _excluded_flavors(status: Mapping[str, Any], admission: Any) -> frozenset[st
     return frozenset(names - held - {""})
 
 
+def _reserved_at(written: float, previous: WorkloadInfo | None) -> float:
+    """When the quota was reserved. The condition's time has whole seconds; the engine's own
+    record of a reservation in that same second (it assumed it, or saw it before) is the finer
+    one, kept so that the preemption grace and the most-recently-reserved victim order do not
+    lose up to a second when the reservation's echo arrives."""
+    earlier = previous.admission.reserved_at if previous is not None and previous.admission is not None else None
+    if earlier is not None and written <= earlier < written + 1.0:
+        return earlier
+    return written
+
+
 def parse_workload(
     obj: Mapping[str, Any], previous: WorkloadInfo | None = None, *, pods_ready_requeue_by_creation: bool = False
 ) -> WorkloadInfo:
@@ -559,7 +570,10 @@ def parse_workload(
             cluster_queue=str(admission_raw["clusterQueue"]),
             usage=usage,
             admitted=conditions.get(c.COND_ADMITTED, {}).get("status") == "True",
-            reserved_at=parse_epoch(conditions.get(c.COND_QUOTA_RESERVED, {}).get("lastTransitionTime")) or creation,
+            reserved_at=_reserved_at(
+                parse_epoch(conditions.get(c.COND_QUOTA_RESERVED, {}).get("lastTransitionTime")) or creation,
+                previous,
+            ),
         )
 
     quota_cond = conditions.get(c.COND_QUOTA_RESERVED, {})

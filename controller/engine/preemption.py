@@ -98,6 +98,12 @@ class Preemptor:
         self.fair_strategies: tuple[str, ...] = ()
         # The searches of the nomination in progress (None outside one), by question.
         self._memo: dict[tuple[object, ...], list[_Candidate]] | None = None
+        # Preemption grace (docs/design/engine.md, "Preemption grace"): a victim whose quota was
+        # reserved less than this many seconds before ``now`` is not evicted yet; its preemptor
+        # waits. ``grace_ends``: when the first grace the cycle waited for ends (None: none).
+        self.preemption_grace: float = 0.0
+        self.now: float = 0.0
+        self.grace_ends: float | None = None
 
     @contextmanager
     def nomination(self) -> Iterator[None]:
@@ -192,6 +198,27 @@ class Preemptor:
             for cand in sorted(group, key=self._order):
                 (free if self._is_free(cand) else rest).append(cand)
         return free + rest, len(hierarchy) + len(by_priority), bool(hierarchy)
+
+    def waits_for_grace(self, targets: Iterable[Target]) -> bool:
+        """Whether any of ``targets`` is still in its preemption grace (then none is evicted this
+        cycle); notes when the first such grace ends in :attr:`grace_ends`. A victim already
+        being evicted has no grace, nor one whose reservation time is ahead of ``now``: that time
+        came from another clock (a former leader's, or Kueue's), and a grace measured from it
+        could last as long as the clocks' skew."""
+        if self.preemption_grace <= 0.0:
+            return False
+        waits = False
+        for target in targets:
+            info = target.victim
+            if info.evicted or info.key in self._being_evicted or info.admission is None:
+                continue
+            reserved_at = info.admission.reserved_at
+            ends = reserved_at + self.preemption_grace
+            if reserved_at <= self.now < ends:
+                waits = True
+                if self.grace_ends is None or ends < self.grace_ends:
+                    self.grace_ends = ends
+        return waits
 
     def _is_free(self, cand: _Candidate) -> bool:
         return cand.info.evicted or cand.info.key in self._being_evicted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -125,6 +126,39 @@ def test_lower_priority_workload_is_preempted_within_the_queue(
 
     wait_for(victim_requeued, timeout=30, message="the victim is back in the queue, waiting")
     _wait_for_event(kube, namespace, "high", "PreemptedWorkload")
+
+
+def _since(earlier: dict[str, Any], later: dict[str, Any]) -> float:
+    """Seconds between two conditions' lastTransitionTime (whole seconds, both written by the
+    controller's clock)."""
+    def at(cond: dict[str, Any]) -> datetime:
+        return datetime.fromisoformat(cond["lastTransitionTime"].replace("Z", "+00:00"))
+
+    return (at(later) - at(earlier)).total_seconds()
+
+
+def test_a_workload_admitted_moments_ago_is_preempted_only_once_its_grace_ends(
+    kueue: KueueApi, namespace: str
+) -> None:
+    """The controller's preemption grace (default 2 s, docs/design/engine.md): the victim Kueue's
+    rules choose is evicted, but not within 2 s of its reservation."""
+    make_queues(kueue, namespace, cpu="2", preemption=("LowerPriority",))
+    submit(kueue, namespace, "low", cpu="2", priority=10)
+    def reservation() -> dict[str, Any] | None:
+        low = kueue.workload(namespace, "low")
+        return condition(low, "QuotaReserved") if holds_quota(low) else None
+
+    reserved = wait_for(reservation, timeout=30, message="low holds the queue's quota")
+    submit(kueue, namespace, "high", cpu="2", priority=1000)
+    wait_for(
+        lambda: is_admitted(kueue.workload(namespace, "high")),
+        timeout=60,
+        message="the high-priority workload is admitted by preempting low",
+    )
+    low = kueue.workload(namespace, "low")
+    evicted = condition(low, "Evicted")
+    assert evicted["reason"] == "Preempted" and condition(low, "Preempted")["reason"] == "InClusterQueue"
+    assert _since(reserved, evicted) >= 2.0, (reserved, evicted)
 
 
 def test_equal_priority_does_not_preempt(kueue: KueueApi, namespace: str) -> None:

@@ -66,7 +66,7 @@ def test_preemptions_are_counted_by_class_and_reason(qps: float) -> None:
     # (with none, a small one below its nominal quota also reclaims once from the other queue).
     result = replay(
         parse_shape(CROWDED, "crowded"), heads=8, cycle_ms=10, qps=qps, create_spacing_ms=0, trace=100,
-        requeue_batch_ms=200,
+        requeue_batch_ms=200, preemption_grace_ms=0,
     )
     _consistent(result)
     assert result.evictions > 0
@@ -75,6 +75,16 @@ def test_preemptions_are_counted_by_class_and_reason(qps: float) -> None:
     for trace in result.traces:
         assert trace.preemptor_cluster_queue == trace.victim_cluster_queue
         assert trace.preemptor_cpu == 20
+
+
+def test_a_preemption_grace_longer_than_the_victims_runtime_leaves_nothing_to_preempt() -> None:
+    """The controller's --preemption-grace-seconds in the replay: the small workloads run 2 s, so
+    a large one that waits up to 2.5 s after a small one's admission finds it gone instead."""
+    crowded = parse_shape(CROWDED, "crowded")
+    at_once = replay(crowded, cycle_ms=10, create_spacing_ms=0, requeue_batch_ms=200, preemption_grace_ms=0)
+    waiting = replay(crowded, cycle_ms=10, create_spacing_ms=0, requeue_batch_ms=200, preemption_grace_ms=2500)
+    _consistent(waiting)
+    assert at_once.evictions > 0 and waiting.evictions == 0
 
 
 def test_engine_src_replays_another_tree_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:

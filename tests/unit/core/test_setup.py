@@ -7,6 +7,7 @@ from controller.core.setup import (
     blocks_admission,
     fair_sharing_strategies,
     pods_ready_policy,
+    preemption_grace_seconds,
     requeuing_timestamp,
 )
 from pykueue.api.config import Configuration, parse_config
@@ -86,3 +87,9 @@ def test_fair_sharing_reaches_the_engine_only_when_enabled() -> None:
     )
     only = parse_config({**base, "fairSharing": {"enable": True, "preemptionStrategies": ["LessThanInitialShare"]}})
     assert fair_sharing_strategies(only) == ("LessThanInitialShare",)
+
+
+def test_preemption_grace_is_the_flag_when_given_else_two_seconds() -> None:
+    assert preemption_grace_seconds({}) == 2.0
+    assert preemption_grace_seconds({"preemption-grace-seconds": 0.0}) == 0.0  # Kueue's timing
+    assert preemption_grace_seconds({"preemption-grace-seconds": 5.5}) == 5.5

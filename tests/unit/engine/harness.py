@@ -22,6 +22,7 @@ class World:
         requeuing_timestamp: str = "Eviction",
         fair_sharing: tuple[str, ...] | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
+        preemption_grace: float = 0.0,
     ) -> None:
         self.now = 1_000.0
         self.engine = Engine(
@@ -30,6 +31,7 @@ class World:
             requeuing_timestamp=requeuing_timestamp,
             fair_sharing=fair_sharing,
             admission_fair_sharing=admission_fair_sharing,
+            preemption_grace_seconds=preemption_grace,
             clock=lambda: self.now,  # the engine's clock outside schedule(now) is the test's too
         )
         self.objects: dict[str, Obj] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import random
+from datetime import UTC, datetime
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,7 +89,9 @@ FAIR_STRATEGY_LISTS = (
 )
 
 
-def _world(rng: random.Random, fair: bool = False, afs: bool = False) -> tuple[World, dict[str, ModelNode]]:
+def _world(
+    rng: random.Random, fair: bool = False, afs: bool = False, grace: float = 0.0
+) -> tuple[World, dict[str, ModelNode]]:
     """The random tree; with ``fair``, fair sharing on (a random strategy list) and random
     weights, 0 included, on queues and Cohorts (docs/design/fair-sharing.md); with ``afs``,
     admission fair sharing on (random half-life, 0 included), most queues in its admission mode,
@@ -98,7 +101,7 @@ def _world(rng: random.Random, fair: bool = False, afs: bool = False) -> tuple[W
         AdmissionFairSharing(rng.choice([0.0, 2.0, 30.0]), rng.choice([0.5, 1.0, 5.0])) if afs else None
     )
     world = World(heads=rng.choice([1, 3, 8]), batch=rng.choice([0.0, 1.0]), fair_sharing=strategies,
-                  admission_fair_sharing=admission_fair_sharing)
+                  admission_fair_sharing=admission_fair_sharing, preemption_grace=grace)
     world.flavors(*FLAVORS)
     model: dict[str, ModelNode] = {}
     for name, parent in COHORT_PARENTS.items():
@@ -228,11 +231,12 @@ def _check_invariants(world: World, model: dict[str, ModelNode], holding: dict[s
 def _echo(world: World, reservation: Reservation, submitted: Obj) -> None:
     """The informer shows the reservation the controller wrote (the queues have no checks)."""
     obj = copy.deepcopy(submitted)
+    at = datetime.fromtimestamp(world.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # the run's clock
     obj["status"] = {
         "admission": copy.deepcopy(reservation.admission),
         "conditions": [
-            condition("QuotaReserved", True, "QuotaReserved", reservation.message),
-            condition("Admitted", True, "Admitted", "The workload is admitted"),
+            condition("QuotaReserved", True, "QuotaReserved", reservation.message, at=at),
+            condition("Admitted", True, "Admitted", "The workload is admitted", at=at),
         ],
     }
     world.add(obj)
@@ -255,9 +259,15 @@ def test_random_operations_keep_invariants_with_admission_fair_sharing(seed: int
     _random_operations(seed, fair=seed % 2 == 0, afs=True)
 
 
-def _random_operations(seed: int, fair: bool, afs: bool = False) -> None:
+@pytest.mark.parametrize("seed", range(30))
+def test_random_operations_keep_invariants_with_a_preemption_grace(seed: int) -> None:
+    """The same invariants hold when preemptors wait for their victims' grace, holding quota."""
+    _random_operations(seed, fair=seed % 3 == 0, grace=2.0)
+
+
+def _random_operations(seed: int, fair: bool, afs: bool = False, grace: float = 0.0) -> None:
     rng = random.Random(seed)
-    world, model = _world(rng, fair, afs)
+    world, model = _world(rng, fair, afs, grace)
     submitted: dict[str, Obj] = {}  # key -> the workload as created, pending
     holding: dict[str, str] = {}  # key -> uid holding quota
     counter = 0

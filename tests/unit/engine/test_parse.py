@@ -63,3 +63,21 @@ def test_shape_is_stable_across_status_updates_for_options_too() -> None:
     assert first.shape == second.shape == third.shape
     plain = parse_workload(builder.obj())
     assert plain.shape != first.shape  # options of a parent never share a class with others
+
+
+def test_a_reservation_keeps_the_engines_finer_time_within_the_conditions_second() -> None:
+    """The condition's time has whole seconds; the engine's own record of the reservation (made
+    when it assumed it) is finer and is kept while it falls in that second. The preemption grace
+    and the most-recently-reserved victim order read it."""
+    obj = (PlacementWorkloadBuilder("wl", "ns").queue("q").podset(cpu="1")
+           .reserved("cq", {"cpu": "default"}, {"cpu": "1"}, at="2026-01-01T00:00:10Z").obj())
+    written = parse_workload(obj)
+    assert written.admission is not None
+    second = written.admission.reserved_at  # 10 s past the minute, whole
+    assert second == int(second)
+    for earlier, kept in ((second + 0.7, second + 0.7), (second, second),
+                          (second + 1.0, second), (second - 0.3, second)):
+        written.admission.reserved_at = earlier
+        again = parse_workload(obj, written)
+        assert again.admission is not None and again.admission.reserved_at == kept, earlier
+    assert parse_workload(obj, None).admission.reserved_at == second  # type: ignore[union-attr]

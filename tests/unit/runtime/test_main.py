@@ -17,6 +17,7 @@ from controller.main import (
     listeners,
     load_configuration,
     run_setup_modules,
+    tuning_overrides,
 )
 from pykueue.api.config import ConfigError, Configuration, parse_config
 from pykueue.kube.client import KubeClient
@@ -40,6 +41,25 @@ def test_interface_flags_parse() -> None:
     )
     assert parsed.leader_elect is False and parsed.qps == 5.0 and parsed.burst == 7
     assert parsed.identity == "me" and parsed.namespace == "ns"
+
+
+def test_preemption_grace_flag_takes_non_negative_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert args().preemption_grace_seconds is None  # the controller's default applies
+    assert args("--preemption-grace-seconds", "0").preemption_grace_seconds == 0.0
+    assert args("--preemption-grace-seconds", "2.5").preemption_grace_seconds == 2.5
+    for bad, why in (("-1", "must not be negative, got '-1'"), ("soon", "not a number of seconds: 'soon'"),
+                     ("nan", "must not be negative, got 'nan'")):
+        with pytest.raises(SystemExit):
+            args("--preemption-grace-seconds", bad)
+        assert f"argument --preemption-grace-seconds: {why}" in capsys.readouterr().err
+
+
+def test_tuning_flags_reach_the_setup_modules_only_when_given() -> None:
+    assert tuning_overrides(args()) == {}
+    assert tuning_overrides(args("--preemption-grace-seconds", "0", "--multikueue-incremental-round-seconds", "7")) == {
+        "preemption-grace-seconds": 0.0,
+        "multikueue-incremental-round-seconds": 7.0,
+    }
 
 
 def test_election_defaults_are_client_go_timings() -> None:
