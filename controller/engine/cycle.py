@@ -97,8 +97,8 @@ class _Entry:
         # Concurrent admission: quota kept for an option whose winner is leaving for it (a
         # migration); it waits, and no later entry of the cycle may take that quota.
         self.keep = keep
-        # Its victims are still in their preemption grace (docs/design/engine.md, "Preemption
-        # grace"): it waits for them, holding its queue's quota against later entries.
+        # Its victims (``targets``) are still in their preemption grace (docs/design/engine.md,
+        # "Preemption grace"): it evicts none, and waits holding its queue's quota.
         self.in_grace = in_grace
 
     @property
@@ -127,7 +127,6 @@ def run_cycle(
     held: list[tuple[quota.QuotaNode, dict[FlavorResource, int]]] = []
     targeted = _Targeted()
     cache.preemptor.reserved_this_cycle.clear()
-    cache.preemptor.now = now
     cache.preemptor.grace_ends = None
     try:
         for round_index in range(heads_per_cluster_queue):
@@ -146,7 +145,7 @@ def run_cycle(
             entries.sort(key=_Entry.order)
             ordered = tournament_order(entries, cache.forest) if cache.preemptor.fair_strategies else entries
             for entry in ordered:
-                if round_index and entry.targets:
+                if round_index and entry.targets and not entry.in_grace:
                     _defer_preemption(queues, entry, exhausted)
                     continue
                 _process(cache, queues, holdings, entry, now, result, exhausted, held, targeted)
@@ -201,10 +200,10 @@ def _nominate_head(
         reduced = _partial_assignment(cache, info, cluster_queue)
         if reduced is not None:
             assignment, targets = reduced
-    if targets and cache.preemptor.waits_for_grace(targets):
+    if targets and cache.preemptor.waits_for_grace(targets, now):
         # The victims Kueue's rules chose, not others: they are evicted once their grace ends,
-        # unless they finish first.
-        return _Entry(info, cluster_queue, assignment, [], retry_next_cycle=True, in_grace=True)
+        # unless they finish first. Kept on the entry for the visibility API's dry run.
+        return _Entry(info, cluster_queue, assignment, targets, retry_next_cycle=True, in_grace=True)
     retry = cache.preemptor.passed_over_fresh and assignment.mode != FIT and not targets
     return _Entry(info, cluster_queue, assignment, targets, retry_next_cycle=retry)
 
@@ -394,7 +393,7 @@ def _process(
         )
         return
 
-    if assignment.mode == PREEMPT and entry.targets:
+    if assignment.mode == PREEMPT and entry.targets and not entry.in_grace:
         victims = [t.victim.key for t in entry.targets]
         if any(v in targeted for v in victims):
             # Kueue skips a preemptor whose victims another entry of this cycle already claimed.

@@ -502,7 +502,7 @@ class Engine:
         """Why ``key`` is pending and what would admit it: a dry run of the cycle's nomination
         (``controller.engine.explain``); changes nothing. ``blocked_by``: the workloads whose
         pods the scheduler loop waits for before it admits anything (blockAdmission)."""
-        return explain(self.cache, self.queue_manager, self.workloads, self, key, blocked_by)
+        return explain(self.cache, self.queue_manager, self.workloads, self, key, blocked_by, now=self._clock())
 
     def pending_snapshot(self, cluster_queue: str) -> QueueSnapshot | None:
         """Copy ``cluster_queue``'s pending workloads for ordering on another thread (the

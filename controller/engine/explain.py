@@ -104,6 +104,7 @@ class Explanation:
     options: list[OptionView] = field(default_factory=list)  # a concurrent-admission parent's options
     # Pending only: the admitted workloads whose pods blockAdmission waits for (nothing is admitted before).
     blocked_by: list[ObjectKey] = field(default_factory=list)
+    victims_in_grace: bool = False  # some victim was admitted too recently to be evicted yet
 
 
 def _q(amount: int, resource: str) -> str:
@@ -117,11 +118,13 @@ def explain(
     holdings: Holdings,
     key: ObjectKey,
     blocked_by: Sequence[ObjectKey] = (),
+    now: float | None = None,
 ) -> Explanation:
     """Engine thread (``Engine.explain`` passes its parts). ``holdings`` is the engine, as for the
     cycle; a dry run never calls it (``_nominate`` only reads, and the preemptor restores).
     ``blocked_by``: the admitted workloads whose pods ``waitForPodsReady.blockAdmission`` waits
-    for, as the scheduler loop knows them (empty when it admits)."""
+    for, as the scheduler loop knows them (empty when it admits). ``now``: the engine's clock
+    (default: the wall clock)."""
     admitted = cache.admitted_workload(key)
     if admitted is not None and admitted.admission is not None:
         holding = admitted.admission.cluster_queue
@@ -158,20 +161,25 @@ def explain(
     if not cache.is_active(cluster_queue):
         result.queue_active = False
         result.queue_inactive_reason, result.queue_inactive_message = cache.inactive.get(cluster_queue, ("", ""))
-    _dry_run(cache, holdings, info, cluster_queue, result)
+    _dry_run(cache, holdings, info, cluster_queue, result, time.time() if now is None else now)
     result.suggestion = _suggest(result)
     return result
 
 
 def _dry_run(cache: QuotaCache, holdings: Holdings, info: WorkloadInfo, cluster_queue: str,
-             result: Explanation) -> None:
+             result: Explanation, now: float) -> None:
     cache.ensure_forest()
-    entry = _nominate(cache, holdings, info, cluster_queue, time.time())
+    grace_ends = cache.preemptor.grace_ends  # the loop's next wake is the cycle's, not the dry run's
+    try:
+        entry = _nominate(cache, holdings, info, cluster_queue, now)
+    finally:
+        cache.preemptor.grace_ends = grace_ends
     assignment = entry.assignment
     result.outcome = OUTCOMES.get(assignment.mode, str(assignment.mode))
     result.reason, result.message = assignment.reason, assignment.message
     result.flavors = {ps.name: dict(ps.flavors) for ps in assignment.podsets}
     result.victims = [(t.victim.key, t.cluster_queue, t.reason) for t in entry.targets]
+    result.victims_in_grace = entry.in_grace
     if assignment.mode == PREEMPT and not entry.targets:
         result.outcome = "DoesNotFit"
     spec = cache.cluster_queues[cluster_queue]
@@ -224,7 +232,9 @@ def _suggest(result: Explanation) -> str:
         return f"it fits now, after the {result.ahead} workload(s) ahead of it{',' if waiting else ''}{waiting}{checks}"
     if result.outcome == "FitsAfterPreemption":
         names = ", ".join(v[0] for v in result.victims)
-        return (f"it would be admitted after preempting {len(result.victims)} workload(s): {names}"
+        grace = (", once their preemption grace ends (a workload admitted moments ago is evicted only "
+                 "seconds later)") if result.victims_in_grace else ""
+        return (f"it would be admitted after preempting {len(result.victims)} workload(s): {names}{grace}"
                 f"{',' if waiting else ''}{waiting}{checks}")
     by_flavor: dict[str, list[ResourceView]] = {}
     for view in result.resources:

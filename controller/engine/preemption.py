@@ -99,10 +99,9 @@ class Preemptor:
         # The searches of the nomination in progress (None outside one), by question.
         self._memo: dict[tuple[object, ...], list[_Candidate]] | None = None
         # Preemption grace (docs/design/engine.md, "Preemption grace"): a victim whose quota was
-        # reserved less than this many seconds before ``now`` is not evicted yet; its preemptor
-        # waits. ``grace_ends``: when the first grace the cycle waited for ends (None: none).
+        # reserved less than this many seconds ago is not evicted yet; its preemptor waits.
+        # ``grace_ends``: when the first grace the cycle waited for ends (None: none).
         self.preemption_grace: float = 0.0
-        self.now: float = 0.0
         self.grace_ends: float | None = None
 
     @contextmanager
@@ -199,7 +198,7 @@ class Preemptor:
                 (free if self._is_free(cand) else rest).append(cand)
         return free + rest, len(hierarchy) + len(by_priority), bool(hierarchy)
 
-    def waits_for_grace(self, targets: Iterable[Target]) -> bool:
+    def waits_for_grace(self, targets: Iterable[Target], now: float) -> bool:
         """Whether any of ``targets`` is still in its preemption grace (then none is evicted this
         cycle); notes when the first such grace ends in :attr:`grace_ends`. A victim already
         being evicted has no grace, nor one whose reservation time is ahead of ``now``: that time
@@ -214,7 +213,7 @@ class Preemptor:
                 continue
             reserved_at = info.admission.reserved_at
             ends = reserved_at + self.preemption_grace
-            if reserved_at <= self.now < ends:
+            if reserved_at <= now < ends:
                 waits = True
                 if self.grace_ends is None or ends < self.grace_ends:
                     self.grace_ends = ends

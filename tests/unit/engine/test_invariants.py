@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import copy
 import random
-from datetime import UTC, datetime
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest

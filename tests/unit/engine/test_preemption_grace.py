@@ -156,3 +156,22 @@ def test_quota_freed_during_the_grace_is_held_for_the_waiting_owner(owner_waits:
 def test_a_negative_grace_is_refused() -> None:
     with pytest.raises(ValueError, match="preemption_grace_seconds must not be negative"):
         Engine(preemption_grace_seconds=-1.0)
+
+
+def test_the_dry_run_names_the_victims_and_says_they_wait_for_their_grace() -> None:
+    """The visibility API's explain: the outcome is the cycle's (FitsAfterPreemption, these
+    victims), and the suggestion says why nothing is evicted yet; the dry run leaves the loop's
+    timer alone."""
+    world = _cohort(GRACE)
+    _borrower_admitted(world)
+    world.add(_workload("a-owner", "a", "4", 0, at=30))
+    world.now += 0.5
+    result = world.engine.explain("ns/a-owner")
+    assert result.outcome == "FitsAfterPreemption" and result.victims_in_grace
+    assert result.victims == [("ns/b-borrower", "b", "InCohortReclamation")]
+    assert "ns/b-borrower, once their preemption grace ends" in result.suggestion
+    assert world.engine.next_timer() is None
+    world.now += GRACE
+    after = world.engine.explain("ns/a-owner")
+    assert after.outcome == "FitsAfterPreemption" and not after.victims_in_grace
+    assert "grace" not in after.suggestion
