@@ -308,6 +308,8 @@ class Engine:
                 self._unadmitted_version[key] = info
             return
         self._unadmitted_version.pop(key, None)
+        if info.admission is not None:
+            info.admission.visible_since = self._visible_since(info, old)
         if info.finished or (info.admission is None and (not info.active or info.deleting)):
             if info.finished:
                 self._arrivals.forget(key)  # it will never be queued again
@@ -323,6 +325,24 @@ class Engine:
         else:
             self.cache.release(key, old)
             self.queue_manager.route(info, fresh=_may_change_outcome(old, info))
+
+    def _visible_since(self, info: WorkloadInfo, old: WorkloadInfo | None) -> float:
+        """When ``info``'s reservation became visible to the rest of the cluster: its preemption
+        grace counts from there. A job cannot start before its Workload's admission is in the
+        API, and at a busy client budget our own reservation write lands seconds after the
+        engine decided it; a grace counted from the decision could end before the job ran at
+        all. So our reservation is visible when its echo arrives (the engine's clock then); one
+        this engine did not make (another leader's, one read at start-up, a new reservation
+        by another writer) from its reservation time."""
+        admission = info.admission
+        before = old.admission if old is not None and old.uid == info.uid else None
+        if admission is None:
+            return 0.0
+        if before is None:
+            return admission.reserved_at
+        if before.assumed:
+            return max(before.visible_since, self._clock())
+        return before.visible_since if before.reserved_at == admission.reserved_at else admission.reserved_at
 
     def delete_workload(self, namespace: str, name: str) -> None:
         key = namespaced_key(namespace, name)

@@ -209,18 +209,22 @@ class Preemptor:
         waits = False
         for target in targets:
             info = target.victim
-            if info.evicted or info.key in self._being_evicted or info.admission is None:
+            if self._leaving(info) or info.admission is None:
                 continue
-            reserved_at = info.admission.reserved_at
-            ends = reserved_at + self.preemption_grace
-            if reserved_at <= now < ends:
+            since = info.admission.visible_since
+            ends = since + self.preemption_grace
+            if since <= now < ends:
                 waits = True
                 if self.grace_ends is None or ends < self.grace_ends:
                     self.grace_ends = ends
         return waits
 
     def _is_free(self, cand: _Candidate) -> bool:
-        return cand.info.evicted or cand.info.key in self._being_evicted
+        return self._leaving(cand.info)
+
+    def _leaving(self, info: WorkloadInfo) -> bool:
+        """Evicted, or its eviction is in flight: its quota is on its way out already."""
+        return info.evicted or info.key in self._being_evicted
 
     def _order(self, cand: _Candidate) -> tuple[bool, bool, float, int, float, str]:
         info = cand.info

@@ -296,7 +296,9 @@ class QuotaCache:
     def assume(self, info: WorkloadInfo, cluster_queue: str, usage: dict[FlavorResource, int], now: float,
                admitted: bool) -> None:
         """Reserve quota for a popped workload before its API write (assume-then-write)."""
-        info.admission = AdmissionInfo(cluster_queue, usage, admitted, reserved_at=now, assumed=True)
+        info.admission = AdmissionInfo(
+            cluster_queue, usage, admitted, reserved_at=now, assumed=True, visible_since=now
+        )
         quota.add_usage(self.forest.cluster_queues[cluster_queue], usage)
         self.admitted[cluster_queue][info.key] = info
         self.options.held(info)

@@ -209,6 +209,10 @@ class AdmissionInfo:
     # reservation, events without it are older than our write and must not undo it.
     assumed: bool = False
     write_confirmed: bool = False  # the controller reported the API write succeeded
+    # When others could first see the reservation; the preemption grace counts from here. For
+    # our own reservation that is its echo's arrival (until then the assumption's time), for one
+    # we did not make its reservation time (Engine._visible_since).
+    visible_since: float = 0.0
 
 
 @dataclass(slots=True)

@@ -175,3 +175,46 @@ def test_the_dry_run_names_the_victims_and_says_they_wait_for_their_grace() -> N
     after = world.engine.explain("ns/a-owner")
     assert after.outcome == "FitsAfterPreemption" and not after.victims_in_grace
     assert "grace" not in after.suggestion
+
+
+def _stamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _borrower_echo(world: World, reserved_at: float, extra_label: str | None = None) -> None:
+    """The informer's copy of ``b-borrower`` with the reservation the engine wrote."""
+    builder = (PlacementWorkloadBuilder("b-borrower", "ns").queue("lq-b").podset(cpu="6").priority(0)
+               .reserved("b", {"cpu": "default"}, {"cpu": "6"}, at=_stamp(reserved_at)).admitted())
+    if extra_label:
+        builder = builder.label(extra_label, "x")
+    world.engine.upsert_workload(builder.obj())
+
+
+def test_the_grace_counts_from_when_the_reservation_came_back_from_the_api() -> None:
+    """At a busy client budget the reservation lands seconds after the engine decided it, and no
+    job starts before; counted from the decision, the grace could be over before the job ran."""
+    world = _cohort(GRACE)
+    _borrower_admitted(world)
+    decided_at = world.now
+    world.now += 3.0  # the write and its echo took 3 s
+    _borrower_echo(world, decided_at)
+    echo_at = world.now
+    world.add(_workload("a-owner", "a", "4", 0, at=30))
+
+    assert world.cycle(advance=0.5).preemptions == []  # 3.5 s after the decision, 0.5 s after the echo
+    assert world.engine.next_timer() == echo_at + GRACE
+    _borrower_echo(world, decided_at, extra_label="later-update")  # a later status write: same reservation
+    assert world.cycle(advance=1.0).preemptions == []
+    reclaimed = world.cycle(advance=0.5)
+    assert [p.victim for p in reclaimed.preemptions] == ["ns/b-borrower"]
+
+
+def test_a_reservation_this_engine_did_not_make_counts_from_its_reservation_time() -> None:
+    """Read at start-up or written by a former leader: no echo to wait for, the condition's time."""
+    world = _cohort(GRACE)
+    reserved_at = world.now - 1.0
+    _borrower_echo(world, reserved_at)
+    world.add(_workload("a-owner", "a", "4", 0, at=30))
+    assert world.cycle(advance=0.5).preemptions == []
+    assert world.engine.next_timer() == reserved_at + GRACE
+    assert [p.victim for p in world.cycle(advance=0.5).preemptions] == ["ns/b-borrower"]
