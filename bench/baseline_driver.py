@@ -61,6 +61,7 @@ class WorkloadRecord:
     evicted_now: bool = False
     finish_held: bool = False  # admitted, but Evicted=True: no finish until readmitted
     finished_while_evicted: bool = False  # Finished arrived with Evicted=True (patch already sent)
+    finish_sent_at: float | None = None  # the runner's last Finished patch for it was sent
     used_cpu_seconds: float = 0.0
     create_failed: bool = False
     token: int = 0  # bumped on every admission change; a stale finish timer compares unequal
@@ -176,6 +177,14 @@ class Recorder:
         with self._lock:
             return self.records[key].token
 
+    def finish_sent(self, key: Key) -> None:
+        """The runner is sending ``key``'s Finished patch now."""
+        now = self._clock()
+        with self._lock:
+            record = self.records.get(key)
+            if record is not None:
+                record.finish_sent_at = now
+
     def progress(self) -> dict[str, int]:
         with self._lock:
             records = list(self.records.values())
@@ -206,9 +215,16 @@ class Recorder:
 class FinishRunner:
     """Marks workloads Finished when their simulated runtime after admission is over."""
 
-    def __init__(self, client: Any, recorder_token: Callable[[Key], int], concurrency: int) -> None:
+    def __init__(
+        self,
+        client: Any,
+        recorder_token: Callable[[Key], int],
+        concurrency: int,
+        on_sent: Callable[[Key], None] | None = None,
+    ) -> None:
         self._client = client
         self._token = recorder_token
+        self._on_sent = on_sent  # told just before each Finished patch is sent
         self._heap: list[tuple[float, int, Key, int]] = []
         self._sequence = itertools.count()
         self._cv = threading.Condition()
@@ -255,6 +271,8 @@ class FinishRunner:
             "message": "simulated run completed",
             "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
+        if self._on_sent is not None:
+            self._on_sent(key)
         try:
             self._client.patch_status(
                 WORKLOADS,

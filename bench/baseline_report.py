@@ -43,6 +43,21 @@ from .baseline_timeline import (
 BUDGET_SHOWN_UP_TO_QPS = 1000.0
 
 
+def _crossings(records: Sequence[WorkloadRecord]) -> dict[str, float | None]:
+    """Where an eviction and a finish crossed (finished while evicted): the medians of how long
+    after the runner sent ``Finished`` the driver saw ``Evicted``, and saw ``Finished`` itself
+    (the finish patch's round trip). The first small against the second says the eviction was
+    decided or written while the finish was in flight, not after it was visible."""
+    crossed = [r for r in records if r.finished_while_evicted and r.finish_sent_at is not None and r.evicted_at]
+    to_evicted = [r.evicted_at[-1] - r.finish_sent_at for r in crossed if r.finish_sent_at is not None]
+    to_finished = [r.finished_at - r.finish_sent_at for r in crossed
+                   if r.finished_at is not None and r.finish_sent_at is not None]
+    return {
+        "crossing_finish_sent_to_evicted_seen_p50_s": _round(percentile(to_evicted, 0.5)),
+        "crossing_finish_sent_to_finished_seen_p50_s": _round(percentile(to_finished, 0.5)),
+    }
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile (``fraction`` in 0..1); NaN for no values."""
     if not values:
@@ -143,6 +158,7 @@ def summarise(
             "evictions": sum(r.evictions for r in mine),
             "evicted_transitions": sum(r.evicted_transitions for r in mine),
             "finished_while_evicted": sum(r.finished_while_evicted for r in mine),
+            **_crossings(mine),
             "mean_time_to_admission_s": _round(statistics.fmean(waits) if waits else math.nan),
             "mean_time_to_admission_from_watch_s": _round(
                 statistics.fmean(waits_from_watch) if waits_from_watch else math.nan
@@ -254,6 +270,12 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
             f"  / {figures.get('evicted_transitions', 'n/a')}"
             f" ({figures.get('finished_while_evicted', 'n/a')} finished while evicted)"
         )
+        if figures.get("finished_while_evicted"):
+            lines.append(
+                f"{'    finish sent -> Evicted / Finished seen, p50':<{width}}"
+                f"{_fmt(figures.get('crossing_finish_sent_to_evicted_seen_p50_s'), ' s', 2):>12}"
+                f"  / {_fmt(figures.get('crossing_finish_sent_to_finished_seen_p50_s'), ' s', 2)}"
+            )
     controller = result.get("controller") or {}
     lines += [
         f"{'controller CPU':<{width}}{_fmt(controller.get('cpu_s'), ' s'):>12}"

@@ -111,7 +111,8 @@ def _wait(predicate: Any, timeout: float = 5.0) -> None:
 def test_finish_runner_appends_finished_when_due_and_skips_stale_timers() -> None:
     client = FakeClient()
     tokens = {("ns", "current"): 1, ("ns", "stale"): 5}
-    runner = FinishRunner(client, tokens.__getitem__, concurrency=2)
+    sent: list[tuple[str, str]] = []
+    runner = FinishRunner(client, tokens.__getitem__, concurrency=2, on_sent=sent.append)
     runner.start()
     try:
         now = time.monotonic()
@@ -126,6 +127,7 @@ def test_finish_runner_appends_finished_when_due_and_skips_stale_timers() -> Non
     assert patch[0]["op"] == "add" and patch[0]["path"] == "/status/conditions/-"
     assert patch[0]["value"]["type"] == "Finished" and patch[0]["value"]["status"] == "True"
     assert len(runner.lag.samples) == 1 and runner.lag.samples[0] >= 0
+    assert sent == [("ns", "current")]  # the recorder notes when each finish left, stale ones never
 
 
 def test_timeline_creates_each_class_every_interval_per_queue() -> None:
@@ -247,3 +249,13 @@ def test_a_finish_already_sent_when_the_eviction_comes_is_counted() -> None:
     (a, b) = recorder.snapshot()
     assert (a.finished_while_evicted, a.evicted_transitions, a.evictions) == (True, 1, 0)
     assert (b.finished_while_evicted, b.evicted_transitions) == (False, 0)
+
+
+def test_recorder_notes_when_a_finish_was_sent() -> None:
+    clock = FakeClock()
+    clock.now = 7.5
+    recorder = Recorder(lambda key, due, token: None, clock=clock)
+    recorder.expect(("ns", "wl"), WorkloadRecord("small", cpu=1, runtime_s=0.2))
+    recorder.finish_sent(("ns", "wl"))
+    recorder.finish_sent(("ns", "unknown"))  # not one of the run's: ignored
+    assert recorder.snapshot()[0].finish_sent_at == 7.5

@@ -148,6 +148,23 @@ def test_summary_carries_kueues_utilisation_and_time_to_admission_from_the_first
     assert without["cq_utilisation_kueue_pct"] is None and without["cq_classes_kueue"] == {}
 
 
+def test_summary_says_how_an_eviction_and_a_finish_crossed() -> None:
+    """Finished while evicted: how long after the finish was sent the driver saw Evicted, and
+    saw the finish itself (medians); nothing to say for a class without such a crossing."""
+    shape = load_shape("baseline").scaled(0.001)
+    crossed = []
+    for sent_at, evicted_seen, finished_seen in ((2.2, 2.5, 3.0), (2.2, 3.1, 3.6), (2.2, 2.9, 4.4)):
+        record = _record("small", 1, created=0.0, admitted=2.0, finished=finished_seen)
+        record.finished_while_evicted = True
+        record.finish_sent_at = sent_at
+        record.evicted_at.append(evicted_seen)
+        crossed.append(record)
+    summary = summarise([*crossed, _record("large", 20, created=0.0, admitted=1.0, finished=2.0)], shape)
+    assert summary["classes"]["small"]["crossing_finish_sent_to_evicted_seen_p50_s"] == 0.7
+    assert summary["classes"]["small"]["crossing_finish_sent_to_finished_seen_p50_s"] == 1.4
+    assert summary["classes"]["large"]["crossing_finish_sent_to_evicted_seen_p50_s"] is None
+
+
 def test_printed_block_names_both_utilisations_and_puts_the_anchor_beside_kueues() -> None:
     shape = load_shape("baseline").scaled(0.001)
     record = _record("small", 1, created=0.0, admitted=2.0, finished=4.0)
