@@ -48,10 +48,15 @@ def _crossings(records: Sequence[WorkloadRecord]) -> dict[str, float | None]:
     after the runner sent ``Finished`` the driver saw ``Evicted``, and saw ``Finished`` itself
     (the finish patch's round trip). The first small against the second says the eviction was
     decided or written while the finish was in flight, not after it was visible."""
-    crossed = [r for r in records if r.finished_while_evicted and r.finish_sent_at is not None and r.evicted_at]
-    to_evicted = [r.evicted_at[-1] - r.finish_sent_at for r in crossed if r.finish_sent_at is not None]
-    to_finished = [r.finished_at - r.finish_sent_at for r in crossed
-                   if r.finished_at is not None and r.finish_sent_at is not None]
+    to_evicted: list[float] = []
+    to_finished: list[float] = []
+    for r in records:
+        sent = r.finish_sent_at
+        if not r.finished_while_evicted or sent is None or not r.evicted_at:
+            continue
+        to_evicted.append(r.evicted_at[-1] - sent)
+        if r.finished_at is not None:
+            to_finished.append(r.finished_at - sent)
     return {
         "crossing_finish_sent_to_evicted_seen_p50_s": _round(percentile(to_evicted, 0.5)),
         "crossing_finish_sent_to_finished_seen_p50_s": _round(percentile(to_finished, 0.5)),

@@ -39,7 +39,7 @@ from .parse import (
 from .queue_manager import QueueManager
 from .queues import PendingQueue
 from .quota_cache import QuotaCache
-from .records import ClusterQueueSpec, FlavorResource, ObjectKey, WorkloadInfo
+from .records import AdmissionInfo, ClusterQueueSpec, FlavorResource, ObjectKey, WorkloadInfo
 from .results import CycleResult, Eviction
 from .visibility import PendingWorkload, QueueSnapshot
 
@@ -309,7 +309,8 @@ class Engine:
             return
         self._unadmitted_version.pop(key, None)
         if info.admission is not None:
-            info.admission.visible_since = self._visible_since(info, old)
+            before = old.admission if old is not None and old.uid == info.uid else None
+            info.admission.visible_since = self._visible_since(info.admission, before)
         if info.finished or (info.admission is None and (not info.active or info.deleting)):
             if info.finished:
                 self._arrivals.forget(key)  # it will never be queued again
@@ -326,18 +327,15 @@ class Engine:
             self.cache.release(key, old)
             self.queue_manager.route(info, fresh=_may_change_outcome(old, info))
 
-    def _visible_since(self, info: WorkloadInfo, old: WorkloadInfo | None) -> float:
-        """When ``info``'s reservation became visible to the rest of the cluster: its preemption
+    def _visible_since(self, admission: AdmissionInfo, before: AdmissionInfo | None) -> float:
+        """When the reservation ``admission`` (``before``: the same workload's previous record of
+        it, if any) became visible to the rest of the cluster: its preemption
         grace counts from there. A job cannot start before its Workload's admission is in the
         API, and at a busy client budget our own reservation write lands seconds after the
         engine decided it; a grace counted from the decision could end before the job ran at
         all. So our reservation is visible when its echo arrives (the engine's clock then); one
         this engine did not make (another leader's, one read at start-up, a new reservation
         by another writer) from its reservation time."""
-        admission = info.admission
-        before = old.admission if old is not None and old.uid == info.uid else None
-        if admission is None:
-            return 0.0
         if before is None:
             return admission.reserved_at
         if before.assumed:

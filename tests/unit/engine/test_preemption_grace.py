@@ -8,10 +8,16 @@ from datetime import UTC, datetime
 import pytest
 
 from controller.engine import Engine
+from pykueue.api.timestamps import format_time
 from tests.builders import FungibleClusterQueueBuilder, PlacementWorkloadBuilder
 from tests.unit.engine.harness import World
 
 GRACE = 2.0
+
+
+def _stamp(epoch: float) -> str:
+    """A condition time (whole seconds) for the engine-clock moment ``epoch``."""
+    return format_time(datetime.fromtimestamp(epoch, UTC))
 
 
 def _workload(name: str, cq: str, cpu: str, priority: int, at: int = 0) -> dict:
@@ -119,7 +125,7 @@ def test_a_reservation_time_ahead_of_the_clock_gives_no_grace() -> None:
     """Written by another clock (a former leader's, Kueue's): a grace measured from it could last
     as long as the skew, so there is none."""
     world = _cohort(GRACE)
-    ahead = datetime.fromtimestamp(world.now + 600, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ahead = _stamp(world.now + 600)
     world.add(PlacementWorkloadBuilder("b-borrower", "ns").queue("lq-b").podset(cpu="6").priority(0)
               .reserved("b", {"cpu": "default"}, {"cpu": "6"}, at=ahead).admitted().obj())
     world.add(_workload("a-owner", "a", "4", 0, at=30))
@@ -175,10 +181,6 @@ def test_the_dry_run_names_the_victims_and_says_they_wait_for_their_grace() -> N
     after = world.engine.explain("ns/a-owner")
     assert after.outcome == "FitsAfterPreemption" and not after.victims_in_grace
     assert "grace" not in after.suggestion
-
-
-def _stamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _borrower_echo(world: World, reserved_at: float, extra_label: str | None = None) -> None:
