@@ -270,7 +270,10 @@ def run_once(
         create_queues(client, shape, names)
         wait_queues_active(client, shape, names)
         recorder = Recorder(on_admitted=lambda key, due, token: runner.schedule(key, due, token) if runner else None)
-        runner = FinishRunner(client, recorder.token, options.finish_concurrency, on_sent=recorder.finish_sent)
+        runner = FinishRunner(
+            client, recorder.token, options.finish_concurrency,
+            on_sent=recorder.finish_sent, on_answered=recorder.finish_answered,
+        )
         generator = Generator(client, shape, names, recorder, options.create_concurrency)
         informer = Informer(client, WORKLOADS, label_selector=f"{RUN_LABEL}={names.run_id}")
         informer.add_handler(FuncHandler(add=recorder.observe, update=lambda _old, new: recorder.observe(new)))

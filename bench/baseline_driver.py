@@ -62,6 +62,7 @@ class WorkloadRecord:
     finish_held: bool = False  # admitted, but Evicted=True: no finish until readmitted
     finished_while_evicted: bool = False  # Finished arrived with Evicted=True (patch already sent)
     finish_sent_at: float | None = None  # the runner's last Finished patch for it was sent
+    finish_answered_at: float | None = None  # ... and the apiserver answered it (committed)
     used_cpu_seconds: float = 0.0
     create_failed: bool = False
     token: int = 0  # bumped on every admission change; a stale finish timer compares unequal
@@ -185,6 +186,14 @@ class Recorder:
             if record is not None:
                 record.finish_sent_at = now
 
+    def finish_answered(self, key: Key) -> None:
+        """The apiserver has answered ``key``'s Finished patch: from now on the watch can show it."""
+        now = self._clock()
+        with self._lock:
+            record = self.records.get(key)
+            if record is not None:
+                record.finish_answered_at = now
+
     def progress(self) -> dict[str, int]:
         with self._lock:
             records = list(self.records.values())
@@ -221,10 +230,12 @@ class FinishRunner:
         recorder_token: Callable[[Key], int],
         concurrency: int,
         on_sent: Callable[[Key], None] | None = None,
+        on_answered: Callable[[Key], None] | None = None,
     ) -> None:
         self._client = client
         self._token = recorder_token
         self._on_sent = on_sent  # told just before each Finished patch is sent
+        self._on_answered = on_answered  # told when the apiserver has answered it
         self._heap: list[tuple[float, int, Key, int]] = []
         self._sequence = itertools.count()
         self._cv = threading.Condition()
@@ -281,6 +292,8 @@ class FinishRunner:
                 key[0],
                 patch_type="json",
             )
+            if self._on_answered is not None:
+                self._on_answered(key)
         except NotFound:
             pass
         except (ApiError, ValueError) as err:  # ValueError: a client that cannot send the patch

@@ -50,6 +50,7 @@ def _crossings(records: Sequence[WorkloadRecord]) -> dict[str, float | None]:
     decided or written while the finish was in flight, not after it was visible."""
     to_evicted: list[float] = []
     to_finished: list[float] = []
+    to_answered: list[float] = []
     for r in records:
         sent = r.finish_sent_at
         if not r.finished_while_evicted or sent is None or not r.evicted_at:
@@ -57,10 +58,40 @@ def _crossings(records: Sequence[WorkloadRecord]) -> dict[str, float | None]:
         to_evicted.append(r.evicted_at[-1] - sent)
         if r.finished_at is not None:
             to_finished.append(r.finished_at - sent)
+        if r.finish_answered_at is not None:
+            to_answered.append(r.finish_answered_at - sent)
     return {
         "crossing_finish_sent_to_evicted_seen_p50_s": _round(percentile(to_evicted, 0.5)),
         "crossing_finish_sent_to_finished_seen_p50_s": _round(percentile(to_finished, 0.5)),
+        "crossing_finish_sent_to_answered_p50_s": _round(percentile(to_answered, 0.5)),
     }
+
+
+def finish_round_trips(records: Sequence[WorkloadRecord]) -> dict[str, float | None]:
+    """Over every workload whose Finished patch was answered and then watched: how long the patch
+    took (sent to answered) and how long after the apiserver had answered the driver's own watch
+    showed it (the driver's watch lag: the object was committed by then, so any delay after is in
+    the watch path or this process)."""
+    last_create = max((r.created_at for r in records if r.created_at is not None), default=math.inf)
+    figures: dict[str, float | None] = {}
+    for phase, during in (("", None), ("creating_", True)):
+        request: list[float] = []
+        watch: list[float] = []
+        for r in records:
+            if r.finish_sent_at is None or r.finish_answered_at is None:
+                continue
+            if during is not None and r.finish_sent_at > last_create:
+                continue
+            request.append(r.finish_answered_at - r.finish_sent_at)
+            if r.finished_at is not None:
+                watch.append(max(0.0, r.finished_at - r.finish_answered_at))
+        figures |= {
+            f"{phase}finish_request_p50_s": _round(percentile(request, 0.5)),
+            f"{phase}finish_request_p99_s": _round(percentile(request, 0.99)),
+            f"{phase}finish_answered_to_seen_p50_s": _round(percentile(watch, 0.5)),
+            f"{phase}finish_answered_to_seen_p99_s": _round(percentile(watch, 0.99)),
+        }
+    return figures
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -187,6 +218,7 @@ def summarise(
         "cq_classes_kueue": cq_classes,
         "classes": classes,
         "timeline": run_timeline(records, start) if created else None,
+        "finish_round_trip": finish_round_trips(records),
     }
 
 
@@ -280,6 +312,7 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
                 f"{'    finish sent -> Evicted / Finished seen, p50':<{width}}"
                 f"{_fmt(figures.get('crossing_finish_sent_to_evicted_seen_p50_s'), ' s', 2):>12}"
                 f"  / {_fmt(figures.get('crossing_finish_sent_to_finished_seen_p50_s'), ' s', 2)}"
+                f"  (answered after {_fmt(figures.get('crossing_finish_sent_to_answered_p50_s'), ' s', 2)})"
             )
     controller = result.get("controller") or {}
     lines += [
@@ -346,6 +379,16 @@ def format_run(result: dict[str, Any], shape: Shape) -> str:
             else ""
         )
     )
+    trips = result.get("finish_round_trip") or {}
+    if trips:
+        def pair(name: str) -> str:
+            return f"{_fmt(trips.get(name + '_p50_s'), '', 2)}/{_fmt(trips.get(name + '_p99_s'), ' s', 2)}"
+
+        lines.append(
+            f"driver: Finished patch sent -> answered p50/p99 {pair('finish_request')} "
+            f"(while creating {pair('creating_finish_request')}), answered -> seen by its watch "
+            f"{pair('finish_answered_to_seen')} (while creating {pair('creating_finish_answered_to_seen')})"
+        )
     lines += [
         f"[1] ClusterQueue status usage (flavorsUsage) integrated over its status events / (summed nominal "
         f"x the ClusterQueues' event window), as Kueue's recorder{_recording_note(result)}",

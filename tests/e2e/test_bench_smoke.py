@@ -72,6 +72,7 @@ def test_scheduler_baseline_smoke(
         "ClusterQueue utilisation, workload time",
         "mean time to admission small",
         "controller CPU",
+        "driver: Finished patch sent -> answered",
     ):
         assert figure in out
     summary = _summary(out)
@@ -108,6 +109,9 @@ def test_scheduler_baseline_smoke(
     rows = run["timeline"]["rows"]
     assert any(row["hold_s"] is not None for row in rows) and all("turnaround_s" in row for row in rows)
     assert all(c["mean_time_to_admission_from_watch_s"] is not None for c in run["classes"].values())
+    # Every Finished patch was answered and then watched: both halves of its round trip are known.
+    trips = run["finish_round_trip"]
+    assert trips["finish_request_p50_s"] is not None and trips["finish_answered_to_seen_p50_s"] is not None
     if not controller.installed:
         assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
     assert summary["anchor_kueue"]["wall_s"] == pytest.approx(351.1)

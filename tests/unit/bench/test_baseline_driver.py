@@ -10,6 +10,7 @@ import pytest
 
 from bench.baseline_driver import FinishRunner, Generator, Recorder, WorkloadRecord, creation_timeline
 from bench.baseline_shape import Names, load_shape
+from pykueue.kube.errors import NotFound
 from tests.builders import WorkloadBuilder
 
 
@@ -128,6 +129,28 @@ def test_finish_runner_appends_finished_when_due_and_skips_stale_timers() -> Non
     assert patch[0]["value"]["type"] == "Finished" and patch[0]["value"]["status"] == "True"
     assert len(runner.lag.samples) == 1 and runner.lag.samples[0] >= 0
     assert sent == [("ns", "current")]  # the recorder notes when each finish left, stale ones never
+
+
+class _GoneClient(FakeClient):
+    """Answers every status patch with 404, as for a workload deleted meanwhile."""
+
+    def patch_status(self, res: Any, name: str, patch: Any, namespace: str | None = None, **kw: Any) -> dict:
+        raise NotFound(404, "NotFound", "workloads \"wl\" not found")
+
+
+def test_finish_runner_says_when_the_apiserver_answered_a_finish_and_not_when_it_refused() -> None:
+    for client, expected in ((FakeClient(), [("ns", "wl")]), (_GoneClient(), [])):
+        sent: list[tuple[str, str]] = []
+        answered: list[tuple[str, str]] = []
+        runner = FinishRunner(client, lambda key: 1, concurrency=1, on_sent=sent.append, on_answered=answered.append)
+        runner.start()
+        try:
+            runner.schedule(("ns", "wl"), time.monotonic(), 1)
+            _wait(lambda sent=sent: len(sent) == 1)
+            time.sleep(0.05)
+        finally:
+            runner.stop()
+        assert answered == expected
 
 
 def test_timeline_creates_each_class_every_interval_per_queue() -> None:
@@ -259,3 +282,7 @@ def test_recorder_notes_when_a_finish_was_sent() -> None:
     recorder.finish_sent(("ns", "wl"))
     recorder.finish_sent(("ns", "unknown"))  # not one of the run's: ignored
     assert recorder.snapshot()[0].finish_sent_at == 7.5
+    clock.now = 8.25
+    recorder.finish_answered(("ns", "wl"))
+    recorder.finish_answered(("ns", "unknown"))
+    assert recorder.snapshot()[0].finish_answered_at == 8.25

@@ -157,12 +157,38 @@ def test_summary_says_how_an_eviction_and_a_finish_crossed() -> None:
         record = _record("small", 1, created=0.0, admitted=2.0, finished=finished_seen)
         record.finished_while_evicted = True
         record.finish_sent_at = sent_at
+        record.finish_answered_at = sent_at + 0.5
         record.evicted_at.append(evicted_seen)
         crossed.append(record)
     summary = summarise([*crossed, _record("large", 20, created=0.0, admitted=1.0, finished=2.0)], shape)
     assert summary["classes"]["small"]["crossing_finish_sent_to_evicted_seen_p50_s"] == 0.7
     assert summary["classes"]["small"]["crossing_finish_sent_to_finished_seen_p50_s"] == 1.4
+    assert summary["classes"]["small"]["crossing_finish_sent_to_answered_p50_s"] == 0.5
     assert summary["classes"]["large"]["crossing_finish_sent_to_evicted_seen_p50_s"] is None
+
+
+def test_summary_splits_a_finish_round_trip_into_the_request_and_the_watch() -> None:
+    """Sent to answered is the patch's request; answered to seen is the driver's watch lag (the
+    object was committed by then). The ``creating_`` figures keep only finishes sent before the
+    last create was sent; a finish never answered counts in neither."""
+    shape = load_shape("baseline").scaled(0.001)
+    records = []
+    # (created, finish sent, answered, seen): two while creating, three after the last create.
+    for created, sent, answered, seen in (
+        (0.0, 1.0, 1.4, 3.4), (5.0, 2.0, 2.2, 5.2), (1.0, 9.0, 9.1, 9.2), (1.0, 10.0, 10.1, 10.2),
+        (1.0, 11.0, 11.1, 11.2),
+    ):
+        record = _record("small", 1, created=created, admitted=sent - 0.2, finished=seen)
+        record.finish_sent_at, record.finish_answered_at = sent, answered
+        records.append(record)
+    never = _record("small", 1, created=0.0, admitted=1.0, finished=2.0)
+    never.finish_sent_at = 1.2  # sent, the answer lost (the run was cut off): left out
+    trips = summarise([*records, never], shape)["finish_round_trip"]
+    assert trips["finish_request_p50_s"] == 0.1 and trips["finish_request_p99_s"] == 0.4
+    assert trips["finish_answered_to_seen_p50_s"] == 0.1 and trips["finish_answered_to_seen_p99_s"] == 3.0
+    assert trips["creating_finish_request_p50_s"] == 0.2 and trips["creating_finish_request_p99_s"] == 0.4
+    assert trips["creating_finish_answered_to_seen_p50_s"] == 2.0
+    assert trips["creating_finish_answered_to_seen_p99_s"] == 3.0
 
 
 def test_printed_block_names_both_utilisations_and_puts_the_anchor_beside_kueues() -> None:
