@@ -180,19 +180,19 @@ class Recorder:
 
     def finish_sent(self, key: Key) -> None:
         """The runner is sending ``key``'s Finished patch now."""
-        now = self._clock()
-        with self._lock:
-            record = self.records.get(key)
-            if record is not None:
-                record.finish_sent_at = now
+        self._stamp(key, "finish_sent_at")
 
     def finish_answered(self, key: Key) -> None:
         """The apiserver has answered ``key``'s Finished patch: from now on the watch can show it."""
+        self._stamp(key, "finish_answered_at")
+
+    def _stamp(self, key: Key, field_name: str) -> None:
+        """Set one of ``key``'s times to now (a key not of this run is ignored)."""
         now = self._clock()
         with self._lock:
             record = self.records.get(key)
             if record is not None:
-                record.finish_answered_at = now
+                setattr(record, field_name, now)
 
     def progress(self) -> dict[str, int]:
         with self._lock:

@@ -72,26 +72,24 @@ def finish_round_trips(records: Sequence[WorkloadRecord]) -> dict[str, float | N
     took (sent to answered) and how long after the apiserver had answered the driver's own watch
     showed it (the driver's watch lag: the object was committed by then, so any delay after is in
     the watch path or this process)."""
+    answered = [r for r in records if r.finish_sent_at is not None and r.finish_answered_at is not None]
     last_create = max((r.created_at for r in records if r.created_at is not None), default=math.inf)
-    figures: dict[str, float | None] = {}
-    for phase, during in (("", None), ("creating_", True)):
-        request: list[float] = []
-        watch: list[float] = []
-        for r in records:
-            if r.finish_sent_at is None or r.finish_answered_at is None:
-                continue
-            if during is not None and r.finish_sent_at > last_create:
-                continue
-            request.append(r.finish_answered_at - r.finish_sent_at)
-            if r.finished_at is not None:
-                watch.append(max(0.0, r.finished_at - r.finish_answered_at))
-        figures |= {
-            f"{phase}finish_request_p50_s": _round(percentile(request, 0.5)),
-            f"{phase}finish_request_p99_s": _round(percentile(request, 0.99)),
-            f"{phase}finish_answered_to_seen_p50_s": _round(percentile(watch, 0.5)),
-            f"{phase}finish_answered_to_seen_p99_s": _round(percentile(watch, 0.99)),
-        }
-    return figures
+    while_creating = [r for r in answered if r.finish_sent_at is not None and r.finish_sent_at <= last_create]
+    return _trip_figures(answered, "") | _trip_figures(while_creating, "creating_")
+
+
+def _trip_figures(answered: Sequence[WorkloadRecord], prefix: str) -> dict[str, float | None]:
+    """p50/p99 of the request and of the watch over records whose Finished patch was answered."""
+    request = [r.finish_answered_at - r.finish_sent_at for r in answered
+               if r.finish_answered_at is not None and r.finish_sent_at is not None]
+    watch = [max(0.0, r.finished_at - r.finish_answered_at) for r in answered
+             if r.finished_at is not None and r.finish_answered_at is not None]
+    return {
+        f"{prefix}finish_request_p50_s": _round(percentile(request, 0.5)),
+        f"{prefix}finish_request_p99_s": _round(percentile(request, 0.99)),
+        f"{prefix}finish_answered_to_seen_p50_s": _round(percentile(watch, 0.5)),
+        f"{prefix}finish_answered_to_seen_p99_s": _round(percentile(watch, 0.99)),
+    }
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
