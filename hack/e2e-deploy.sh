@@ -4,7 +4,11 @@
 # hack/kind-e2e.sh calls these steps after it has made a kind cluster and loaded the image; they
 # need no Docker, so they also run against the local cluster (tests/e2e/test_chart.py does).
 #
-# usage: hack/e2e-deploy.sh test-crds|install-kwok|install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]
+# usage: hack/e2e-deploy.sh test-crds|install-kwok|install|wait-rollout|wait-webhook|test|logs|digest|uninstall [pytest args...]
+#
+# digest prints, after a failed run, the few lines that usually explain it (the release's pods and
+# their restarts, Warning Events, the apiserver's failed webhook calls with their causes, warnings
+# and errors the webhook and controller logged): CI keeps only the console, not the artifacts.
 #
 # install-kwok deploys kwok into kube-system (hack/localcluster/incluster_kwok.py renders it from
 # the local cluster's own Stages), keeps the cluster's DaemonSets off its simulated nodes and
@@ -154,12 +158,34 @@ cmd_logs() {
   k -n kube-system logs deployment/kwok-controller --all-containers >"$ARTIFACTS/kwok-controller.log" 2>/dev/null || true
 }
 
+cmd_digest() {
+  local apiserver pod
+  {
+    printf '\n----- digest of the failed run (full logs: %s) -----\n' "$ARTIFACTS"
+    printf -- '--- %s pods (restarts, nodes)\n' "$NAMESPACE"
+    k -n "$NAMESPACE" get pods -o wide 2>&1 || true
+    printf -- '--- the last Warning Events\n'
+    k get events -A --field-selector type=Warning --sort-by=.lastTimestamp 2>&1 | tail -n 20 || true
+    printf -- "--- the apiserver's failed webhook calls (the last 15)\n"
+    for apiserver in $(k -n kube-system get pods -l component=kube-apiserver -o name 2>/dev/null); do
+      k -n kube-system logs "$apiserver" 2>/dev/null | grep -E 'webhook' | grep -E '^[WE]' | tail -n 15 | cut -c1-400 || true
+    done
+    printf -- '--- warnings and errors the release logged (the last 10 per pod)\n'
+    for pod in $(k -n "$NAMESPACE" get pods -o name 2>/dev/null); do
+      k -n "$NAMESPACE" logs "$pod" --all-containers --prefix 2>/dev/null \
+        | grep -E '"level":"(warning|error|critical)"|WORKER TIMEOUT|Booting worker|Worker exiting|Traceback' \
+        | tail -n 10 | cut -c1-400 || true
+    done
+    printf -- '----- end of digest -----\n'
+  } >&2
+}
+
 cmd_uninstall() {
   "$HELM" uninstall "$RELEASE" --namespace "$NAMESPACE" --wait --timeout "${WAIT_TIMEOUT}s"
 }
 
 step=${1:-}
-[ -n "$step" ] || die "usage: $0 test-crds|install-kwok|install|wait-rollout|wait-webhook|test|logs|uninstall [pytest args...]"
+[ -n "$step" ] || die "usage: $0 test-crds|install-kwok|install|wait-rollout|wait-webhook|test|logs|digest|uninstall [pytest args...]"
 shift
 case "$step" in
   test-crds) cmd_test_crds ;;
@@ -169,6 +195,7 @@ case "$step" in
   wait-webhook) cmd_wait_webhook ;;
   test) cmd_test "$@" ;;
   logs) cmd_logs ;;
+  digest) cmd_digest ;;
   uninstall) cmd_uninstall ;;
   *) die "unknown step $step" ;;
 esac

@@ -54,7 +54,9 @@ start_daemon() {
   if [ "$last" -gt 0 ] && [ $((16#$bnd)) -ne $(((1 << (last + 1)) - 1)) ]; then
     args+=(--add-runtime "runc-bounded=$here/runc-bounded" --default-runtime runc-bounded)
   fi
-  as_root setsid dockerd "${args[@]}" >"$logfile" 2>&1 </dev/null &
+  # The daemon outlives this script: it must not keep the caller's other descriptors open (a
+  # `flock` held around a CI stage would otherwise stay held for as long as dockerd runs).
+  as_root setsid dockerd "${args[@]}" >"$logfile" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! >"$pidfile"
   local waited=0
   until answers; do

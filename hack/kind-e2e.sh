@@ -79,6 +79,7 @@ cleanup() {
   local status=$?
   if [ "$created" = 1 ]; then
     "$E2E_DEPLOY" logs || true
+    [ "$status" = 0 ] || "$E2E_DEPLOY" digest || true
     "$KIND" export logs "$ARTIFACTS/kind" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || true
     if [ "${KIND_KEEP_CLUSTER:-0}" = 1 ]; then
       log "keeping cluster $KIND_CLUSTER_NAME (kubeconfig: $KUBECONFIG)"

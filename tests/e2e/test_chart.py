@@ -534,6 +534,7 @@ def run_deploy_steps_on_private_cluster(session_cluster: LocalCluster, tmp_path:
         assert "pykueue-webhook" in (artifacts / "objects.txt").read_text()
         assert any(path.name.startswith("pykueue-controller-") for path in artifacts.glob("*.log"))
         assert "kwok-on-demand-0" in (artifacts / "nodes.txt").read_text(), "the nodes are collected too"
+        assert_digest_names_the_release(env)
 
         uninstalled = deploy_step("uninstall", env)
         assert uninstalled.returncode == 0, uninstalled.stderr
@@ -558,9 +559,21 @@ def run_deploy_steps_on_installed_cluster(tmp_path: Path, cluster: Any) -> None:
         assert result.returncode == 0, f"{step}: {result.stderr}"
     artifacts = tmp_path / "artifacts"
     assert any(path.name.startswith("pykueue-webhook-") for path in artifacts.glob("*.log"))
+    assert_digest_names_the_release(env)
     # hack/kind-e2e.sh ran install-kwok: its kwok's log and the simulated nodes are collected.
     assert (artifacts / "kwok-controller.log").read_text().strip(), "the in-cluster kwok's log"
     assert "kwok-spot-0" in (artifacts / "nodes.txt").read_text()
+
+
+def assert_digest_names_the_release(env: dict[str, str]) -> None:
+    """The digest a failed kind run prints (CI keeps only the console) lists the release's pods
+    and every section, and never fails the cleanup that calls it."""
+    digest = deploy_step("digest", env)
+    assert digest.returncode == 0, digest.stderr
+    for pod in ("pykueue-controller-", "pykueue-webhook-"):
+        assert pod in digest.stderr, digest.stderr
+    for section in ("Warning Events", "failed webhook calls", "end of digest"):
+        assert section in digest.stderr, digest.stderr
 
 
 def test_deploy_steps_need_no_docker(cluster: Any, tmp_path: Path) -> None:
