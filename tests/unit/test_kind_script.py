@@ -158,7 +158,14 @@ def test_the_chart_gets_the_kind_placement_values_first(tmp_path: Path) -> None:
 def test_a_failure_anywhere_still_collects_logs_and_deletes_the_cluster(tmp_path: Path, failing: str) -> None:
     run = run_script(tmp_path, fail_on=failing)
     assert run.returncode != 0
-    assert run.calls[-3:] == ["e2e-deploy logs", run.calls[-2], "kind delete cluster --name pykueue-e2e"]
+    # The digest comes after the logs are safe, and only after a failure (the success case above
+    # lists no digest).
+    assert run.calls[-4:] == [
+        "e2e-deploy logs",
+        "e2e-deploy digest",
+        run.calls[-2],
+        "kind delete cluster --name pykueue-e2e",
+    ]
     assert run.calls[-2].startswith("kind export logs")
     if failing == "create":
         assert not any(call.startswith(("docker build", "e2e-deploy install")) for call in run.calls)
