@@ -168,7 +168,7 @@ cmd_digest() {
     k get events -A --field-selector type=Warning --sort-by=.lastTimestamp 2>&1 | tail -n 20 || true
     printf -- "--- the apiserver's failed webhook calls (the last 15)\n"
     for apiserver in $(k -n kube-system get pods -l component=kube-apiserver -o name 2>/dev/null); do
-      k -n kube-system logs "$apiserver" 2>/dev/null | grep -E 'webhook' | grep -E '^[WE]' | tail -n 15 | cut -c1-400 || true
+      k -n kube-system logs "$apiserver" 2>/dev/null | grep -E '^[WE].*webhook' | tail -n 15 | cut -c1-400 || true
     done
     printf -- '--- warnings and errors the release logged (the last 10 per pod)\n'
     for pod in $(k -n "$NAMESPACE" get pods -o name 2>/dev/null); do
