@@ -89,7 +89,7 @@ EPOCH_S = 1_800_000_000.0
 CONTROLLER_HEADS = 8  # the Engine's default, which the controller uses
 MAX_WRITES_IN_FLIGHT = 32  # controller.core.scheduler: 2 x 16 write threads
 REQUEUE_BATCH_MS = 0  # controller.core.setup.REQUEUE_BATCH_SECONDS
-PREEMPTION_GRACE_MS = 5000  # controller.core.setup.DEFAULT_PREEMPTION_GRACE_SECONDS
+PREEMPTION_GRACE_MS = 4000  # controller.core.setup.DEFAULT_PREEMPTION_GRACE_SECONDS
 
 # How the creates due at one instant are ordered (the driver sends them in the timeline's
 # order: queue, then class, small first; Kueue's generator runs one goroutine per queue and class,

@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_seconds,
         default=None,
         help="a workload admitted less than this long ago is not preempted yet; its preemptor waits "
-        "(default 5; 0 preempts at once, as Kueue; docs/design/engine.md, 'Preemption grace')",
+        "(default 4; 0 preempts at once, as Kueue; docs/design/engine.md, 'Preemption grace')",
     )
     return parser
 

@@ -140,8 +140,8 @@ def _since(earlier: dict[str, Any], later: dict[str, Any]) -> float:
 def test_a_workload_admitted_moments_ago_is_preempted_only_once_its_grace_ends(
     kueue: KueueApi, namespace: str
 ) -> None:
-    """The controller's preemption grace (default 5 s, docs/design/engine.md): the victim Kueue's
-    rules choose is evicted, but not within 5 s of its reservation (both times are the
+    """The controller's preemption grace (default 4 s, docs/design/engine.md): the victim Kueue's
+    rules choose is evicted, but not within 4 s of its reservation (both times are the
     controller's, in whole seconds, and the grace starts after the reservation's write)."""
     make_queues(kueue, namespace, cpu="2", preemption=("LowerPriority",))
     submit(kueue, namespace, "low", cpu="2", priority=10)
@@ -159,7 +159,7 @@ def test_a_workload_admitted_moments_ago_is_preempted_only_once_its_grace_ends(
     low = kueue.workload(namespace, "low")
     evicted = condition(low, "Evicted")
     assert evicted["reason"] == "Preempted" and condition(low, "Preempted")["reason"] == "InClusterQueue"
-    assert _since(reserved, evicted) >= 5.0, (reserved, evicted)
+    assert _since(reserved, evicted) >= 4.0, (reserved, evicted)
 
 
 def test_equal_priority_does_not_preempt(kueue: KueueApi, namespace: str) -> None:

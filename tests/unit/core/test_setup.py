@@ -89,7 +89,7 @@ def test_fair_sharing_reaches_the_engine_only_when_enabled() -> None:
     assert fair_sharing_strategies(only) == ("LessThanInitialShare",)
 
 
-def test_preemption_grace_is_the_flag_when_given_else_five_seconds() -> None:
-    assert preemption_grace_seconds({}) == 5.0
+def test_preemption_grace_is_the_flag_when_given_else_four_seconds() -> None:
+    assert preemption_grace_seconds({}) == 4.0
     assert preemption_grace_seconds({"preemption-grace-seconds": 0.0}) == 0.0  # Kueue's timing
     assert preemption_grace_seconds({"preemption-grace-seconds": 5.5}) == 5.5
