@@ -67,6 +67,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from controller.core.setup import DEFAULT_PREEMPTION_GRACE_SECONDS, REQUEUE_BATCH_SECONDS
 from controller.engine import Engine
 
 from .baseline_driver import creation_timeline
@@ -88,8 +89,9 @@ from .engine_micro_ab import CHILD_UNDER_TREE
 EPOCH_S = 1_800_000_000.0
 CONTROLLER_HEADS = 8  # the Engine's default, which the controller uses
 MAX_WRITES_IN_FLIGHT = 32  # controller.core.scheduler: 2 x 16 write threads
-REQUEUE_BATCH_MS = 0  # controller.core.setup.REQUEUE_BATCH_SECONDS
-PREEMPTION_GRACE_MS = 4000  # controller.core.setup.DEFAULT_PREEMPTION_GRACE_SECONDS
+# The controller's own settings, so that the replay follows them when they change.
+REQUEUE_BATCH_MS = round(REQUEUE_BATCH_SECONDS * 1000)
+PREEMPTION_GRACE_MS = round(DEFAULT_PREEMPTION_GRACE_SECONDS * 1000)
 
 # How the creates due at one instant are ordered (the driver sends them in the timeline's
 # order: queue, then class, small first; Kueue's generator runs one goroutine per queue and class,
