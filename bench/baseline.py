@@ -9,7 +9,9 @@ workload is marked Finished ``runtime_ms`` after it is admitted (see :mod:`bench
 Each *variant* starts its own ``pykueue-controller`` process: ``kueue-qps`` with client QPS 50 /
 burst 100 as in Kueue's run, and ``unthrottled`` with a client limit far above what the apiserver
 serves; ``fair-sharing`` as ``kueue-qps`` with ``fairSharing.enable`` in the controller's
-Configuration. Printed per run: wall time, time to admission per class (mean, p50, p90; from the create
+Configuration; ``floor`` starts no controller but :mod:`bench.floor_admitter`, which admits every
+workload the moment it is watched (no quota, no Events): the wall the cluster allows for the
+same requests, which no controller can beat. Printed per run: wall time, time to admission per class (mean, p50, p90; from the create
 sent and from the first watch event), ClusterQueue utilisation both ways (ours from workload
 time; Kueue's from ClusterQueue status usage, :mod:`bench.baseline_cq`), evictions, controller
 CPU seconds and peak RSS (``/proc``), the load driver's own lag, and Kueue's published means
@@ -31,6 +33,7 @@ Usage::
     python -m bench.baseline --scale 0.1 --repeat 3      # medians of three runs per variant
     python -m bench.baseline --scale 0.1 --variants kueue-qps,fair-sharing   # fair sharing off and on
     python -m bench.baseline --scale 0.3 --variants unthrottled,kueue@v0.14.8:unthrottled   # both unthrottled
+    python -m bench.baseline --scale 0.3 --variants floor,unthrottled   # what the cluster allows, beside pykueue
     python -m bench.baseline --scale 0.1 --profile /tmp/prof   # py-spy the controller
     python -m bench.baseline --apiserver-profile /tmp/prof --apiserver-profile-windows 0-60,150-210
     python -m bench.baseline --scale 0.1 --variants kueue-qps --repeat 3 --controller-src old=/tmp/old-tree
@@ -83,6 +86,7 @@ from .baseline_variants import (
     plan_runs,
 )
 from .controller_process import REPO_ROOT, ControllerProcess
+from .floor_admitter import FloorProcess
 from .kueue_process import CrdSwap, KueueProcess, kueue_artifacts, require_mount_namespace, stored_version
 from .procstats import ProcSample, control_plane_pids, sample
 
@@ -229,7 +233,7 @@ def run_once(
 ) -> dict[str, Any]:
     """Start a controller (unless one is given), run the load, measure, clean up."""
     names = Names(uuid.uuid4().hex[:6])
-    controller: ControllerProcess | KueueProcess | None = None
+    controller: ControllerProcess | KueueProcess | FloorProcess | None = None
     crd_swap: CrdSwap | None = None
     profile = None
     if options.profile_dir is not None:
@@ -248,6 +252,9 @@ def run_once(
         except Exception:
             crd_swap.restore()
             raise
+    elif variant.floor:
+        controller = FloorProcess(kubeconfig, workdir=options.workdir, label=f"{variant.name}-{index}")
+        controller.start()
     elif not options.external_controller:
         controller = ControllerProcess(
             kubeconfig, qps=variant.qps, burst=variant.burst, workdir=options.workdir,
@@ -268,7 +275,8 @@ def run_once(
     )
     try:
         create_queues(client, shape, names)
-        wait_queues_active(client, shape, names)
+        if not variant.floor:  # nothing in a floor run makes them Active (it does not look)
+            wait_queues_active(client, shape, names)
         recorder = Recorder(on_admitted=lambda key, due, token: runner.schedule(key, due, token) if runner else None)
         runner = FinishRunner(
             client, recorder.token, options.finish_concurrency,
@@ -319,7 +327,7 @@ def run_once(
             if evictions is not None:
                 evictions.resync(informer.store.list())
         elapsed = time.monotonic() - started
-        if recorder.all_settled.is_set():
+        if recorder.all_settled.is_set() and not variant.floor:  # no ClusterQueue status in a floor run
             cq_recorder.done.wait(CQ_SETTLE_TIMEOUT_S)
         controller_after = sample(pid) if pid is not None else None
         control_plane_after = {name: sample(component) for name, component in control_plane.items()}
@@ -342,6 +350,8 @@ def run_once(
             "run_id": names.run_id,
             "controller_source": {"kueue": variant.kueue_version}
             if variant.kueue_version is not None
+            else {"floor": "bench.floor_admitter"}
+            if variant.floor
             else describe_tree(variant.source_tree or REPO_ROOT)
             if not options.external_controller
             else None,

@@ -4,7 +4,9 @@ A *variant* is a client rate limit (``kueue-qps``: QPS 50 / burst 100 as Kueue's
 ``unthrottled``), a controller Configuration and a source tree. ``fair-sharing`` is ``kueue-qps``
 with ``fairSharing: {enable: true}`` and Kueue's default preemption strategies in the
 Configuration the controller is started with (:func:`controller_configuration`), so the
-baseline's shape can be measured with fair sharing on beside the classical order. By default the controller is this checkout's. For A/B
+baseline's shape can be measured with fair sharing on beside the classical order. ``floor`` is
+no controller at all but :mod:`bench.floor_admitter`, which admits every workload as soon as it
+is watched, unthrottled: the wall the cluster itself allows for the same requests. By default the controller is this checkout's. For A/B
 comparisons ``--controller-src [LABEL=]DIR`` adds, for every chosen rate limit, a variant whose
 controller comes from another checkout (typically ``git worktree add --detach DIR <commit>``);
 it is named ``<rate limit>@<LABEL>`` (LABEL defaults to the tree's short commit, else the
@@ -49,12 +51,14 @@ class Variant:
     source_tree: Path | None = None
     kueue_version: str | None = None  # Kueue's manager at this release instead of pykueue's
     fair_sharing: bool = False  # pykueue's controller runs with fairSharing.enable
+    floor: bool = False  # no controller: bench.floor_admitter admits everything at once
 
 
 VARIANTS = {
     "kueue-qps": Variant("kueue-qps", 50.0, 100),
     "unthrottled": Variant("unthrottled", UNTHROTTLED_QPS, 200_000),
     "fair-sharing": Variant("fair-sharing", 50.0, 100, fair_sharing=True),
+    "floor": Variant("floor", UNTHROTTLED_QPS, 200_000, floor=True),
 }
 
 
@@ -165,6 +169,8 @@ def choose_variants(names: Sequence[str], trees: Sequence[SourceTree]) -> list[V
             continue
         base = VARIANTS[name]
         chosen.append(base)
+        if base.floor:
+            continue  # no controller's code runs in it
         chosen += [replace(base, name=f"{base.name}@{tree.label}", source_tree=tree.path) for tree in trees]
     return chosen
 

@@ -199,6 +199,33 @@ def test_kueue_variant_completes_and_prints_the_same_figures(tmp_path: Path, ver
     assert profile.read_bytes()[:2] == b"\x1f\x8b"  # pprof's gzipped protobuf
 
 
+@pytest.mark.timeout(900)
+def test_floor_variant_admits_everything_and_prints_the_same_figures(tmp_path: Path) -> None:
+    """``--variants floor``: no controller but ``bench.floor_admitter``, which admits each workload
+    as soon as it is watched, on a local cluster of its own (it would race the session controller
+    for the workloads). It completes, every workload is admitted once and none is evicted, its
+    process's CPU is measured as a controller's is, and the apiserver counted its status writes."""
+    name = f"{os.environ.get('PYKUEUE_CLUSTER_NAME') or 'pykueue-e2e'}-floor"
+    env = {k: v for k, v in os.environ.items() if k != "PYKUEUE_KUBECONFIG"}
+    env["PYKUEUE_CLUSTER_NAME"] = name
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.baseline", "--scale", "0.003", "--timeout", "300",
+         "--variants", "floor", "--json", str(tmp_path / "summary.json")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=840,
+    )
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    for figure in ("wall time", "mean time to admission large", "controller CPU", "controller peak RSS"):
+        assert figure in done.stdout, figure
+    (run,) = json.loads((tmp_path / "summary.json").read_text())["runs"]
+    assert run["variant"] == "floor" and run["controller_source"] == {"floor": "bench.floor_admitter"}
+    assert run["completed"] and run["workloads"] == run["finished"] == 30 * 3
+    assert all(c["admitted"] == c["workloads"] == 30 for c in run["classes"].values())
+    assert all(c["evicted_transitions"] == 0 and c["evictions"] == 0 for c in run["classes"].values())
+    assert run["controller"]["cpu_s"] is not None and run["controller"]["peak_rss_mib"] > 0
+    assert run["driver"]["errors"] == 0
+    _assert_admission_writes_counted(run, done.stdout)
+
+
 @contextlib.contextmanager
 def _cold_start(tmp_path: Path, suffix: str, *options: str) -> Iterator[tuple[dict[str, Any], str, KubeClient]]:
     """``bench.controller_cold_start`` against 200 pending workloads on a local cluster of its own
