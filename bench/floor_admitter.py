@@ -40,6 +40,7 @@ from typing import Any
 from controller.runtime.informer import FuncHandler, Informer
 from controller.workload import view as wv
 from controller.workload.scheduling_patches import reservation_patch
+from hack.localcluster.ports import pick_free_ports
 from pykueue.api.objects import list_or_empty, mapping_or_empty
 from pykueue.api.quantity import format_quantity, parse_quantity
 from pykueue.kube.client import KubeClient
@@ -47,7 +48,7 @@ from pykueue.kube.errors import ApiError
 from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from pykueue.kube.transport import ApiClientTransport, configuration_factory
 
-from .controller_process import REPO_ROOT, LocalProcess, SyncMilestones, _free_port, controller_environment
+from .controller_process import REPO_ROOT, LocalProcess, SyncMilestones, controller_environment
 
 log = logging.getLogger("bench.floor")
 
@@ -229,7 +230,7 @@ class FloorProcess(LocalProcess):
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.health_port = _free_port()
+        (self.health_port,) = pick_free_ports(1)
         with self.log_path.open("wb") as log_file:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "bench.floor_admitter", "--kubeconfig", self.kubeconfig,
