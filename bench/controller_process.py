@@ -110,6 +110,25 @@ class LocalProcess:
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
+    def _wait_ready(self, what: str, timeout: float = READY_TIMEOUT_S, *, stop_if_exited: bool = False) -> None:
+        """Poll ``/readyz`` until it answers 200; raise, naming ``what``, if the process exits
+        first (stopping it too when ``stop_if_exited``) or ``timeout`` seconds pass (then it is
+        stopped)."""
+        assert self.process is not None, "launch() first"
+        deadline = time.monotonic() + timeout
+        while not self._ready():
+            if self.process.poll() is not None:
+                if stop_if_exited:
+                    self.stop()
+                raise RuntimeError(f"{what} exited during start-up:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{what} was not ready within {timeout:.0f}s:\n{self.log_tail()}")
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        self._terminate()
+
     def _ready(self) -> bool:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as response:
@@ -199,15 +218,7 @@ class ControllerProcess(LocalProcess):
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         """Poll ``/readyz`` until it answers 200; stop the process and raise if it exits or
         ``timeout`` seconds pass first."""
-        assert self.process is not None, "launch() first"
-        deadline = time.monotonic() + timeout
-        while not self._ready():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the controller exited during start-up:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the controller was not ready within {timeout:.0f}s:\n{self.log_tail()}")
-            time.sleep(0.3)
+        self._wait_ready("the controller", timeout)
 
     def ready(self) -> bool:
         """``/readyz`` answers 200 now (every informer completed its first list)."""

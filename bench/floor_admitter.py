@@ -13,7 +13,7 @@ What it is for: a wall-time target for a real controller is only reachable on a 
 this floor's wall is below it. A controller that honours quota makes the same requests (and
 more) and can only admit later, so its wall is at or above the floor's, up to noise; the gap
 between the two is what the controller's own decisions, CPU and extra requests cost
-(docs/performance.md, "The apiserver's floor").
+(docs/performance.md, "The floor under the two targets left").
 
 Run by :class:`FloorProcess` as ``python -m bench.floor_admitter``: its own process, like the
 controllers it stands in for, so its CPU is counted apart from the driver's. It reads
@@ -30,7 +30,6 @@ import logging
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -48,6 +47,7 @@ from pykueue.kube.errors import ApiError
 from pykueue.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from pykueue.kube.transport import ApiClientTransport, configuration_factory
 
+from .baseline_variants import UNTHROTTLED_QPS
 from .controller_process import REPO_ROOT, LocalProcess, SyncMilestones, controller_environment
 
 log = logging.getLogger("bench.floor")
@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     transport = ApiClientTransport(
         configuration_factory(args.kubeconfig), user_agent="pykueue-bench-floor", pool_size=args.writers + 8
     )
-    client = KubeClient(transport, qps=100_000.0, burst=200_000)
+    client = KubeClient(transport, qps=UNTHROTTLED_QPS, burst=200_000)
     admitter = FloorAdmitter(client, args.writers)
     _serve_readiness(args.health_addr, admitter)
     admitter.start()
@@ -238,12 +238,7 @@ class FloorProcess(LocalProcess):
                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
                 cwd=REPO_ROOT, env=controller_environment(None),
             )
-        deadline = time.monotonic() + 120
-        while not self._ready():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the floor admitter did not become ready:\n{self.log_tail()}")
-            time.sleep(0.3)
+        self._wait_ready("the floor admitter", stop_if_exited=True)
 
     def start_profiler(self) -> bool:
         return False
@@ -257,9 +252,6 @@ class FloorProcess(LocalProcess):
 
     def sync_milestones(self) -> SyncMilestones:
         return SyncMilestones(None, None)
-
-    def stop(self) -> None:
-        self._terminate()
 
 
 if __name__ == "__main__":

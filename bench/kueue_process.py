@@ -370,15 +370,7 @@ class KueueProcess(LocalProcess):
 
     def start(self) -> None:
         self.launch()
-        assert self.process is not None
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not self._ready():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"Kueue exited during start-up:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"Kueue was not ready within {READY_TIMEOUT_S:.0f}s:\n{self.log_tail()}")
-            time.sleep(0.3)
+        self._wait_ready("Kueue")
 
     def start_profiler(self) -> bool:
         return False  # py-spy profiles Python; Kueue is Go
