@@ -20,13 +20,14 @@ therefore
 
 Entries leave in arrival order (a merged repeat keeps the first one's place), so each object's
 Events keep the order in which they were emitted. Memory is bounded by ``capacity`` entries of at
-most :data:`ENTRY_BYTES` each: an entry is one tuple of strings (the object's identity, the Event's
-type, reason and message) and the object's ``resourceVersion``, no dictionaries, so that the
-waiting room can be made large enough to hold a full-scale burst of admissions
-(``tests/unit/runtime/test_event_queue.py`` measures it; ``python -m bench.event_queue_memory``
-prints it). Each entry carries the wall-clock times of its first and latest emit: the Event is
-stamped with them, as client-go stamps an Event when it is recorded rather than when it is
-sent, and its wait in the queue is observed when a sender takes it.
+most :data:`ENTRY_BYTES` each: an entry is one string (the object's identity, the Event's type,
+reason and message joined by NUL, a character no name, uid or reason holds) and the object's
+``resourceVersion``, no dictionaries and no tuple of separate strings, so that the waiting room
+can hold every Event of a long burst of admissions (``tests/unit/runtime/test_event_queue.py``
+measures it; ``python -m bench.event_queue_memory`` prints it). Each entry carries the wall-clock
+times of its first and latest emit: the Event is stamped with them, as client-go stamps an Event
+when it is recorded rather than when it is sent, and its wait in the queue is observed when a
+sender takes it.
 """
 
 from __future__ import annotations
@@ -46,12 +47,16 @@ SHED_WARNING = "queue_full_warning"
 
 # The most one waiting entry may cost, its strings included (none shared with the informer's
 # copy of the object), for a Workload's QuotaReserved Event: the queue's bound in bytes is
-# ``capacity * ENTRY_BYTES``. Measured with tracemalloc at about 810 bytes on CPython 3.11
-# (test_event_queue.py holds the bound).
-ENTRY_BYTES = 1024
+# ``capacity * ENTRY_BYTES``. Measured with tracemalloc at about 550 bytes on CPython 3.11 (812
+# while the key was a tuple of nine strings; test_event_queue.py holds the bound).
+ENTRY_BYTES = 640
 
-Key = tuple[str, ...]
-# key = (component, apiVersion, kind, namespace, name, uid, type, reason, message)
+# The separator of a key's fields: NUL, which no Kubernetes name, uid, kind or reason may hold; a
+# message holding one has it replaced (:func:`_clean`), so the fields split back unambiguously.
+SEP = "\x00"
+# A key is the fields component, apiVersion, kind, namespace, name, uid, type, reason and message
+# joined by SEP: one string instead of a tuple of nine, a third less per waiting Event.
+Key = str
 _COMPONENT, _API_VERSION, _KIND, _NAMESPACE, _NAME, _UID, _TYPE, _REASON, _MESSAGE = range(9)
 
 
@@ -67,35 +72,47 @@ class Pending:
     repeats: int = 1
     seq: int = 0
 
+    def fields(self) -> list[str]:
+        """The key's nine fields (see :data:`Key`)."""
+        return self.key.split(SEP, _MESSAGE)
+
     @property
     def component(self) -> str:
-        return self.key[_COMPONENT]
+        return self.fields()[_COMPONENT]
 
     @property
     def type(self) -> str:
-        return self.key[_TYPE]
+        return self.fields()[_TYPE]
 
     @property
     def reason(self) -> str:
-        return self.key[_REASON]
+        return self.fields()[_REASON]
 
     @property
     def message(self) -> str:
-        return self.key[_MESSAGE]
+        return self.fields()[_MESSAGE]
 
     @property
-    def similar(self) -> Key:
+    def similar(self) -> str:
         """The key without the message: a newer message of it supersedes this one."""
-        return self.key[:_MESSAGE]
+        return _similar_part(self.key)
 
     @property
     def involved(self) -> dict[str, Any]:
         """The Event's ``involvedObject`` reference, rebuilt for the write."""
-        key = self.key
-        meta = {"name": key[_NAME], "namespace": key[_NAMESPACE], "uid": key[_UID]}
+        fields = self.fields()
+        meta = {"name": fields[_NAME], "namespace": fields[_NAMESPACE], "uid": fields[_UID]}
         if self.resource_version:
             meta["resourceVersion"] = self.resource_version
-        return {"apiVersion": key[_API_VERSION], "kind": key[_KIND], "metadata": meta}
+        return {"apiVersion": fields[_API_VERSION], "kind": fields[_KIND], "metadata": meta}
+
+
+def _similar_part(key: Key) -> str:
+    return key[: key.rindex(SEP)]
+
+
+def _clean(value: str) -> str:
+    return value.replace(SEP, "\ufffd") if SEP in value else value
 
 
 @dataclass(frozen=True)
@@ -113,15 +130,21 @@ class Outcome:
         return int(not self.merged and self.shed_reason is None)
 
 
-def _identity(involved: dict[str, Any], component: str) -> Key:
+def _similar_key(involved: dict[str, Any], component: str, type_: str, reason: str) -> str:
+    """The key's fields up to the reason (object, type and reason: what a newer message supersedes)."""
     meta = involved.get("metadata") or {}
-    return (
-        component,
-        str(involved.get("apiVersion") or ""),
-        str(involved.get("kind") or ""),
-        str(meta.get("namespace") or ""),
-        str(meta.get("name") or ""),
-        str(meta.get("uid") or ""),
+    return SEP.join(
+        _clean(str(value or ""))
+        for value in (
+            component,
+            involved.get("apiVersion"),
+            involved.get("kind"),
+            meta.get("namespace"),
+            meta.get("name"),
+            meta.get("uid"),
+            type_,
+            reason,
+        )
     )
 
 
@@ -139,7 +162,10 @@ class PendingEvents:
         # older of the two heads.
         self._normal: OrderedDict[Key, Pending] = OrderedDict()
         self._other: OrderedDict[Key, Pending] = OrderedDict()
-        self._similar: dict[Key, Key] = {}  # object+type+reason -> key of its waiting entry
+        # hash(object+type+reason) -> key of its latest waiting entry. Keyed by the hash, not a
+        # copy of the string, to keep an entry small; a collision only costs a supersede (the
+        # key found is checked before it is used).
+        self._similar: dict[int, Key] = {}
         self._seq = itertools.count()
         self._unfinished = 0
         self._stopped = False
@@ -150,9 +176,9 @@ class PendingEvents:
             return len(self._normal) + len(self._other)
 
     def put(self, involved: dict[str, Any], type_: str, reason: str, message: str, component: str) -> Outcome:
-        identity = _identity(involved, component)
-        similar = (*identity, type_, reason)
-        key = (*similar, message)
+        similar = _similar_key(involved, component, type_, reason)
+        key = similar + SEP + _clean(message)
+        similar_hash = hash(similar)
         now = self._clock()
         with self._cond:
             bucket = self._normal if type_ == "Normal" else self._other
@@ -164,8 +190,8 @@ class PendingEvents:
             shed: Pending | None = None
             shed_reason: str | None = None
             if len(self._normal) + len(self._other) >= self._capacity:
-                older_key = self._similar.get(similar)
-                if older_key is not None:
+                older_key = self._similar.get(similar_hash)
+                if older_key is not None and _similar_part(older_key) == similar:
                     shed, shed_reason = self._remove(older_key), SUPERSEDED
                 elif self._normal:
                     shed, shed_reason = self._remove(next(iter(self._normal))), SHED_NORMAL
@@ -176,7 +202,7 @@ class PendingEvents:
             meta = involved.get("metadata") or {}
             entry = Pending(key, str(meta.get("resourceVersion") or ""), now, now, seq=next(self._seq))
             bucket[key] = entry
-            self._similar[similar] = key
+            self._similar[similar_hash] = key
             self._unfinished += 1
             self._cond.notify()
             if shed is not None:
@@ -227,7 +253,7 @@ class PendingEvents:
     def _remove(self, key: Key) -> Pending:
         bucket = self._normal if key in self._normal else self._other
         entry = bucket.pop(key)
-        similar = entry.similar
-        if self._similar.get(similar) == key:
-            del self._similar[similar]
+        similar_hash = hash(entry.similar)
+        if self._similar.get(similar_hash) == key:
+            del self._similar[similar_hash]
         return entry
