@@ -52,7 +52,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,21 +155,54 @@ def wait_queues_active(client: KubeClient, shape: Shape, names: Names, timeout: 
         time.sleep(0.5)
 
 
-def delete_run(client: KubeClient, names: Names, *, wait_s: float) -> bool:
+# What a run creates, Kueue's kinds first. A run's Workloads and LocalQueues must be gone before
+# the next run starts: after a `kueue@` run they are stored in Kueue's version, and once the
+# project's CRDs are back no controller of the next run can list them.
+RUN_KINDS = (WORKLOADS, LOCAL_QUEUES, CLUSTER_QUEUES, RESOURCE_FLAVORS, NAMESPACES)
+# The least a run's cleanup is given, and what each of its workloads adds: a namespace's
+# Workloads are deleted one by one, and the 50,000 of `large_scale` took longer than 300 s.
+CLEANUP_BASE_S = 300.0
+CLEANUP_PER_WORKLOAD_S = 0.05
+# Namespaces whose Workloads are deleted at once.
+CLEANUP_THREADS = 16
+
+
+def cleanup_seconds(workloads: int) -> float:
+    """How long :func:`delete_run` may wait for a run of ``workloads`` workloads to be gone."""
+    return CLEANUP_BASE_S + CLEANUP_PER_WORKLOAD_S * max(0, workloads)
+
+
+def delete_run(
+    client: KubeClient,
+    names: Names,
+    *,
+    wait_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> bool:
     """Delete the run's namespaces (with their workloads), ClusterQueues and flavor; wait up to
-    ``wait_s`` for them to be gone (finalizers need the controller, so call before stopping it)."""
+    ``wait_s`` until none of :data:`RUN_KINDS` is left (finalizers need the controller, so call
+    before stopping it)."""
     selector = f"{RUN_LABEL}={names.run_id}"
-    for res in (NAMESPACES, CLUSTER_QUEUES, RESOURCE_FLAVORS):
+    namespaces = [obj["metadata"]["name"] for obj in client.list(NAMESPACES, label_selector=selector).get("items") or []]
+    # The Workloads first, a namespace's in one request and many namespaces at once: left to the
+    # namespace controller they go at about 40 per second (bench/controller_cold_start.py).
+    with ThreadPoolExecutor(max_workers=CLEANUP_THREADS) as pool:
+        list(pool.map(lambda ns: client.delete_collection(WORKLOADS, ns, label_selector=selector), namespaces))
+    for name in namespaces:
+        client.delete(NAMESPACES, name)
+    for res in (CLUSTER_QUEUES, RESOURCE_FLAVORS):
         for obj in client.list(res, label_selector=selector).get("items") or []:
             client.delete(res, obj["metadata"]["name"])
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        left = sum(len(client.list(res, label_selector=selector, limit=1).get("items") or []) for res in
-                   (NAMESPACES, CLUSTER_QUEUES, RESOURCE_FLAVORS))
-        if left == 0:
+    deadline = clock() + wait_s
+    while True:
+        left = [res for res in RUN_KINDS if client.list(res, label_selector=selector, limit=1).get("items")]
+        if not left:
             return True
-        time.sleep(1.0)
-    return False
+        if clock() > deadline:
+            print(f"  run {names.run_id}: still there after {wait_s:.0f} s: {', '.join(str(r) for r in left)}", flush=True)
+            return False
+        sleep(1.0)
 
 
 def describe_unfinished(informer: Informer, recorder: Recorder, limit: int = 5) -> list[str]:
@@ -402,8 +436,8 @@ def run_once(
             informer.stop()
         if cq_informer is not None:
             cq_informer.stop()
-        if not delete_run(client, names, wait_s=300):
-            print(f"  warning: run {names.run_id}'s objects were not all deleted within 300 s", flush=True)
+        if not delete_run(client, names, wait_s=cleanup_seconds(shape.total_workloads)):
+            print(f"  warning: run {names.run_id}'s objects were not all deleted; the next run may meet them", flush=True)
         if controller is not None:
             controller.stop()
         if crd_swap is not None:

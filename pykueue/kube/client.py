@@ -530,6 +530,22 @@ class KubeClient:
         return True
 
 
+    def delete_collection(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        propagation: str = "Background",
+    ) -> None:
+        """Delete every object of ``res`` (in ``namespace``, or in all namespaces) that
+        ``label_selector`` selects, in one request (the apiserver deletes them one by one)."""
+        options = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        query = _list_query(label_selector, None, None, None)
+        self._request(
+            "DELETE", self._wire.on_wire(res).path(namespace), query=query, body=options, content_type="application/json"
+        )
+
 def retry_on_conflict(operation: Callable[[], Any], *, attempts: int = 5) -> Any:
     """Run ``operation`` (which must re-read what it writes) until it does not hit a Conflict.
 

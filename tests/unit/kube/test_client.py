@@ -166,6 +166,15 @@ def test_delete_sends_preconditions_and_reports_absence() -> None:
     assert transport.sent[0].body["propagationPolicy"] == "Background"
 
 
+
+def test_delete_collection_deletes_what_the_selector_selects_in_one_request() -> None:
+    client, transport = make_client([{}])
+    client.delete_collection(WORKLOADS, "ns", label_selector="run=r1")
+    (sent,) = transport.sent
+    assert (sent.method, sent.path) == ("DELETE", "/apis/kueue.x-k8s.io/v1beta1/namespaces/ns/workloads")
+    assert ("labelSelector", "run=r1") in sent.query
+    assert sent.body["propagationPolicy"] == "Background"
+
 def test_list_all_follows_continue_tokens() -> None:
     client, transport = make_client(
         [
