@@ -529,7 +529,6 @@ class KubeClient:
             return False
         return True
 
-
     def delete_collection(
         self,
         res: Resource,
@@ -545,6 +544,7 @@ class KubeClient:
         self._request(
             "DELETE", self._wire.on_wire(res).path(namespace), query=query, body=options, content_type="application/json"
         )
+
 
 def retry_on_conflict(operation: Callable[[], Any], *, attempts: int = 5) -> Any:
     """Run ``operation`` (which must re-read what it writes) until it does not hit a Conflict.
