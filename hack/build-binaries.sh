@@ -220,11 +220,22 @@ for t in $targets; do
   unlock_cache
 done
 
-# A stable directory of symlinks so callers need not know the pins.
+# A stable directory of symlinks so callers need not know the pins. Only a finished pin is
+# linked: a build under way elsewhere has created its directory but not yet its binaries, and
+# linking its unmatched glob once left a link named `*` here.
 cur="$bindir/current"
 mkdir -p "$cur"
-ln -sf "$bindir/kubernetes-$K8S_VERSION"/* "$cur/" 2>/dev/null || true
-for d in "etcd-$ETCD_VERSION" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION"; do
-  [ -d "$bindir/$d" ] && ln -sf "$bindir/$d"/* "$cur/"
-done
+rm -f "$cur/*"
+link_finished() { # directory pin
+  stamp_ok "$bindir/$1" "$2" || return 0
+  local f
+  for f in "$bindir/$1"/*; do
+    [ -f "$f" ] && ln -sf "$f" "$cur/"
+  done
+  return 0
+}
+link_finished "kubernetes-$K8S_VERSION" "$K8S_VERSION"
+link_finished "etcd-$ETCD_VERSION" "$ETCD_VERSION"
+link_finished "kwok-$KWOK_VERSION" "$KWOK_VERSION"
+link_finished "helm-$HELM_VERSION" "$HELM_VERSION"
 echo "$cur"

@@ -212,6 +212,27 @@ def test_nothing_is_rebuilt_until_a_pin_changes_and_then_only_that_pins_build(bu
     assert (builder.cache / "bin" / f"kubernetes-{K8S}" / ".stamp").is_file(), "the old pin's build is kept"
 
 
+def test_a_pin_still_being_built_elsewhere_is_not_linked_into_current(builder: Builder) -> None:
+    """Another build has created kwok's directory but not yet its binary or stamp: a relink in
+    the meantime (a warm target such as `kueue-crds`) links only finished pins, and a link named
+    `*` that an unmatched glob once left is removed."""
+    assert builder.run().returncode == 0
+    bindir = builder.cache / "bin"
+    current = bindir / "current"
+    kwok_dir = bindir / f"kwok-{PINS['KWOK_VERSION']}"
+    shutil.rmtree(kwok_dir)
+    kwok_dir.mkdir()
+    (current / "kwok").unlink()
+    (current / "*").symlink_to(kwok_dir / "*")
+
+    result = builder.run("kueue-crds")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in current.iterdir()) == sorted(
+        ["etcd", "helm", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"]
+    )
+    assert all(p.resolve().is_file() for p in current.iterdir())
+
+
 def test_kueue_crds_are_copied_from_the_pinned_module_into_the_cache_once(builder: Builder) -> None:
     """The parity test's oracle: Kueue's CRDs, out of sigs.k8s.io/kueue at KUEUE_VERSION."""
     kueue = PINS["KUEUE_VERSION"]
