@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "hack" / "build-binaries.sh"
 PINS = binaries.read_versions()
 # What hack/build-binaries.sh runs before it would need Go (and `make` to run it).
-SCRIPT_TOOLS = ("bash", "env", "dirname", "mkdir", "cat", "sed", "sort", "head", "curl", "flock", "ln")
+SCRIPT_TOOLS = ("bash", "env", "dirname", "mkdir", "cat", "sed", "sort", "head", "curl", "flock", "ln", "rm")
 
 
 @dataclass(frozen=True)
